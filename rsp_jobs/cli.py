@@ -1,0 +1,143 @@
+"""The ``rsp`` command."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional, Sequence
+
+from rsp_jobs import settings
+from rsp_jobs.errors import RspError
+
+
+def parse_time(text: str) -> int:
+    """ISO 8601 (``Z`` or an offset; naive means UTC) or epoch milliseconds → epoch µs."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text) * 1000
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch milliseconds: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def stream_spec(text: str) -> tuple[str, str]:
+    iri, sep, path = text.rpartition("=")
+    if not sep or not iri:
+        raise argparse.ArgumentTypeError(f"expected IRI=PATH, got {text!r}")
+    return iri.strip("<>"), path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rsp", description="RDF stream processing on Spark")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a continuous query over stream files",
+                        description="Evaluate a C-SPARQL / RSP-QL query over stream files and write one "
+                                    "JSON object per reported window.")
+    ev.add_argument("query_file", type=Path)
+    ev.add_argument("--stream", action="append", type=stream_spec, default=[], metavar="IRI=PATH",
+                    help="a stream file (TriG or N-Quads, one named graph per frame) for the stream IRI")
+    ev.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
+                    help="an RDF file for a FROM / FROM NAMED graph (matched by IRI or file name)")
+    ev.add_argument("--t0", type=parse_time, default=0, help="origin of the window grid (default: epoch)")
+    ev.add_argument("--from", dest="after", type=parse_time, default=None,
+                    help="report windows closing after this time")
+    ev.add_argument("--to", dest="until", type=parse_time, default=None,
+                    help="report windows closing at or before this time")
+    ev.add_argument("--output", type=Path, default=None, help="write JSON lines here (default: stdout)")
+    ev.add_argument("--lake", type=Path, default=None,
+                    help="load the streams into this lake and keep it (default: a temporary one)")
+    ev.set_defaults(run=cmd_evaluate)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except RspError as exc:
+        print(f"rsp: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def cmd_evaluate(args) -> int:
+    from rsp_jobs.engine import Interval, compile_query, evaluate
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.ingest.lake import Lake
+    from rsp_jobs.ingest.rdf_stream import read_stream_file
+
+    if not args.query_file.is_file():
+        raise InputError(f"{args.query_file}: query file not found")
+    query = compile_query(args.query_file.read_text(encoding="utf-8"), str(args.query_file))
+    declared = {w.stream for w in query.windows}
+    given = {iri for iri, _ in args.stream}
+    missing = declared - given
+    if missing:
+        raise InputError(f"{args.query_file}: no --stream given for " + ", ".join(f"<{m}>" for m in sorted(missing)))
+    scratch = None
+    if args.lake is None:
+        scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=settings.home_dir()))
+    lake = Lake(args.lake or scratch / "lake")
+    try:
+        for iri, path in args.stream:
+            batch = read_stream_file(path, iri)
+            lake.write(batch)
+            _report_rejections(batch)
+        out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
+        progress = _Progress(enabled=sys.stderr.isatty())
+        try:
+            interval = Interval(args.after, args.until)
+            for window in evaluate(query, lake, args.background, args.t0, interval):
+                out.write(json.dumps(window, ensure_ascii=False) + "\n")
+                progress.tick(window["window_close"])
+        finally:
+            progress.done()
+            if args.output:
+                out.close()
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def _report_rejections(batch) -> None:
+    if not batch.rejections:
+        return
+    print(f"rsp: {batch.source}: rejected {batch.rejected_triples} triple(s) in {len(batch.rejections)} "
+          f"place(s); {len(batch.elements)} accepted:", file=sys.stderr)
+    for rejection in batch.rejections[:10]:
+        print(f"  {rejection}", file=sys.stderr)
+    if len(batch.rejections) > 10:
+        print(f"  ... and {len(batch.rejections) - 10} more (all are in the lake's quarantine)", file=sys.stderr)
+
+
+class _Progress:
+    """A one-line counter on a terminal; silent when stderr is not one."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.count, self.last = enabled, 0, 0.0
+
+    def tick(self, label: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.2:
+            print(f"\rrsp: {self.count} windows reported (last closed {label})", end="", file=sys.stderr)
+            self.last = now
+
+    def done(self) -> None:
+        if self.enabled and self.count:
+            print(f"\rrsp: {self.count} windows reported." + " " * 40, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

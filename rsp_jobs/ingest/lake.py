@@ -1,0 +1,116 @@
+"""The stream lake: every stream as Parquet, one row per triple, partitioned by stream and hour.
+
+Writing happens on the driver with pyarrow (ingest batches are files that were parsed there);
+reading happens in Spark and prunes to the partitions a run needs. A batch's part files are
+named after the batch, so loading the same batch again replaces them instead of duplicating.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from rsp_jobs.ingest.rdf_stream import Element, Rejection, StreamBatch
+
+SCHEMA = pa.schema([
+    ("stream", pa.string()),
+    ("ts", pa.timestamp("us", tz="UTC")),
+    ("frame", pa.string()),
+    ("s", pa.string()),
+    ("p", pa.string()),
+    ("o", pa.string()),
+    ("o_num", pa.float64()),
+    ("o_time", pa.timestamp("us", tz="UTC")),
+    ("stream_key", pa.string()),
+    ("hour", pa.string()),
+])
+PARTITIONING = pads.partitioning(pa.schema([("stream_key", pa.string()), ("hour", pa.string())]),
+                                 flavor="hive")
+
+
+def stream_key(stream_iri: str) -> str:
+    """A partition-safe name for a stream: readable tail plus a hash of the whole IRI."""
+    tail = re.sub(r"[^A-Za-z0-9]+", "_", stream_iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+    return f"{tail[-40:]}-{hashlib.sha1(stream_iri.encode()).hexdigest()[:10]}"
+
+
+def hour_of(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H")
+
+
+class Lake:
+    """A lake rooted at a directory (``<home>/lake`` by default)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.quarantine_dir = self.root.parent / "quarantine"
+
+    def write(self, batch: StreamBatch, batch_id: Optional[str] = None) -> int:
+        """Append a batch's elements (replacing an earlier load of the same batch id) and
+        quarantine its rejections. Returns the number of rows written."""
+        batch_id = batch_id or hashlib.sha1(f"{batch.stream}|{batch.source}".encode()).hexdigest()[:16]
+        if batch.rejections:
+            self._quarantine(batch.stream, batch_id, batch.rejections)
+        if not batch.elements:
+            return 0
+        table = self._table(batch.stream, batch.elements)
+        pads.write_dataset(table, self.root, format="parquet", partitioning=PARTITIONING,
+                           basename_template=f"part-{batch_id}-{{i}}.parquet",
+                           existing_data_behavior="overwrite_or_ignore")
+        return table.num_rows
+
+    def _table(self, stream: str, elements: Iterable[Element]) -> pa.Table:
+        key = stream_key(stream)
+        columns: dict[str, list] = {name: [] for name in SCHEMA.names}
+        for e in elements:
+            for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time"):
+                columns[name].append(getattr(e, name))
+            columns["stream_key"].append(key)
+            columns["hour"].append(hour_of(e.ts))
+        return pa.table(columns, schema=SCHEMA)
+
+    def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        path = self.quarantine_dir / f"{stream_key(stream)}-{batch_id}.jsonl"
+        with path.open("w", encoding="utf-8") as out:
+            for r in rejections:
+                out.write(json.dumps({"stream": stream, "file": r.file, "line": r.line,
+                                      "reason": r.reason, "triples": r.triples, "text": r.text}) + "\n")
+        return path
+
+    def read(self, spark, streams: Iterable[str], start: Optional[datetime] = None,
+             end: Optional[datetime] = None):
+        """The elements of ``streams`` with ``start <= ts < end`` as a Spark DataFrame, reading
+        only the partitions of those streams and hours."""
+        from pyspark.sql import functions as F
+
+        keys = {stream_key(s): s for s in streams}
+        present = [k for k in keys if (self.root / f"stream_key={k}").is_dir()]
+        if not present:
+            return spark.createDataFrame([], _spark_schema())
+        frame = (spark.read.option("basePath", str(self.root))
+                 .parquet(*[str(self.root / f"stream_key={k}") for k in present]))
+        frame = frame.where(F.col("stream_key").isin(present))
+        if start is not None:
+            frame = frame.where((F.col("hour") >= hour_of(start)) & (F.col("ts") >= F.lit(start)))
+        if end is not None:
+            frame = frame.where((F.col("hour") <= hour_of(end)) & (F.col("ts") < F.lit(end)))
+        return frame.select("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time")
+
+
+def _spark_schema():
+    from pyspark.sql import types as T
+
+    return T.StructType([
+        T.StructField("stream", T.StringType()), T.StructField("ts", T.TimestampType()),
+        T.StructField("frame", T.StringType()), T.StructField("s", T.StringType()),
+        T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
+        T.StructField("o_num", T.DoubleType()), T.StructField("o_time", T.TimestampType()),
+    ])

@@ -1,0 +1,278 @@
+"""The typed syntax tree of a registered continuous query.
+
+The parser (``parser.py``) builds these nodes from query text; the algebra stage
+(``rsp_jobs.algebra``) turns them into a logical plan. Nodes are small frozen dataclasses so
+that stages can share and compare them without copying. Every IRI is already resolved against
+the query's PREFIX and BASE declarations; literals carry their datatype IRI (or language tag).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+# C-SPARQL's function namespace: `PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>` then f:timestamp
+CSPARQL_FUNCTIONS = "http://larkc.eu/csparql/sparql/jena/ext#"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a node starts in the query text (1-based), for error messages."""
+
+    line: int
+    column: int
+
+
+# ---------------------------------------------------------------------------------------- terms
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str  # without the leading ? or $
+
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+@dataclass(frozen=True)
+class IRI:
+    value: str
+
+    def __str__(self) -> str:
+        return f"<{self.value}>"
+
+
+@dataclass(frozen=True)
+class Literal:
+    """An RDF literal as written: ``lexical`` is unescaped text, ``datatype`` a full IRI or None
+    (a plain literal, i.e. xsd:string), ``lang`` a language tag or None. Numeric and boolean
+    shorthands in the query (``80``, ``1.5``, ``1e3``, ``true``) arrive with their XSD datatype."""
+
+    lexical: str
+    datatype: Optional[str] = None
+    lang: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class BNode:
+    """A blank node in a pattern (``_:b`` or ``[]``): a variable that is never projected.
+    In a CONSTRUCT template it stands for a fresh blank node per solution."""
+
+    label: str
+
+
+Term = Union[Var, IRI, Literal, BNode]
+
+
+# ---------------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class BinaryOp:
+    op: str  # one of || && = != < > <= >= + - * /
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    op: str  # one of ! - +
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A built-in call (``name`` lower-case: 'bound', 'regex', 'str', 'lang', 'datatype',
+    'isiri', 'isuri', 'isliteral', 'isblank', 'abs', 'ceil', 'floor', 'round', 'strlen',
+    'ucase', 'lcase', 'contains', 'strstarts', 'strends', 'if', 'coalesce', 'sameterm', ...)
+    or an extension function (``name`` is then the full IRI, e.g. an xsd: cast)."""
+
+    name: str
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class In:
+    expr: "Expr"
+    options: tuple["Expr", ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    name: str  # 'count', 'sum', 'avg', 'min', 'max', 'sample', 'group_concat'
+    arg: Optional["Expr"]  # None for COUNT(*)
+    distinct: bool = False
+    separator: Optional[str] = None  # GROUP_CONCAT only; None means the default " "
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    """C-SPARQL ``timestamp(s, p, o)``: the time of the most recent window triple matching the
+    pattern under the current solution; an error (unbound) when no such triple is in the
+    window."""
+
+    subject: Term
+    predicate: Term
+    object: Term
+
+
+Expr = Union[Var, IRI, Literal, BinaryOp, UnaryOp, FunctionCall, In, Aggregate, Timestamp]
+
+
+# ------------------------------------------------------------------------------------- patterns
+
+
+@dataclass(frozen=True)
+class TriplePattern:
+    subject: Term
+    predicate: Term
+    object: Term
+
+
+@dataclass(frozen=True)
+class TriplesBlock:
+    triples: tuple[TriplePattern, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Bind:
+    expr: Expr
+    var: Var
+
+
+@dataclass(frozen=True)
+class OptionalPattern:
+    group: "GroupPattern"
+
+
+@dataclass(frozen=True)
+class MinusPattern:
+    group: "GroupPattern"
+
+
+@dataclass(frozen=True)
+class UnionPattern:
+    alternatives: tuple["GroupPattern", ...]  # two or more
+
+
+@dataclass(frozen=True)
+class GraphPattern:
+    """``GRAPH g { ... }`` and RSP-QL's ``WINDOW w { ... }``: the group matched against the named
+    graph (a FROM NAMED background graph, a FROM NAMED STREAM's window, or a named window)."""
+
+    name: Union[IRI, Var]
+    group: "GroupPattern"
+
+
+@dataclass(frozen=True)
+class GroupPattern:
+    """``{ ... }``: its elements in the order written. Filters apply to the whole group,
+    wherever they stand in it, as SPARQL 1.1 section 18.2.2 says."""
+
+    elements: tuple["PatternElement", ...]
+
+
+PatternElement = Union[
+    TriplesBlock, Filter, Bind, OptionalPattern, MinusPattern, UnionPattern, GraphPattern, GroupPattern
+]
+
+
+# ------------------------------------------------------------------------------- query clauses
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """``[RANGE r STEP s]``; ``[RANGE r TUMBLING]`` has ``step_ms == range_ms``."""
+
+    range_ms: int
+    step_ms: int
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """``[TRIPLES n]``: the last n triples of the stream at each evaluation."""
+
+    triples: int
+
+
+Window = Union[TimeWindow, CountWindow]
+
+
+@dataclass(frozen=True)
+class StreamClause:
+    """``FROM [NAMED] STREAM <iri> [window]`` or RSP-QL ``FROM NAMED WINDOW <w> ON <iri> [..]``.
+    ``graph`` is None when the window's triples join the default graph, otherwise the IRI that
+    ``GRAPH``/``WINDOW`` patterns name it by (the stream IRI, or the window IRI)."""
+
+    iri: str
+    window: Window
+    graph: Optional[str] = None
+    position: Optional[Position] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class GraphClause:
+    """``FROM <iri>`` (merged into the default graph) or ``FROM NAMED <iri>``."""
+
+    iri: str
+    named: bool = False
+    position: Optional[Position] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] AS`` or RSP-QL's
+    ``REGISTER RSTREAM|ISTREAM|DSTREAM <iri> AS``. ``kind`` is the keyword upper-cased;
+    ``name`` the name or IRI as written (IRIs resolved)."""
+
+    kind: str  # 'QUERY', 'STREAM', 'RSTREAM', 'ISTREAM', 'DSTREAM'
+    name: str
+    computed_every_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class SelectItem:
+    """A projected variable, or ``(expr AS ?var)`` when ``expr`` is set."""
+
+    var: Var
+    expr: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class GroupCondition:
+    expr: Expr  # a Var, a call, or any bracketed expression
+    var: Optional[Var] = None  # GROUP BY (expr AS ?v)
+
+
+@dataclass(frozen=True)
+class OrderCondition:
+    expr: Expr
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class Query:
+    form: str  # 'SELECT', 'CONSTRUCT', 'ASK'
+    where: GroupPattern
+    registration: Optional[Registration] = None
+    prefixes: tuple[tuple[str, str], ...] = ()
+    base: Optional[str] = None
+    projection: Optional[tuple[SelectItem, ...]] = None  # None means SELECT *
+    distinct: bool = False  # DISTINCT, or REDUCED (evaluated as DISTINCT)
+    template: tuple[TriplePattern, ...] = ()  # CONSTRUCT only
+    streams: tuple[StreamClause, ...] = ()
+    graphs: tuple[GraphClause, ...] = ()
+    group_by: tuple[GroupCondition, ...] = ()
+    having: tuple[Expr, ...] = ()
+    order_by: tuple[OrderCondition, ...] = ()
+    limit: Optional[int] = None
+    offset: Optional[int] = None
+    text: str = field(default="", compare=False, repr=False)
+    source: str = field(default="<query>", compare=False)  # file name, for messages

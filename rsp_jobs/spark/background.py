@@ -1,0 +1,122 @@
+"""Background knowledge for a query: the ``FROM`` and ``FROM NAMED`` graphs, loaded with rdflib
+on the driver once per file version and handed to Spark as a small broadcast table.
+
+Files are bound to the query's graph IRIs explicitly (``IRI=PATH``) or by name: a plain path
+binds to the FROM graph whose IRI ends in the same file stem (``SensorRepository.n3`` for
+``<http://host/RDF/SensorRepository.rdf>``); other plain paths join the default graph.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from rdflib import Graph
+from rdflib.util import guess_format
+
+from rsp_jobs import terms
+from rsp_jobs.errors import InputError, QueryError
+from rsp_jobs.language import ast
+
+_CACHE: dict[tuple[str, float], Graph] = {}
+
+
+def load_graph(path: str | Path) -> Graph:
+    """Parse an RDF file, cached by path and modification time."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: background file not found")
+    key = (str(path.resolve()), path.stat().st_mtime)
+    if key not in _CACHE:
+        fmt = guess_format(str(path)) or "turtle"
+        if fmt == "xml" and path.suffix.lower() == ".owl":
+            fmt = "xml"
+        graph = Graph()
+        try:
+            graph.parse(path, format=fmt)
+        except Exception as exc:  # rdflib's parsers raise many kinds
+            raise InputError(f"{path}: cannot parse as {fmt}: {' '.join(str(exc).split())[:300]}") from exc
+        _CACHE[key] = graph
+    return _CACHE[key]
+
+
+@dataclass
+class Background:
+    default: list[Graph] = field(default_factory=list)
+    named: dict[str, list[Graph]] = field(default_factory=dict)
+    _frame = None
+
+    @classmethod
+    def for_query(cls, clauses: Sequence[ast.GraphClause], files: Sequence[str], source: str) -> "Background":
+        """Bind ``files`` (``PATH`` or ``IRI=PATH``) to the query's FROM / FROM NAMED clauses."""
+        explicit: dict[str, list[str]] = {}
+        plain: list[str] = []
+        for spec in files:
+            iri, sep, path = spec.partition("=")
+            if sep and "://" in iri or sep and iri.startswith("urn:"):
+                explicit.setdefault(iri, []).append(path)
+            else:
+                plain.append(spec)
+        bound = {iri: list(paths) for iri, paths in explicit.items()}
+        unused = []
+        for path in plain:
+            stem = Path(path).stem
+            matches = [c.iri for c in clauses if _iri_stem(c.iri) == stem]
+            if matches:
+                for iri in matches:
+                    bound.setdefault(iri, []).append(path)
+            else:
+                unused.append(path)
+        background = cls()
+        for clause in clauses:
+            paths = bound.get(clause.iri)
+            if not paths:
+                if not clause.named and unused:
+                    continue  # the unmatched plain files stand in for it in the default graph
+                where = f":{clause.position.line}:{clause.position.column}" if clause.position else ""
+                raise QueryError(f"{source}{where}: no file for background graph <{clause.iri}>; pass "
+                                 f"--background <file> (same name) or --background {clause.iri}=<file>")
+            graphs = [load_graph(p) for p in paths]
+            if clause.named:
+                background.named.setdefault(clause.iri, []).extend(graphs)
+            else:
+                background.default.extend(graphs)
+        background.default.extend(load_graph(p) for p in unused)
+        for iri, paths in explicit.items():
+            if not any(c.iri == iri for c in clauses):
+                background.default.extend(load_graph(p) for p in paths)
+        return background
+
+    def may_match(self, triple: ast.TriplePattern, graph) -> bool:
+        """Whether the pattern's constants occur together in a background graph it can see."""
+        pattern = tuple(None if isinstance(t, (ast.Var, ast.BNode)) else terms.ast_to_rdflib(t)
+                        for t in (triple.subject, triple.predicate, triple.object))
+        if graph is None:
+            graphs = self.default
+        elif isinstance(graph, ast.IRI):
+            graphs = self.named.get(graph.value, [])
+        else:
+            graphs = [g for gs in self.named.values() for g in gs]
+        return any(next(iter(g.triples(pattern)), None) is not None for g in graphs)
+
+    def frame(self, spark):
+        """All background triples as a DataFrame ``g, s, p, o`` (g NULL for the default graph)."""
+        if self._frame is None:
+            rows = {(None, terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
+                    for g in self.default for s, p, o in g}
+            for iri, graphs in self.named.items():
+                rows |= {(f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
+                         for g in graphs for s, p, o in g}
+            schema = "g string, s string, p string, o string"
+            self._frame = spark.createDataFrame(sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema).cache()
+        return self._frame
+
+    @property
+    def empty(self) -> bool:
+        return not self.default and not self.named
+
+
+def _iri_stem(iri: str) -> str:
+    tail = iri.rstrip("/").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
+    return os.path.splitext(tail)[0]

@@ -1,0 +1,518 @@
+"""Logical plan → Spark DataFrames, one function per algebra operator (as rdflib's
+``evaluate.py`` does for SPARQL), evaluated for all windows of a run at once.
+
+Solutions carry the window close ``_win`` as an ordinary join key, so a join, a group or an
+ORDER BY per window is one Spark operator over all windows. Background knowledge is the same in
+every window, so solutions that come only from it are kept *window-independent* (no ``_win``)
+and joined to windowed ones on their variables alone; they are crossed with the windows only
+where semantics require it (grouping, OPTIONAL against window data, the final result). This is
+what keeps a 44k-triple background from being copied into every window.
+
+A variable ``?x`` is the string column ``v_x`` holding N-Triples text, NULL when unbound.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, replace
+from typing import Iterable, Optional
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from rsp_jobs import terms
+from rsp_jobs.algebra import plan as P
+from rsp_jobs.errors import QueryError, UnsupportedConstruct
+from rsp_jobs.language import ast
+from rsp_jobs.spark import terms as ST
+from rsp_jobs.spark.background import Background
+from rsp_jobs.spark.expressions import Scope, Value, compile_expr
+
+WIN, RANK = "_win", "_rank"
+
+
+def vcol(name: str) -> str:
+    return "v_" + name
+
+
+def var_name(term: ast.Term) -> Optional[str]:
+    """The variable a pattern position binds: a ?var, or a blank node (non-distinguished)."""
+    if isinstance(term, ast.Var):
+        return term.name
+    if isinstance(term, ast.BNode):
+        return "_bn_" + term.label
+    return None
+
+
+@dataclass(frozen=True)
+class Solutions:
+    """A multiset of solutions in two parts: ``dep`` rows belong to the window ``_win``,
+    ``indep`` rows hold in every window. ``maybe`` lists the variables that can be unbound."""
+
+    dep: Optional[DataFrame]
+    indep: Optional[DataFrame]
+    vars: tuple[str, ...]
+    maybe: frozenset[str] = frozenset()
+    ranked: bool = False  # a _rank column carries ORDER BY position
+
+    def parts(self) -> Iterable[DataFrame]:
+        return [p for p in (self.dep, self.indep) if p is not None]
+
+
+class Evaluator:
+    def __init__(self, query: P.ContinuousQuery, window_rows: DataFrame, active: DataFrame,
+                 background: Background):
+        self.query = query
+        self.rows = window_rows  # _win, _open, g, s, p, o, ts
+        self.active = active  # _win, _open: the windows that have data
+        self.background = background
+        self.spark = window_rows.sparkSession
+        self._names = (f"_t{i}" for i in itertools.count())
+
+    # ------------------------------------------------------------------ dispatch
+
+    def evaluate(self, node: P.Node) -> Solutions:
+        method = getattr(self, "_" + type(node).__name__.lower().rstrip("_"))
+        return method(node)
+
+    def to_dep(self, sols: Solutions) -> DataFrame:
+        """All solutions as window rows: window-independent ones are copied to every window."""
+        parts = []
+        if sols.dep is not None:
+            parts.append(sols.dep)
+        if sols.indep is not None:
+            parts.append(sols.indep.crossJoin(self.active.select(WIN)))
+        if not parts:
+            return self._empty(sols.vars, windowed=True)
+        out = parts[0]
+        for part in parts[1:]:
+            out = out.unionByName(part)
+        return out
+
+    # ------------------------------------------------------------------ patterns
+
+    def _bgp(self, node: P.BGP) -> Solutions:
+        if not node.triples:
+            unit = self.spark.range(1).select()  # one solution that binds nothing
+            if isinstance(node.graph, ast.Var):
+                raise UnsupportedConstruct(self.query.source, "an empty GRAPH ?g {} pattern")
+            return Solutions(None, unit, ())
+        patterns = [self._pattern(t, node.graph) for t in node.triples]
+        order = _join_order([set(p.vars) for p in patterns], [_constants(t) for t in node.triples])
+        acc = patterns[order[0]]
+        for i in order[1:]:
+            acc = self._join_solutions(acc, patterns[i])
+        return acc
+
+    def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
+        positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
+        graph_var = graph.name if isinstance(graph, ast.Var) else None
+
+        def match(frame: DataFrame) -> DataFrame:
+            conds, binds = [], {}
+            if graph is None:
+                conds.append(F.col("g").isNull())
+            elif isinstance(graph, ast.IRI):
+                conds.append(F.col("g") == f"<{graph.value}>")
+            else:
+                conds.append(F.col("g").isNotNull())
+                binds[graph_var] = "g"
+            for column, term in positions:
+                name = var_name(term)
+                if name is None:
+                    conds.append(F.col(column) == terms.ast_to_nt(term))
+                elif name in binds:
+                    conds.append(F.col(column) == F.col(binds[name]))
+                else:
+                    binds[name] = column
+            out = frame.where(functools.reduce(lambda a, b: a & b, conds))
+            keep = [WIN] if WIN in frame.columns else []
+            return out.select(*keep, *[F.col(c).alias(vcol(v)) for v, c in binds.items()])
+
+        names = []
+        for _, term in positions:
+            name = var_name(term)
+            if name is not None and name not in names:
+                names.append(name)
+        if graph_var and graph_var not in names:
+            names.append(graph_var)
+        dep = match(self.rows)
+        indep = None
+        if self.background.may_match(triple, graph):
+            indep = F.broadcast(match(self.background.frame(self.spark)))
+        return Solutions(dep, indep, tuple(names))
+
+    # ------------------------------------------------------------------ joins
+
+    def _join(self, node: P.Join) -> Solutions:
+        return self._join_solutions(self.evaluate(node.left), self.evaluate(node.right))
+
+    def _join_solutions(self, a: Solutions, b: Solutions) -> Solutions:
+        dep_parts = []
+        if a.dep is not None and b.dep is not None:
+            dep_parts.append(self._join_frames(a.dep, b.dep, a, b))
+        if a.dep is not None and b.indep is not None:
+            dep_parts.append(self._join_frames(a.dep, b.indep, a, b))
+        if a.indep is not None and b.dep is not None:
+            dep_parts.append(self._join_frames(a.indep, b.dep, a, b))
+        indep = self._join_frames(a.indep, b.indep, a, b) if a.indep is not None and b.indep is not None else None
+        return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b))
+
+    def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
+                     how: str = "inner", expr: Optional[ast.Expr] = None) -> DataFrame:
+        """Join two solution frames on compatible bindings (SPARQL 18.3): equal where both
+        sides are certainly bound, equal-or-unbound where either side may be unbound."""
+        shared = [v for v in a.vars if v in b.vars]
+        both_windowed = WIN in left.columns and WIN in right.columns
+        renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
+        if both_windowed:
+            renamed[WIN] = "_r_" + WIN
+        if RANK in right.columns:
+            right = right.drop(RANK)
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
+        conds = []
+        if both_windowed:
+            conds.append(F.col(WIN) == F.col("_r_" + WIN))
+        for v in shared:
+            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
+            if v in a.maybe or v in b.maybe:
+                conds.append(lc.isNull() | rc.isNull() | (lc == rc))
+            else:
+                conds.append(lc == rc)
+        if expr is not None:
+            def column(name: str) -> Optional[Column]:
+                if name in shared:
+                    return F.coalesce(F.col(vcol(name)), F.col("_r_" + vcol(name)))
+                if name in a.vars or name in b.vars:
+                    return F.col(vcol(name))
+                return None
+            conds.append(F.coalesce(compile_expr(expr, Scope(column, source=self.query.source)).ebv(),
+                                    F.lit(False)))
+        condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
+        joined = left.join(right, on=condition, how=how)
+        win = [F.col(WIN)] if WIN in left.columns else ([F.col(WIN)] if WIN in right.columns else [])
+        rank = [F.col(RANK)] if RANK in left.columns else []
+        out_vars = []
+        for v in _merge_vars(a, b):
+            if v in shared:
+                out_vars.append(F.coalesce(F.col(vcol(v)), F.col("_r_" + vcol(v))).alias(vcol(v)))
+            else:
+                out_vars.append(F.col(vcol(v)))
+        return joined.select(*win, *out_vars, *rank)
+
+    def _leftjoin(self, node: P.LeftJoin) -> Solutions:
+        a, b = self.evaluate(node.left), self.evaluate(node.right)
+        vars_ = _merge_vars(a, b)
+        maybe = a.maybe | (frozenset(b.vars) - frozenset(a.vars))
+        if b.dep is None:  # the optional part is background only: no window needed
+            dep = self._join_frames(a.dep, b.indep, a, b, "left", node.expr) if a.dep is not None else None
+            indep = self._join_frames(a.indep, b.indep, a, b, "left", node.expr) if a.indep is not None else None
+            return Solutions(dep, indep, vars_, maybe)
+        dep = self._join_frames(self.to_dep(a), self.to_dep(b), a, b, "left", node.expr)
+        return Solutions(dep, None, vars_, maybe)
+
+    def _minus(self, node: P.Minus) -> Solutions:
+        a, b = self.evaluate(node.left), self.evaluate(node.right)
+        if not set(a.vars) & set(b.vars):  # SPARQL 18.5: disjoint domains never remove anything
+            return a
+        if b.dep is None:
+            dep = self._anti(a.dep, b.indep, a, b) if a.dep is not None else None
+            indep = self._anti(a.indep, b.indep, a, b) if a.indep is not None else None
+            return Solutions(dep, indep, a.vars, a.maybe)
+        return Solutions(self._anti(self.to_dep(a), self.to_dep(b), a, b), None, a.vars, a.maybe)
+
+    def _anti(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions) -> DataFrame:
+        """The solutions of ``left`` that no ``right`` solution is compatible with while
+        sharing a bound variable (the MINUS condition)."""
+        shared = [v for v in a.vars if v in b.vars]
+        renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
+        both_windowed = WIN in left.columns and WIN in right.columns
+        if both_windowed:
+            renamed[WIN] = "_r_" + WIN
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
+        conds = [F.col(WIN) == F.col("_r_" + WIN)] if both_windowed else []
+        overlap = F.lit(False)
+        for v in shared:
+            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
+            conds.append(lc.isNull() | rc.isNull() | (lc == rc))
+            overlap = overlap | (lc.isNotNull() & rc.isNotNull())
+        conds.append(overlap)
+        return left.join(right, on=functools.reduce(lambda x, y: x & y, conds), how="left_anti")
+
+    def _union(self, node: P.Union_) -> Solutions:
+        a, b = self.evaluate(node.left), self.evaluate(node.right)
+        vars_ = _merge_vars(a, b)
+        only_one = frozenset(a.vars) ^ frozenset(b.vars)
+        maybe = a.maybe | b.maybe | only_one
+
+        def align(frame: Optional[DataFrame], windowed: bool) -> Optional[DataFrame]:
+            if frame is None:
+                return None
+            cols = [F.col(WIN)] if windowed else []
+            cols += [F.col(vcol(v)) if vcol(v) in frame.columns else F.lit(None).cast("string").alias(vcol(v))
+                     for v in vars_]
+            return frame.select(*cols)
+
+        dep = _union_all([f for f in (align(a.dep, True), align(b.dep, True)) if f is not None])
+        indep = _union_all([f for f in (align(a.indep, False), align(b.indep, False)) if f is not None])
+        return Solutions(dep, indep, vars_, maybe)
+
+    # ------------------------------------------------------------------ expressions
+
+    def _scope(self, sols: Solutions, timestamps: Optional[dict] = None) -> Scope:
+        def column(name: str) -> Optional[Column]:
+            return F.col(vcol(name)) if name in sols.vars else None
+
+        def timestamp(call: ast.Timestamp) -> Column:
+            return F.col(timestamps[call])
+
+        return Scope(column, timestamp if timestamps is not None else None, self.query.source)
+
+    def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, Optional[dict]]:
+        """Join in, for each timestamp(s, p, o) call, the time (ms) of the latest window
+        triple matching it under the solution's bindings (C-SPARQL, Barbieri et al. 2010)."""
+        calls = list(dict.fromkeys(_timestamp_calls(expr)))
+        if not calls:
+            return sols, None
+        frame = self.to_dep(sols)
+        names = {}
+        for call in calls:
+            name = next(self._names)
+            conds, keys = [], []
+            for column, term in (("s", call.subject), ("p", call.predicate), ("o", call.object)):
+                var = var_name(term)
+                if var is None:
+                    conds.append(F.col(column) == terms.ast_to_nt(term))
+                elif var in sols.vars:
+                    keys.append((column, var))
+            latest = self.rows
+            for cond in conds:
+                latest = latest.where(cond)
+            latest = latest.groupBy(WIN, *[c for c, _ in keys]).agg(
+                F.floor(F.max("ts") / 1000).cast("long").alias(name))
+            latest = latest.select(F.col(WIN).alias("_ts_win"), *[F.col(c).alias("_ts_" + c) for c, _ in keys],
+                                   name)
+            cond = F.col(WIN) == F.col("_ts_win")
+            for c, v in keys:
+                cond = cond & (F.col(vcol(v)) == F.col("_ts_" + c))
+            frame = frame.join(latest, cond, "left").drop("_ts_win", *["_ts_" + c for c, _ in keys])
+            names[call] = name
+        return Solutions(frame, None, sols.vars, sols.maybe, sols.ranked), names
+
+    def _filter(self, node: P.Filter) -> Solutions:
+        sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
+        test = compile_expr(node.expr, self._scope(sols, stamps)).ebv()
+        hidden = list(stamps.values()) if stamps else []
+
+        def apply(frame):
+            return None if frame is None else frame.where(F.coalesce(test, F.lit(False))).drop(*hidden)
+
+        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep))
+
+    def _extend(self, node: P.Extend) -> Solutions:
+        sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
+        if node.var.name in sols.vars:
+            raise QueryError(f"{self.query.source}: BIND assigns ?{node.var.name}, which is already bound "
+                             "in the group (SPARQL 18.2.1)")
+        term = compile_expr(node.expr, self._scope(sols, stamps)).term
+        hidden = list(stamps.values()) if stamps else []
+
+        def apply(frame):
+            return None if frame is None else frame.withColumn(vcol(node.var.name), term).drop(*hidden)
+
+        return Solutions(apply(sols.dep), apply(sols.indep), sols.vars + (node.var.name,),
+                         sols.maybe | {node.var.name}, sols.ranked)
+
+    # ------------------------------------------------------------------ grouping
+
+    def _group(self, node: P.Group) -> Solutions:
+        inner = self.evaluate(node.input)
+        frame = self.to_dep(inner)
+        scope = self._scope(inner)
+        key_cols = []
+        for expr, var in node.keys:
+            if not (isinstance(expr, ast.Var) and expr == var):
+                frame = frame.withColumn(vcol(var.name), compile_expr(expr, scope).term)
+            key_cols.append(vcol(var.name))
+        aggs, defaults = [], {}
+        for agg, var in node.aggregates:
+            column, default = self._aggregate(agg, inner, scope)
+            aggs.append(column.alias(vcol(var.name)))
+            if default is not None:
+                defaults[vcol(var.name)] = default
+        grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
+        if not node.keys:  # the implicit group exists in every window, even without solutions
+            grouped = self.active.select(WIN).join(grouped, WIN, "left")
+            for name, default in defaults.items():
+                grouped = grouped.withColumn(name, F.coalesce(F.col(name), F.lit(default)))
+        vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
+        return Solutions(grouped, None, vars_, frozenset(vars_))
+
+    def _aggregate(self, agg: ast.Aggregate, inner: Solutions, scope: Scope) -> tuple[Column, Optional[str]]:
+        """An aggregate (SPARQL 18.5.1) as a Spark aggregate column, and its value over an empty
+        group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is "")."""
+        zero = f'"0"^^<{terms.XSD_INTEGER}>'
+        if agg.arg is None:  # COUNT(*)
+            row = F.struct(*[F.col(vcol(v)) for v in inner.vars]) if inner.vars else F.lit(1)
+            count = F.size(F.collect_set(row)) if agg.distinct else F.count(F.lit(1))
+            return Value.of_number(count.cast("double"), F.lit(0)).term, zero
+        value = compile_expr(agg.arg, scope)
+        term = value.term
+        name = agg.name
+        if name == "count":
+            count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
+            return Value.of_number(count.cast("double"), F.lit(0)).term, zero
+        if name in ("sum", "avg"):
+            num, rank = value.number(), value.number_rank()
+            bad = F.max(F.when(term.isNotNull() & num.isNull(), 1).otherwise(0)) > 0
+            if agg.distinct:
+                total, count = F.sum_distinct(num), F.count_distinct(num)
+            else:
+                total, count = F.sum(num), F.count(num)
+            top_rank = F.max(rank)
+            if name == "sum":
+                result = Value.of_number(F.when(~bad, F.coalesce(total, F.lit(0.0))),
+                                         F.coalesce(top_rank, F.lit(0)))
+            else:
+                result = Value.of_number(F.when(~bad, F.when(count > 0, total / count).otherwise(F.lit(0.0))),
+                                         F.when(count > 0, F.greatest(top_rank, F.lit(1))).otherwise(F.lit(0)))
+            return result.term, zero
+        if name in ("min", "max"):
+            key = F.when(term.isNotNull(), F.struct(*ST.order_key(term)))
+            pick = F.min_by if name == "min" else F.max_by
+            return pick(term, key), None
+        if name == "sample":
+            return F.min(term), None
+        if name == "group_concat":
+            sep = " " if agg.separator is None else agg.separator
+            lex = F.when(ST.is_literal(term), ST.lexical(term)).when(ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1))
+            items = F.collect_set(lex) if agg.distinct else F.collect_list(lex)
+            return ST.string_literal(F.array_join(F.array_sort(items), sep)), '""'
+        raise UnsupportedConstruct(self.query.source, f"aggregate {name.upper()}")
+
+    # ------------------------------------------------------------------ solution modifiers
+
+    def _orderby(self, node: P.OrderBy) -> Solutions:
+        inner = self.evaluate(node.input)
+        frame = self.to_dep(inner)
+        scope = self._scope(inner)
+        keys = []
+        for cond in node.conditions:
+            for part in ST.order_key(compile_expr(cond.expr, scope).term):
+                keys.append(part.desc_nulls_last() if cond.descending else part.asc_nulls_first())
+        ranked = frame.withColumn(RANK, F.row_number().over(W.partitionBy(WIN).orderBy(*keys)))
+        return Solutions(ranked, None, inner.vars, inner.maybe, ranked=True)
+
+    def _project(self, node: P.Project) -> Solutions:
+        inner = self.evaluate(node.input)
+        names = tuple(v.name for v in node.vars)
+
+        def project(frame: Optional[DataFrame]) -> Optional[DataFrame]:
+            if frame is None:
+                return None
+            cols = [F.col(WIN)] if WIN in frame.columns else []
+            cols += [F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n))
+                     for n in names]
+            if RANK in frame.columns:
+                cols.append(F.col(RANK))
+            return frame.select(*cols)
+
+        maybe = frozenset(n for n in names if n in inner.maybe or n not in inner.vars)
+        return Solutions(project(inner.dep), project(inner.indep), names, maybe, inner.ranked)
+
+    def _distinct(self, node: P.Distinct) -> Solutions:
+        inner = self.evaluate(node.input)
+        cols = [vcol(v) for v in inner.vars]
+        if inner.ranked:  # keep each distinct solution at its first position
+            frame = inner.dep.groupBy(WIN, *cols).agg(F.min(RANK).alias(RANK))
+            return replace(inner, dep=frame)
+        dep = inner.dep.dropDuplicates([WIN, *cols]) if inner.dep is not None else None
+        indep = inner.indep.dropDuplicates(cols) if inner.indep is not None and cols else inner.indep
+        if inner.indep is not None and not cols:
+            indep = inner.indep.limit(1)
+        if dep is not None and indep is not None:  # a solution may come from both parts
+            dep = dep.join(indep.select(*cols).crossJoin(self.active.select(WIN)),
+                           on=[WIN, *cols], how="left_anti") if cols else dep.limit(0)
+        return Solutions(dep, indep, inner.vars, inner.maybe)
+
+    def _slice(self, node: P.Slice) -> Solutions:
+        inner = self.evaluate(node.input)
+        frame = self.to_dep(inner)
+        if RANK not in frame.columns:  # no ORDER BY: any order will do, but the same every run
+            frame = frame.withColumn(RANK, F.row_number().over(
+                W.partitionBy(WIN).orderBy(*[F.col(vcol(v)).asc_nulls_first() for v in inner.vars])))
+        position = F.row_number().over(W.partitionBy(WIN).orderBy(RANK))
+        frame = frame.withColumn(RANK, position)
+        keep = F.col(RANK) > node.offset
+        if node.limit is not None:
+            keep = keep & (F.col(RANK) <= node.offset + node.limit)
+        return Solutions(frame.where(keep), None, inner.vars, inner.maybe, ranked=True)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _empty(self, vars_: Iterable[str], windowed: bool) -> DataFrame:
+        fields = ([T.StructField(WIN, T.LongType())] if windowed else []) + [
+            T.StructField(vcol(v), T.StringType()) for v in vars_]
+        return self.spark.createDataFrame([], T.StructType(fields))
+
+
+def _merge_vars(a: Solutions, b: Solutions) -> tuple[str, ...]:
+    return a.vars + tuple(v for v in b.vars if v not in a.vars)
+
+
+def _join_maybe(a: Solutions, b: Solutions) -> frozenset[str]:
+    out = set()
+    for v in _merge_vars(a, b):
+        in_a, in_b = v in a.vars, v in b.vars
+        if (in_a and in_b and v in a.maybe and v in b.maybe) or (in_a and not in_b and v in a.maybe) or \
+                (in_b and not in_a and v in b.maybe):
+            out.add(v)
+    return frozenset(out)
+
+
+def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:
+    if not frames:
+        return None
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def _constants(triple: ast.TriplePattern) -> int:
+    return sum(var_name(t) is None for t in (triple.subject, triple.predicate, triple.object))
+
+
+def _join_order(var_sets: list[set], constants: list[int]) -> list[int]:
+    """Greedy join order: start with the most selective pattern, then always take a pattern
+    that shares a variable with what is joined so far (most constants first), so that no
+    cartesian product is formed while a connected pattern remains."""
+    remaining = list(range(len(var_sets)))
+    first = max(remaining, key=lambda i: (constants[i], -i))
+    order, bound = [first], set(var_sets[first])
+    remaining.remove(first)
+    while remaining:
+        connected = [i for i in remaining if var_sets[i] & bound]
+        pool = connected or remaining
+        nxt = max(pool, key=lambda i: (constants[i], -i))
+        order.append(nxt)
+        bound |= var_sets[nxt]
+        remaining.remove(nxt)
+    return order
+
+
+def _timestamp_calls(expr) -> list[ast.Timestamp]:
+    if isinstance(expr, ast.Timestamp):
+        return [expr]
+    children = []
+    if isinstance(expr, ast.BinaryOp):
+        children = [expr.left, expr.right]
+    elif isinstance(expr, ast.UnaryOp):
+        children = [expr.operand]
+    elif isinstance(expr, ast.FunctionCall):
+        children = list(expr.args)
+    elif isinstance(expr, ast.In):
+        children = [expr.expr, *expr.options]
+    return [c for child in children for c in _timestamp_calls(child)]

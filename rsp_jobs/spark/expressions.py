@@ -1,0 +1,270 @@
+"""SPARQL expressions (W3C SPARQL 1.1 Query, section 17) compiled to Spark Columns.
+
+An expression evaluates to a ``Value``: the N-Triples text of the result term, with the number
+or boolean it stands for when that is already known (so ``?v > 80`` compares doubles without
+rendering a term). A SPARQL error is NULL everywhere, and Spark's three-valued AND/OR is
+exactly SPARQL's logical-and/or over errors (17.2).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from rsp_jobs import terms as T
+from rsp_jobs.errors import UnsupportedConstruct
+from rsp_jobs.language import ast
+from rsp_jobs.spark import terms as ST
+
+
+@dataclass
+class Value:
+    term: Column
+    num: Optional[Column] = None  # double
+    rank: Optional[Column] = None  # numeric type rank, with num
+    boolean: Optional[Column] = None
+
+    @staticmethod
+    def of_term(term: Column) -> "Value":
+        return Value(term)
+
+    @staticmethod
+    def of_number(num: Column, rank: Column) -> "Value":
+        return Value(ST.numeric_literal(num, rank), num, rank)
+
+    @staticmethod
+    def of_boolean(value: Column) -> "Value":
+        return Value(ST.boolean_literal(value), boolean=value)
+
+    def number(self) -> Column:
+        return self.num if self.num is not None else ST.numeric_value(self.term)
+
+    def number_rank(self) -> Column:
+        return self.rank if self.rank is not None else ST.numeric_rank(self.term)
+
+    def ebv(self) -> Column:
+        """Effective boolean value (17.2.2); NULL is an error."""
+        if self.boolean is not None:
+            return self.boolean
+        t = self.term
+        lex = ST.lexical(t)
+        dt = ST.datatype(t)
+        num = self.number()
+        return (F.when(t.isNull(), F.lit(None))
+                .when(dt == T.XSD_BOOLEAN, F.when(lex.isin("true", "1"), True).when(lex.isin("false", "0"), False))
+                .when(num.isNotNull(), (num != 0) & ~F.isnan(num))
+                .when(ST.is_string_literal(t), F.length(lex) > 0)
+                .otherwise(F.lit(None).cast("boolean")))
+
+
+class Scope:
+    """Resolves variables to columns; ``timestamp`` resolves C-SPARQL timestamp() calls to the
+    column the evaluator joined in for them."""
+
+    def __init__(self, columns: Callable[[str], Optional[Column]],
+                 timestamp: Optional[Callable[[ast.Timestamp], Column]] = None, source: str = "<query>"):
+        self.columns = columns
+        self.timestamp = timestamp
+        self.source = source
+
+
+def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
+    if isinstance(expr, ast.Var):
+        col = scope.columns(expr.name)
+        return Value(col if col is not None else F.lit(None).cast("string"))
+    if isinstance(expr, (ast.IRI, ast.Literal)):
+        text = T.ast_to_nt(expr)
+        value = Value(F.lit(text))
+        rdf = T.ast_to_rdflib(expr)
+        number = T.numeric_value(rdf)
+        if number is not None:
+            value.num = F.lit(number)
+            value.rank = F.lit(T.NUMERIC_RANK[str(rdf.datatype)])
+        return value
+    if isinstance(expr, ast.BinaryOp):
+        return _binary(expr, scope)
+    if isinstance(expr, ast.UnaryOp):
+        operand = compile_expr(expr.operand, scope)
+        if expr.op == "!":
+            return Value.of_boolean(~operand.ebv())
+        num, rank = operand.number(), operand.number_rank()
+        return Value.of_number(-num if expr.op == "-" else num, rank)
+    if isinstance(expr, ast.In):
+        left = compile_expr(expr.expr, scope)
+        tests = [_compare("=", left, compile_expr(o, scope)) for o in expr.options]
+        result = F.lit(False)
+        for test in tests:
+            result = result | test
+        return Value.of_boolean(~result if expr.negated else result)
+    if isinstance(expr, ast.FunctionCall):
+        return _call(expr, scope)
+    if isinstance(expr, ast.Timestamp):
+        if scope.timestamp is None:
+            raise UnsupportedConstruct(scope.source, "timestamp() outside a window")
+        ms = scope.timestamp(expr)
+        return Value.of_number(ms.cast("double"), F.lit(0))
+    if isinstance(expr, ast.Aggregate):
+        raise UnsupportedConstruct(scope.source, f"{expr.name.upper()}() outside SELECT, HAVING or ORDER BY")
+    raise UnsupportedConstruct(scope.source, type(expr).__name__)
+
+
+_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
+    left, right = compile_expr(expr.left, scope), compile_expr(expr.right, scope)
+    op = expr.op
+    if op == "||":
+        return Value.of_boolean(left.ebv() | right.ebv())
+    if op == "&&":
+        return Value.of_boolean(left.ebv() & right.ebv())
+    if op in ("=", "!=", "<", ">", "<=", ">="):
+        return Value.of_boolean(_compare(op, left, right))
+    a, b = left.number(), right.number()
+    rank = F.greatest(left.number_rank(), right.number_rank())
+    if op == "/":
+        # integer / integer is a decimal (17.4.2.4); division by zero is an error
+        quotient = F.when(b != 0, a / b)
+        return Value.of_number(quotient, F.greatest(rank, F.lit(1)))
+    return Value.of_number(_ARITHMETIC[op](a, b), rank)
+
+
+def _compare(op: str, left: Value, right: Value) -> Column:
+    """SPARQL's operator mapping for comparisons: numbers by value, strings, booleans and
+    times by value, any other pair by term identity (only = and !=)."""
+    lt, rt = left.term, right.term
+    ln, rn = left.number(), right.number()
+    ordered = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+               ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}[op]
+    if left.num is not None and right.num is not None:  # both known numeric: the fast path
+        return ordered(ln, rn)
+    lstr, rstr = ST.is_string_literal(lt), ST.is_string_literal(rt)
+    ldt, rdt = ST.datatype(lt), ST.datatype(rt)
+    ltime, rtime = ST.datetime_value(lt), ST.datetime_value(rt)
+    result = (F.when(lt.isNull() | rt.isNull(), F.lit(None))
+              .when(ln.isNotNull() & rn.isNotNull(), ordered(ln, rn))
+              .when(lstr & rstr, ordered(ST.lexical(lt), ST.lexical(rt)))
+              .when((ldt == T.XSD_BOOLEAN) & (rdt == T.XSD_BOOLEAN), ordered(
+                  ST.lexical(lt).isin("true", "1"), ST.lexical(rt).isin("true", "1")))
+              .when(ltime.isNotNull() & rtime.isNotNull(), ordered(ltime, rtime)))
+    if op in ("=", "!="):
+        same = lt == rt
+        result = result.otherwise(same if op == "=" else ~same)
+    else:
+        result = result.otherwise(F.lit(None).cast("boolean"))
+    return result
+
+
+def _string_arg(value: Value) -> Column:
+    """The lexical form of a string literal argument; NULL (error) for other terms."""
+    return F.when(ST.is_literal(value.term) & (ST.numeric_rank(value.term).isNull()), ST.lexical(value.term))
+
+
+def _same_kind_string(source: Value, text: Column) -> Column:
+    """String functions keep the language tag of their first argument (17.4.3)."""
+    return ST.lang_literal(text, ST.language(source.term))
+
+
+def _regex_flags(flags: Optional[str]) -> str:
+    mapping = {"i": "i", "s": "s", "m": "m", "x": "x"}
+    return "".join(mapping[f] for f in (flags or "") if f in mapping)
+
+
+def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
+    name = expr.name
+    if name == "bound":
+        arg = expr.args[0]
+        col = scope.columns(arg.name) if isinstance(arg, ast.Var) else None
+        return Value.of_boolean(col.isNotNull() if col is not None else F.lit(False))
+    if name == "if":
+        cond, yes, no = (compile_expr(a, scope) for a in expr.args)
+        test = cond.ebv()
+        return Value(F.when(test, yes.term).when(~test, no.term))
+    if name == "coalesce":
+        return Value(F.coalesce(*[compile_expr(a, scope).term for a in expr.args]))
+    args = [compile_expr(a, scope) for a in expr.args]
+    first = args[0].term if args else None
+    simple = {
+        "isiri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
+        "isuri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
+        "isblank": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_blank(first))),
+        "isliteral": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_literal(first))),
+        "isnumeric": lambda: Value.of_boolean(F.when(first.isNotNull(), args[0].number().isNotNull())),
+        "str": lambda: _cast_string(args[0]),
+        "lang": lambda: Value(F.when(ST.is_literal(first), ST.string_literal(ST.language(first)))),
+        "datatype": lambda: Value(F.when(ST.is_literal(first), F.concat(F.lit("<"), ST.datatype(first), F.lit(">")))),
+        "sameterm": lambda: Value.of_boolean(first == args[1].term),
+        "abs": lambda: Value.of_number(F.abs(args[0].number()), args[0].number_rank()),
+        "ceil": lambda: Value.of_number(F.ceil(args[0].number()).cast("double"), args[0].number_rank()),
+        "floor": lambda: Value.of_number(F.floor(args[0].number()).cast("double"), args[0].number_rank()),
+        # SPARQL rounds halves up (towards positive infinity), Spark's round() away from zero
+        "round": lambda: Value.of_number(F.floor(args[0].number() + 0.5).cast("double"), args[0].number_rank()),
+        "strlen": lambda: Value.of_number(F.length(_string_arg(args[0])).cast("double"), F.lit(0)),
+        "ucase": lambda: Value(_same_kind_string(args[0], F.upper(_string_arg(args[0])))),
+        "lcase": lambda: Value(_same_kind_string(args[0], F.lower(_string_arg(args[0])))),
+        "contains": lambda: Value.of_boolean(_string_arg(args[0]).contains(_string_arg(args[1]))),
+        "strstarts": lambda: Value.of_boolean(_string_arg(args[0]).startswith(_string_arg(args[1]))),
+        "strends": lambda: Value.of_boolean(_string_arg(args[0]).endswith(_string_arg(args[1]))),
+        "concat": lambda: Value(ST.string_literal(F.concat(*[_string_arg(a) for a in args]))),
+        "langmatches": lambda: Value.of_boolean(_lang_matches(_string_arg(args[0]), _string_arg(args[1]))),
+    }
+    if name in simple:
+        return simple[name]()
+    if name == "regex":
+        pattern = expr.args[1]
+        flags = expr.args[2] if len(expr.args) > 2 else None
+        if not isinstance(pattern, ast.Literal) or (flags is not None and not isinstance(flags, ast.Literal)):
+            raise UnsupportedConstruct(scope.source, "regex() with a pattern or flags that are not constant strings")
+        prefix = _regex_flags(flags.lexical if flags else None)
+        java = (f"(?{prefix})" if prefix else "") + pattern.lexical
+        try:
+            re.compile(pattern.lexical)
+        except re.error as exc:
+            raise UnsupportedConstruct(scope.source, f"regex pattern {pattern.lexical!r}: {exc}") from None
+        return Value.of_boolean(_string_arg(args[0]).rlike(java))
+    if name in _DATE_PARTS:
+        return Value.of_number(_DATE_PARTS[name](ST.datetime_value(first)).cast("double"), F.lit(0))
+    if name in _CASTS:
+        return _CASTS[name](args[0])
+    raise UnsupportedConstruct(scope.source, f"function {name}()")
+
+
+def _lang_matches(tag: Column, pattern: Column) -> Column:
+    return F.when(pattern == "*", F.length(tag) > 0).otherwise(
+        (F.lower(tag) == F.lower(pattern)) | F.lower(tag).startswith(F.concat(F.lower(pattern), F.lit("-"))))
+
+
+_DATE_PARTS = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hours": F.hour, "minutes": F.minute}
+
+
+def _cast_number(rank: int) -> Callable[[Value], Value]:
+    def cast(value: Value) -> Value:
+        t = value.term
+        num = F.when(ST.is_literal(t), F.coalesce(value.number(), ST.lexical(t).cast("double")))
+        if rank == 0:
+            num = F.when(~F.isnan(num), num.cast("bigint").cast("double"))
+        return Value.of_number(num, F.lit(rank))
+    return cast
+
+
+def _cast_string(value: Value) -> Value:
+    t = value.term
+    return Value(ST.string_literal(F.when(ST.is_iri(t), F.regexp_extract(t, r"^<(.*)>$", 1))
+                                   .when(ST.is_literal(t), ST.lexical(t))))
+
+
+def _cast_boolean(value: Value) -> Value:
+    lex = ST.lexical(value.term)
+    num = value.number()
+    return Value.of_boolean(F.when(num.isNotNull(), (num != 0) & ~F.isnan(num))
+                            .when(lex.isin("true", "1"), True).when(lex.isin("false", "0"), False))
+
+
+_CASTS = {
+    T.XSD_INTEGER: _cast_number(0), T.XSD + "int": _cast_number(0), T.XSD + "long": _cast_number(0),
+    T.XSD_DECIMAL: _cast_number(1), T.XSD_FLOAT: _cast_number(2), T.XSD_DOUBLE: _cast_number(3),
+    T.XSD_STRING: _cast_string, T.XSD_BOOLEAN: _cast_boolean,
+}

@@ -1,0 +1,106 @@
+"""Window results: the relation-to-stream step (RSTREAM, ISTREAM, DSTREAM) and the query form
+(SELECT bindings, CONSTRUCT triples, ASK boolean), one row per reported window.
+
+Only results reach the driver, one window at a time through ``toLocalIterator``.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Iterator, Optional
+
+from pyspark.sql import DataFrame
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from rsp_jobs import terms
+from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.language import ast
+from rsp_jobs.spark import terms as ST
+from rsp_jobs.spark.evaluate import RANK, WIN, Evaluator, Solutions, vcol
+from rsp_jobs.spark.windows import Schedule
+
+
+def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, sched: Schedule) -> DataFrame:
+    """One row per reported window: ``_win``, ``_open`` and ``_rows`` (an array of result
+    rows: solution structs for SELECT, N-Triples lines for CONSTRUCT) or ``_bool`` for ASK."""
+    active = evaluator.active
+    rows = evaluator.to_dep(sols)
+    names = [v.name for v in query.variables]
+    if query.form == "ASK":
+        hits = rows.select(WIN).distinct().withColumn("_hit", F.lit(True))
+        return active.join(hits, WIN, "left").select(WIN, "_open", F.coalesce("_hit", F.lit(False)).alias("_bool"))
+    if query.form == "CONSTRUCT":
+        items = _construct(rows, query.template, names)
+    else:
+        rank = [F.col(RANK)] if RANK in rows.columns else []
+        items = rows.select(WIN, *rank, *[vcol(n) for n in names])
+    if query.r2s in ("ISTREAM", "DSTREAM"):
+        items = _delta(items, active, sched, query.r2s)
+    struct_cols = [c for c in items.columns if c != WIN]
+    collected = items.groupBy(WIN).agg(F.collect_list(F.struct(*struct_cols)).alias("_rows"))
+    return (active.join(collected, WIN, "left")
+            .select(WIN, "_open", F.coalesce("_rows", F.array().cast(collected.schema["_rows"].dataType)).alias("_rows")))
+
+
+def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: list[str]) -> DataFrame:
+    """Instantiate the template per solution (SPARQL 16.2): fresh blank nodes per solution,
+    triples with unbound or ill-typed positions left out; the result is a set per window."""
+    solution_id = F.sha1(F.concat_ws("|", F.col(WIN).cast("string"),
+                                     *[F.coalesce(F.col(vcol(n)), F.lit("")) for n in names]))
+
+    def position(term: ast.Term):
+        if isinstance(term, ast.Var):
+            return F.col(vcol(term.name)) if term.name in names else F.lit(None).cast("string")
+        if isinstance(term, ast.BNode):
+            return F.concat(F.lit("_:b"), F.substring(solution_id, 1, 16), F.lit("_" + term.label))
+        return F.lit(terms.ast_to_nt(term))
+
+    triples = []
+    for t in template:
+        s, p, o = position(t.subject), position(t.predicate), position(t.object)
+        valid = (s.isNotNull() & ~ST.is_literal(s) & p.isNotNull() & ST.is_iri(p) & o.isNotNull())
+        triples.append(F.when(valid, F.concat_ws(" ", s, p, o, F.lit("."))))
+    lines = rows.select(WIN, F.explode(F.array(*triples)).alias("line")).where(F.col("line").isNotNull())
+    return lines.distinct()
+
+
+def _delta(items: DataFrame, active: DataFrame, sched: Schedule, kind: str) -> DataFrame:
+    """ISTREAM: what is in this window's result and was not in the previous window's;
+    DSTREAM: what was and no longer is (multiset difference, CQL's operators)."""
+    if RANK in items.columns:
+        items = items.drop(RANK)
+    if sched.step:
+        previous = items.withColumn(WIN, F.col(WIN) + F.lit(sched.step))
+    else:  # evaluated on arrival: the previous evaluation is the previous active window
+        order = active.select(WIN, F.lead(WIN).over(W.orderBy(WIN)).alias("_next"))
+        previous = items.join(order, WIN).drop(WIN).withColumnRenamed("_next", WIN).where(F.col(WIN).isNotNull())
+    previous = previous.select(*items.columns)
+    return items.exceptAll(previous) if kind == "ISTREAM" else previous.exceptAll(items)
+
+
+def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[dict]:
+    """The reported windows in time order, as the ``rsp evaluate`` JSON objects."""
+    names = [v.name for v in query.variables]
+    for row in frame.orderBy(WIN).toLocalIterator():
+        if after_us is not None and row[WIN] <= after_us:
+            continue
+        out = {"window_open": iso_ms(row["_open"]), "window_close": iso_ms(row[WIN])}
+        if query.form == "ASK":
+            out["boolean"] = bool(row["_bool"])
+        elif query.form == "CONSTRUCT":
+            out["triples"] = sorted(r["line"] for r in row["_rows"])
+        else:
+            items = list(row["_rows"])
+            if items and RANK in items[0].asDict():
+                items.sort(key=lambda r: r[RANK])
+            else:
+                items.sort(key=lambda r: tuple(r[vcol(n)] or "" for n in names))
+            out["bindings"] = [{n: terms.nt_to_json(r[vcol(n)]) for n in names if r[vcol(n)] is not None}
+                               for r in items]
+        yield out
+
+
+def iso_ms(micros: int) -> str:
+    moment = datetime.fromtimestamp(micros // 1000 / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(micros // 1000) % 1000:03d}Z"
+

@@ -1,0 +1,146 @@
+"""Window assignment: which stream elements each window close sees.
+
+Time windows follow C-SPARQL's reporting policy as CSRBench fixes it (Dell'Aglio et al.,
+ISWC 2013): closes at ``c = t0 + RANGE + k*STEP`` (k >= 0), scope ``[c - RANGE, c)``. An
+element at ``ts`` belongs to every close in ``(ts, ts + RANGE]``; we compute that k-range with
+integer arithmetic and explode it, so all windows of a run come from one Spark job.
+
+Count windows ``[TRIPLES n]`` hold the last n triples (ordered by time, then by term text) at
+each evaluation: the time grid of the query's other windows or COMPUTED EVERY, or else each
+arrival of the stream (then the arriving frame is included).
+
+All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pyspark.sql import DataFrame
+from pyspark.sql import Window as W
+from pyspark.sql import functions as F
+
+from rsp_jobs.algebra.plan import ContinuousQuery, StreamWindow
+from rsp_jobs.errors import UnsupportedConstruct
+from rsp_jobs.language import ast
+
+MS = 1000  # microseconds per millisecond
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a query reports: closes ``phase + k*step`` (µs); ``None`` step means on arrival."""
+
+    t0: int
+    step: Optional[int]
+    first_close: Optional[int]
+
+    def prev(self, close: int) -> Optional[int]:
+        return close - self.step if self.step else None
+
+
+def schedule(query: ContinuousQuery, t0_us: int) -> Schedule:
+    time_windows = [w.window for w in query.windows if isinstance(w.window, ast.TimeWindow)]
+    steps = {w.step_ms for w in time_windows}
+    if len(steps) > 1:
+        raise UnsupportedConstruct(query.source, "streams with different STEPs in one query "
+                                   f"({', '.join(f'{s} ms' for s in sorted(steps))})")
+    if time_windows:
+        step = time_windows[0].step_ms * MS
+        phases = {(w.range_ms * MS) % step for w in time_windows}
+        if len(phases) > 1:
+            raise UnsupportedConstruct(query.source, "windows whose closes never coincide "
+                                       "(RANGEs that differ by a non-multiple of STEP)")
+        return Schedule(t0_us, step, t0_us + min(w.range_ms for w in time_windows) * MS)
+    if query.computed_every_ms:
+        step = query.computed_every_ms * MS
+        return Schedule(t0_us, step, t0_us + step)
+    return Schedule(t0_us, None, None)
+
+
+def lookback_us(query: ContinuousQuery) -> Optional[int]:
+    """How far before the first close of an interval a run must read; None: from the start
+    (count windows may reach back arbitrarily far)."""
+    if any(isinstance(w.window, ast.CountWindow) for w in query.windows):
+        return None
+    return max(w.window.range_ms for w in query.windows) * MS
+
+
+def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
+           after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
+    """Elements (with ``ts`` timestamps) → window rows ``_win, _open, g, s, p, o, ts`` for every
+    close in ``(after_us, until_us]``."""
+    parts = []
+    max_range = max((w.window.range_ms * MS for w in query.windows
+                     if isinstance(w.window, ast.TimeWindow)), default=None)
+    for sw in query.windows:
+        rows = elements.where(F.col("stream") == sw.stream).select(
+            F.unix_micros("ts").alias("ts"), "s", "p", "o")
+        if isinstance(sw.window, ast.TimeWindow):
+            part = _time_window(rows, sw.window, sched, after_us, until_us, max_range)
+        else:
+            part = _count_window(rows, sw.window, sched, after_us, until_us)
+        graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
+        parts.append(part.select("_win", "_open", graph.alias("g"), "s", "p", "o", "ts"))
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def _floor_div(x, d: int):
+    """Exact floor division of a long column by a positive constant (no doubles)."""
+    return ((x - F.pmod(x, F.lit(d))) / F.lit(d)).cast("long")
+
+
+def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
+                 after_us: Optional[int], until_us: Optional[int], max_range: int) -> DataFrame:
+    rng, step, t0 = window.range_ms * MS, window.step_ms * MS, sched.t0
+    ts = F.col("ts")
+    k_lo = F.greatest(_floor_div(ts - F.lit(t0 + rng), step) + 1, F.lit(0))
+    k_hi = _floor_div(ts - F.lit(t0), step)
+    if after_us is not None:  # closes c > after: k >= floor((after - t0 - rng) / step) + 1
+        k_lo = F.greatest(k_lo, F.lit((after_us - t0 - rng) // step + 1))
+    if until_us is not None:
+        k_hi = F.least(k_hi, F.lit((until_us - t0 - rng) // step))
+    exploded = rows.where(k_lo <= k_hi).select(
+        "*", F.explode(F.sequence(k_lo, k_hi)).alias("_k"))
+    close = F.lit(t0 + rng) + F.col("_k") * F.lit(step)
+    return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"), "s", "p", "o", "ts")
+
+
+def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
+                  after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
+    n = window.triples
+    ordered = W.orderBy("ts", "s", "p", "o")
+    seq = rows.select("*", F.row_number().over(ordered).alias("_seq"))
+    if sched.step is None:  # evaluate on each arrival; the arriving frame is in the window
+        closes = rows.select(F.col("ts").alias("_win")).distinct()
+        inclusive = True
+    else:
+        bounds = rows.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi"))
+        first = F.greatest(F.lit(0), _floor_div(F.col("lo") - F.lit(sched.first_close), sched.step) + 1)
+        last = _floor_div(F.col("hi") - F.lit(sched.first_close), sched.step) + 1
+        closes = bounds.where(F.col("lo").isNotNull()).select(
+            F.explode(F.sequence(first, last)).alias("_k")).select(
+            (F.lit(sched.first_close) + F.col("_k") * F.lit(sched.step)).alias("_win"))
+        inclusive = False
+    if after_us is not None:
+        closes = closes.where(F.col("_win") > after_us)
+    if until_us is not None:
+        closes = closes.where(F.col("_win") <= until_us)
+    # m(c): how many elements precede close c; elements at c itself count only when inclusive
+    cumulative = seq.groupBy("ts").agg(F.max("_seq").alias("_cum"))
+    element_first = 0 if inclusive else 1
+    timeline = (cumulative.select(F.col("ts").alias("_t"), "_cum", F.lit(element_first).alias("_o"))
+                .unionByName(closes.select(F.col("_win").alias("_t"), F.lit(None).cast("long").alias("_cum"),
+                                           F.lit(1 - element_first).alias("_o"))))
+    running = W.orderBy("_t", "_o").rowsBetween(W.unboundedPreceding, W.currentRow)
+    counted = (timeline.select("*", F.last("_cum", ignorenulls=True).over(running).alias("_m"))
+               .where(F.col("_cum").isNull() & F.col("_m").isNotNull())
+               .select(F.col("_t").alias("_win"), "_m"))
+    members = counted.select("_win", F.explode(F.sequence(F.greatest(F.col("_m") - n + 1, F.lit(1)),
+                                                           F.col("_m"))).alias("_seq"))
+    joined = members.join(seq, "_seq")
+    opened = joined.select("*", F.min("ts").over(W.partitionBy("_win")).alias("_open"))
+    return opened.select("_win", "_open", "s", "p", "o", "ts")

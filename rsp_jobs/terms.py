@@ -1,0 +1,135 @@
+"""RDF terms as N-Triples text, the engine's one encoding of a term.
+
+Joins compare this text, so it is exactly SPARQL's term equality (``"1"^^xsd:integer`` and
+``"01"^^xsd:integer`` are different terms, as in rdflib). Every term, from data or from a
+query, passes through rdflib's ``Literal``/``URIRef`` first so that both sides are written the
+same way. Decoding to the SPARQL 1.1 JSON results encoding happens only for results.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Optional
+
+from rdflib import BNode, Literal, URIRef
+from rdflib.term import Node
+
+from rsp_jobs.language import ast
+
+XSD = ast.XSD
+XSD_STRING = XSD + "string"
+XSD_BOOLEAN = XSD + "boolean"
+XSD_INTEGER = XSD + "integer"
+XSD_DECIMAL = XSD + "decimal"
+XSD_FLOAT = XSD + "float"
+XSD_DOUBLE = XSD + "double"
+XSD_DATETIME = XSD + "dateTime"
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+
+INTEGER_TYPES = frozenset(XSD + t for t in (
+    "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte"))
+# Rank of each numeric type in SPARQL's type promotion (integer < decimal < float < double).
+NUMERIC_RANK = {**{t: 0 for t in INTEGER_TYPES}, XSD_DECIMAL: 1, XSD_FLOAT: 2, XSD_DOUBLE: 3}
+RANK_TYPE = {0: XSD_INTEGER, 1: XSD_DECIMAL, 2: XSD_FLOAT, 3: XSD_DOUBLE}
+
+
+def to_nt(term: Node) -> str:
+    """An rdflib term as N-Triples text (no prefixes)."""
+    if isinstance(term, Literal):
+        lexical = str(term).replace("\\", "\\\\").replace('"', '\\"')
+        lexical = lexical.replace("\n", "\\n").replace("\r", "\\r")
+        if term.language:
+            return f'"{lexical}"@{term.language}'
+        if term.datatype is not None and str(term.datatype) != XSD_STRING:
+            return f'"{lexical}"^^<{term.datatype}>'
+        return f'"{lexical}"'
+    if isinstance(term, URIRef):
+        return f"<{term}>"
+    if isinstance(term, BNode):
+        return f"_:{term}"
+    raise TypeError(f"not an RDF term: {term!r}")
+
+
+def ast_to_rdflib(term: ast.Term) -> Node:
+    """A constant of the query as an rdflib term (normalised the way data terms are)."""
+    if isinstance(term, ast.IRI):
+        return URIRef(term.value)
+    if isinstance(term, ast.Literal):
+        if term.lang:
+            return Literal(term.lexical, lang=term.lang)
+        datatype = URIRef(term.datatype) if term.datatype else None
+        return Literal(term.lexical, datatype=datatype)
+    if isinstance(term, ast.BNode):
+        return BNode(term.label)
+    raise TypeError(f"not a constant: {term!r}")
+
+
+def ast_to_nt(term: ast.Term) -> str:
+    return to_nt(ast_to_rdflib(term))
+
+
+def numeric_value(term: Node) -> Optional[float]:
+    """The value of a numeric literal as a double, else None (the lake's ``o_num``)."""
+    if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) in NUMERIC_RANK:
+        try:
+            return float(term.toPython())
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def time_value(term: Node) -> Optional[datetime]:
+    """The value of an xsd:dateTime literal in UTC, else None (the lake's ``o_time``)."""
+    if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) == XSD_DATETIME:
+        value = term.toPython()
+        if isinstance(value, datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=timezone.utc)
+            return value.astimezone(timezone.utc)
+    return None
+
+
+_LITERAL = re.compile(r'^"(.*)"(?:\^\^<([^>]*)>|@([A-Za-z0-9-]+))?$', re.DOTALL)
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)')
+
+
+def unescape(text: str) -> str:
+    def one(match: re.Match) -> str:
+        code = match.group(1)
+        if code[0] in "uU" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        return _ESCAPES.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def nt_to_json(text: str) -> dict:
+    """N-Triples text → SPARQL 1.1 JSON results term (``type``, ``value``, ``datatype``, ``xml:lang``)."""
+    if text.startswith("<"):
+        return {"type": "uri", "value": text[1:-1]}
+    if text.startswith("_:"):
+        return {"type": "bnode", "value": text[2:]}
+    match = _LITERAL.match(text)
+    if not match:
+        raise ValueError(f"not an N-Triples term: {text!r}")
+    term: dict = {"type": "literal", "value": unescape(match.group(1))}
+    if match.group(2) and match.group(2) != XSD_STRING:
+        term["datatype"] = match.group(2)
+    if match.group(3):
+        term["xml:lang"] = match.group(3)
+    return term
+
+
+def nt_to_rdflib(text: str) -> Node:
+    """N-Triples text → rdflib term (results and tests)."""
+    term = nt_to_json(text)
+    if term["type"] == "uri":
+        return URIRef(term["value"])
+    if term["type"] == "bnode":
+        return BNode(term["value"])
+    datatype = term.get("datatype")
+    return Literal(term["value"], lang=term.get("xml:lang"),
+                   datatype=URIRef(datatype) if datatype else None)

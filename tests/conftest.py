@@ -1,0 +1,35 @@
+"""Shared fixtures: one SparkSession for the whole run, the real data directory, a project
+home per test session."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("RSP_HOME", tempfile.mkdtemp(prefix="rsp-test-home-"))
+
+from rsp_jobs import settings  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from rsp_jobs.spark.session import get_spark
+
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = settings.data_dir()
+    if not path.is_dir():
+        pytest.skip(f"shared data not found at {path} (set RSP_DATA_DIR to ../shared/data)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def csrbench_stream_file(data_dir, tmp_path_factory) -> Path:
+    from tests.support.streams import csrbench_stream
+
+    return csrbench_stream(data_dir, tmp_path_factory.mktemp("csrbench") / "stream.nq")
