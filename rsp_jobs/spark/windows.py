@@ -68,8 +68,8 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
 
 def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
            after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
-    """Elements (with ``ts`` timestamps) → window rows ``_win, _open, g, s, p, o, ts`` for every
-    close in ``(after_us, until_us]``."""
+    """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
+    close in ``(after_us, until_us]``, one row per distinct triple of a window's graph."""
     parts = []
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
@@ -85,7 +85,9 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
-    return out
+    # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
+    # with its latest arrival (what timestamp() reports).
+    return out.groupBy("_win", "g", "s", "p", "o").agg(F.min("_open").alias("_open"), F.max("ts").alias("ts"))
 
 
 def _floor_div(x, d: int):

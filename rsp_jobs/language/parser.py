@@ -1,0 +1,612 @@
+"""Parse C-SPARQL and RSP-QL query text into the syntax tree of ``ast.py``.
+
+``rsp.lark`` holds the grammar; lark's LALR(1) parser turns the text into a parse tree and
+``_AstBuilder`` turns that into ``ast`` nodes, expanding prefixed names, resolving IRIs against
+BASE, unescaping strings and expanding blank-node property lists on the way. Every problem is
+reported as a ``QuerySyntaxError`` or ``UnsupportedConstruct`` naming the file, line and column.
+"""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple, Optional, Union
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
+from lark.lexer import PatternStr
+from lark.visitors import Discard
+
+from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
+from rsp_jobs.language import ast
+
+__all__ = ["parse_query", "parse_query_file", "parse_duration"]
+
+_GRAMMAR = Path(__file__).with_name("rsp.lark")
+
+
+def parse_query(text: str, source: str = "<query>") -> ast.Query:
+    """Parse one query; ``source`` names it (usually its file) in error messages."""
+    parser = _parser()
+    try:
+        tree = parser.parse(text)
+    except (UnexpectedToken, UnexpectedCharacters) as err:
+        raise _syntax_error(err, text, source) from None
+    used_labels = {str(t)[2:] for t in tree.scan_values(
+        lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")}
+    try:
+        fields = _AstBuilder(source, used_labels).transform(tree)
+    except VisitError as err:  # lark wraps whatever a callback raises
+        raise err.orig_exc from None
+    return ast.Query(**fields, text=text, source=source)
+
+
+def parse_query_file(path: Union[str, Path]) -> ast.Query:
+    """Parse the query in a file, naming the file in error messages."""
+    return parse_query(Path(path).read_text(encoding="utf-8"), source=str(path))
+
+
+_CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)
+_CSPARQL_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_NUM = r"(\d+(?:\.\d+)?)"
+_ISO_DURATION = re.compile(
+    rf"P(?:{_NUM}W)?(?:{_NUM}D)?(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?", re.IGNORECASE)
+_ISO_UNIT_MS = (604_800_000, 86_400_000, 3_600_000, 60_000, 1000)
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds in a C-SPARQL duration (``3000ms``, ``1s``, ``10m``, ``1h``, ``1d``) or an
+    ISO 8601 one (``PT3S``, ``PT0.5S``, ``PT10M``, ``P1D``). ISO years and months are refused
+    (they have no fixed length), and so is anything that is not a whole number of milliseconds:
+    both raise ValueError."""
+    match = _CSPARQL_DURATION.fullmatch(text)
+    if match:
+        return int(match[1]) * _CSPARQL_UNIT_MS[match[2].lower()]
+    match = _ISO_DURATION.fullmatch(text)
+    if not match or not any(match.groups()) or text.upper().endswith("T"):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 3000ms, 1s, 10m, 1h, PT3S, PT0.5S)")
+    ms = sum(Decimal(value) * unit for value, unit in zip(match.groups(), _ISO_UNIT_MS) if value)
+    if ms != ms.to_integral_value():
+        raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
+    return int(ms)
+
+
+# ------------------------------------------------------------------------------ the parser
+
+
+@cache
+def _parser() -> Lark:
+    """Built once per process: building the LALR tables costs far more than a parse."""
+    return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+                propagate_positions=True, maybe_placeholders=True)
+
+
+# Names for the terminals that are patterns, in "expected one of: ..." lists; keywords and
+# punctuation are shown as written.
+_TERMINAL_NAMES = {
+    "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "VAR": "variable",
+    "BLANK_NODE_LABEL": "blank node", "STRING": "string", "NUMBER": "number",
+    "SIGNED_NUMBER": "number", "INTEGER": "integer", "LANGTAG": "language tag",
+    "DURATION": "duration (e.g. 3s, PT3S)", "ISO_DURATION": "duration (e.g. 3s, PT3S)",
+    "NAME": "query name", "FUNCTION_NAME": "function name", "$END": "end of input",
+}
+_KEYWORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+@cache
+def _terminal_display() -> dict[str, str]:
+    """Terminal name -> how "expected one of" shows it."""
+    shown = {}
+    for terminal in _parser().terminals:
+        if isinstance(terminal.pattern, PatternStr):
+            value = terminal.pattern.value
+            shown[terminal.name] = value.upper() if _KEYWORD.fullmatch(value) else f"'{value}'"
+        else:
+            shown[terminal.name] = _TERMINAL_NAMES.get(terminal.name, terminal.name)
+    shown["$END"] = _TERMINAL_NAMES["$END"]
+    return shown
+
+
+def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str,
+                  source: str) -> QuerySyntaxError:
+    """A lark error as a QuerySyntaxError: where, what was found, and what could come there."""
+    display = _terminal_display()
+    if isinstance(err, UnexpectedToken):
+        expected = err.accepts or err.expected
+        if err.token.type == "$END":
+            lines = text.split("\n")
+            line, column, found = len(lines), len(lines[-1]) + 1, "end of input"
+        else:
+            line, column, found = err.line, err.column, _excerpt(err.token)
+    else:
+        expected = err.allowed or ()
+        line, column = err.line, err.column
+        found = _excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
+    return QuerySyntaxError(source, line, column, f"unexpected {found}",
+                            expected=(display.get(name, name) for name in expected))
+
+
+def _excerpt(text: str) -> str:
+    """The offending text, quoted, and cut short if it is long (say, a whole string literal)."""
+    return repr(text[:30] + "..." if len(text) > 30 else str(text))
+
+
+# -------------------------------------------------------------------------- the AST builder
+
+_XSD_STRING = ast.XSD + "string"
+_NUMERIC = {ast.XSD + "integer", ast.XSD + "decimal", ast.XSD + "double"}
+_TIMESTAMP_IRI = ast.CSPARQL_FUNCTIONS + "timestamp"
+
+# Built-in functions: lower-case name -> (fewest, most) arguments.
+_BUILTINS: dict[str, tuple[int, Optional[int]]] = {
+    **dict.fromkeys(["str", "lang", "datatype", "bound", "iri", "uri", "abs", "ceil", "floor",
+                     "round", "strlen", "ucase", "lcase", "encode_for_uri", "year", "month",
+                     "day", "hours", "minutes", "seconds", "timezone", "tz", "md5", "sha1",
+                     "sha256", "sha384", "sha512", "isiri", "isuri", "isblank", "isliteral",
+                     "isnumeric"], (1, 1)),
+    **dict.fromkeys(["langmatches", "contains", "strstarts", "strends", "strbefore",
+                     "strafter", "strlang", "strdt", "sameterm"], (2, 2)),
+    **dict.fromkeys(["now", "rand", "uuid", "struuid"], (0, 0)),
+    **dict.fromkeys(["concat", "coalesce"], (0, None)),  # any number
+    "bnode": (0, 1), "regex": (2, 3), "substr": (2, 3), "replace": (3, 4), "if": (3, 3),
+    "timestamp": (3, 3),
+}
+
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
+_LOCAL_ESCAPE = re.compile(r"\\(.)")
+
+
+def _unescape(text: str) -> str:
+    """Undo ``\\n``-style and ``\\uXXXX`` escapes (the lexer only lets valid ones through)."""
+    return _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _ESCAPES[m[3]],
+                       text)
+
+
+def _position(item) -> ast.Position:
+    """Where a token or a rule's ``meta`` starts."""
+    return ast.Position(item.line, item.column)
+
+
+class _WithTriples(NamedTuple):
+    """A blank-node property list: the fresh node and the triples that describe it."""
+
+    node: ast.BNode
+    triples: list[ast.TriplePattern]
+
+
+class _AstBuilder(Transformer):
+    """Turns the parse tree into ``ast`` nodes, bottom-up and left to right, so PREFIX and BASE
+    declarations are known before the names that use them (as SPARQL requires)."""
+
+    def __init__(self, source: str, used_labels: set[str]):
+        super().__init__(visit_tokens=False)
+        self._source = source
+        self._used_labels = used_labels
+        self._next_label = 0
+        self._prefixes: dict[str, str] = {}
+        self._base: Optional[str] = None
+
+    def _error(self, where, message: str) -> QuerySyntaxError:
+        """An error at a token or a rule's ``meta``."""
+        return QuerySyntaxError(self._source, where.line, where.column, message)
+
+    def _unsupported(self, meta, construct: str) -> UnsupportedConstruct:
+        return UnsupportedConstruct(self._source, construct, meta.line, meta.column)
+
+    def _fresh_bnode(self) -> ast.BNode:
+        """A label no ``_:label`` in the query uses."""
+        while True:
+            label = f"_b{self._next_label}"
+            self._next_label += 1
+            if label not in self._used_labels:
+                return ast.BNode(label)
+
+    def _iri_ref(self, token: Token) -> str:
+        iri = _unescape(token[1:-1])
+        return _resolve(self._base, iri) if self._base else iri
+
+    # ---------------------------------------------------------------- prologue, registration
+
+    def start(self, children):
+        *registration, fields = children
+        return dict(fields, registration=registration[0] if registration else None,
+                    prefixes=tuple(self._prefixes.items()), base=self._base)
+
+    def prologue(self, _):
+        return Discard
+
+    def base_decl(self, children):
+        self._base = self._iri_ref(children[0])
+
+    def prefix_decl(self, children):
+        name, iri = children
+        self._prefixes[name[:-1]] = self._iri_ref(iri)
+
+    def registration(self, children):
+        kind, name, every = children
+        return ast.Registration(kind, name.value if isinstance(name, ast.IRI) else str(name),
+                                every)
+
+    def registration_kind(self, children):
+        return children[0].upper()
+
+    # ------------------------------------------------------------------------- query forms
+
+    def _form(self, form: str, children: list, **fields) -> dict:
+        """The fields common to every form, from ``dataset_clause* where modifiers values?``."""
+        *datasets, where, modifiers = children
+        return dict(fields, **modifiers, form=form, where=where,
+                    streams=tuple(d for d in datasets if isinstance(d, ast.StreamClause)),
+                    graphs=tuple(d for d in datasets if isinstance(d, ast.GraphClause)))
+
+    def select_query(self, children):
+        (distinct, projection), *rest = children
+        return self._form("SELECT", rest, distinct=distinct, projection=projection)
+
+    def select_clause(self, children):
+        modifier, *items = children
+        return modifier is not None, tuple(items) or None
+
+    def select_item(self, children):
+        if len(children) == 1:
+            return ast.SelectItem(children[0])
+        expr, var = children
+        return ast.SelectItem(var, expr)
+
+    def construct_query(self, children):
+        template, *rest = children
+        return self._form("CONSTRUCT", rest, template=template)
+
+    def construct_where(self, children):
+        *datasets, template, modifiers = children
+        where = ast.GroupPattern((ast.TriplesBlock(template),) if template else ())
+        return self._form("CONSTRUCT", [*datasets, where, modifiers], template=template)
+
+    def construct_template(self, children):
+        return tuple(children[0] or ())
+
+    def ask_query(self, children):
+        return self._form("ASK", children)
+
+    @v_args(meta=True)
+    def describe_query(self, meta, _):
+        raise self._unsupported(meta, "DESCRIBE")
+
+    # ----------------------------------------------------------------------------- dataset
+
+    @v_args(meta=True)
+    def from_graph(self, meta, children):
+        return ast.GraphClause(children[0].value, False, _position(meta))
+
+    @v_args(meta=True)
+    def from_named_graph(self, meta, children):
+        return ast.GraphClause(children[0].value, True, _position(meta))
+
+    @v_args(meta=True)
+    def from_stream(self, meta, children):
+        iri, window = children
+        return ast.StreamClause(iri.value, window, None, _position(meta))
+
+    @v_args(meta=True)
+    def from_named_stream(self, meta, children):
+        iri, window = children
+        return ast.StreamClause(iri.value, window, iri.value, _position(meta))
+
+    @v_args(meta=True)
+    def from_named_window(self, meta, children):
+        name, stream, window = children
+        return ast.StreamClause(stream.value, window, name.value, _position(meta))
+
+    def sliding_window(self, children):
+        return ast.TimeWindow(*children)
+
+    def tumbling_window(self, children):
+        return ast.TimeWindow(children[0], children[0])
+
+    def count_window(self, children):
+        (count,) = children
+        if int(count) == 0:
+            raise self._error(count, "a TRIPLES window must hold at least one triple")
+        return ast.CountWindow(int(count))
+
+    def duration(self, children):
+        (token,) = children
+        try:
+            ms = parse_duration(str(token))
+        except ValueError as err:
+            raise self._error(token, str(err)) from None
+        if ms <= 0:
+            raise self._error(token, f"duration {str(token)!r} must be positive")
+        return ms
+
+    # ------------------------------------------------------------------ solution modifiers
+
+    def solution_modifier(self, children):
+        group_by, having, order_by, limit_offset = children
+        return dict(group_by=group_by or (), having=having or (), order_by=order_by or (),
+                    **(limit_offset or {}))
+
+    def group_clause(self, children):
+        return tuple(children)
+
+    def group_condition(self, children):
+        return ast.GroupCondition(*children)
+
+    def having_clause(self, children):
+        return tuple(children)
+
+    def order_clause(self, children):
+        return tuple(children)
+
+    def order_condition(self, children):
+        if len(children) == 1:
+            return ast.OrderCondition(children[0])
+        direction, expr = children
+        return ast.OrderCondition(expr, descending=direction.type == "DESC")
+
+    def limit_offset(self, children):
+        return dict(child for child in children if child is not None)
+
+    def limit(self, children):
+        return "limit", int(children[0])
+
+    def offset(self, children):
+        return "offset", int(children[0])
+
+    @v_args(meta=True)
+    def values_clause(self, meta, _):
+        raise self._unsupported(meta, "VALUES")
+
+    # ---------------------------------------------------------------------- graph patterns
+
+    def group_graph_pattern(self, children):
+        return ast.GroupPattern(tuple(
+            ast.TriplesBlock(tuple(c)) if isinstance(c, list) else c for c in children))
+
+    @v_args(meta=True)
+    def subquery(self, meta, _):
+        raise self._unsupported(meta, "subquery")
+
+    def group_or_union(self, children):
+        return children[0] if len(children) == 1 else ast.UnionPattern(tuple(children))
+
+    def optional_pattern(self, children):
+        return ast.OptionalPattern(children[0])
+
+    def minus_pattern(self, children):
+        return ast.MinusPattern(children[0])
+
+    def graph_pattern(self, children):
+        return ast.GraphPattern(*children)
+
+    window_pattern = graph_pattern
+
+    @v_args(meta=True)
+    def service_pattern(self, meta, _):
+        raise self._unsupported(meta, "SERVICE")
+
+    def filter(self, children):
+        return ast.Filter(children[0])
+
+    def bind(self, children):
+        return ast.Bind(*children)
+
+    # ----------------------------------------------------------------------------- triples
+
+    def triples_block(self, children):
+        return [triple for triples in children for triple in triples]
+
+    def triples_same_subject(self, children):
+        subject, properties = children if len(children) == 2 else (children[0], [])
+        if isinstance(subject, _WithTriples):
+            return subject.triples + self._expand(subject.node, properties)
+        return self._expand(subject, properties)
+
+    def _expand(self, subject: ast.Term, properties) -> list[ast.TriplePattern]:
+        """Triples for ``subject verb object, ... ; ...``; a blank-node property list in object
+        position contributes its node, then its own triples right after."""
+        triples = []
+        for verb, objects in properties:
+            for obj in objects:
+                if isinstance(obj, _WithTriples):
+                    triples.append(ast.TriplePattern(subject, verb, obj.node))
+                    triples.extend(obj.triples)
+                else:
+                    triples.append(ast.TriplePattern(subject, verb, obj))
+        return triples
+
+    def property_list(self, children):
+        return list(zip(children[::2], children[1::2]))
+
+    def object_list(self, children):
+        return children
+
+    def blank_node_property_list(self, children):
+        node = self._fresh_bnode()
+        return _WithTriples(node, self._expand(node, children[0]))
+
+    @v_args(meta=True)
+    def collection(self, meta, _):
+        raise self._unsupported(meta, "RDF collection")
+
+    def rdf_type(self, _):
+        return ast.IRI(ast.RDF_TYPE)
+
+    @v_args(meta=True)
+    def _property_path(self, meta, _):
+        raise self._unsupported(meta, "property path")
+
+    path = path_sequence = path_inverse = path_modified = path_negated = _property_path
+
+    # ------------------------------------------------------------------------- expressions
+
+    def _binary(self, children):
+        left, op, right = children
+        return ast.BinaryOp(op.value, left, right)
+
+    or_expr = and_expr = relational = additive = multiplicative = _binary
+
+    def unary(self, children):
+        """``-1`` arrives as ``-`` and ``1``: it is the literal -1, as in SPARQL."""
+        op, operand = children
+        if (op in "+-" and isinstance(operand, ast.Literal) and operand.datatype in _NUMERIC
+                and operand.lexical[0] not in "+-"):
+            return ast.Literal(op + operand.lexical, operand.datatype)
+        return ast.UnaryOp(op.value, operand)
+
+    def in_expr(self, children):
+        return ast.In(children[0], children[-1])
+
+    def not_in_expr(self, children):
+        return ast.In(children[0], children[-1], negated=True)
+
+    def expression_list(self, children):
+        return tuple(children)
+
+    arg_list = expression_list
+
+    def builtin_call(self, children):
+        name_token, args = children
+        name = name_token.lower()
+        if name not in _BUILTINS:
+            raise self._error(name_token, f"unknown function {str(name_token)!r}")
+        fewest, most = _BUILTINS[name]
+        if len(args) < fewest or (most is not None and len(args) > most):
+            wanted = (f"{fewest}" if fewest == most else f"{fewest} or {most}")
+            raise self._error(name_token, f"{name}() takes {wanted} argument(s), not {len(args)}")
+        if name == "bound" and not isinstance(args[0], ast.Var):
+            raise self._error(name_token, "bound() takes a variable")
+        if name == "timestamp":
+            return self._timestamp(name_token, args)
+        return ast.FunctionCall(name, args)
+
+    @v_args(meta=True)
+    def function_call(self, meta, children):
+        iri, args = children
+        if iri.value == _TIMESTAMP_IRI:
+            if len(args) != 3:
+                raise self._error(meta, f"timestamp() takes 3 argument(s), not {len(args)}")
+            return self._timestamp(meta, args)
+        return ast.FunctionCall(iri.value, args)
+
+    def _timestamp(self, where, args) -> ast.Timestamp:
+        if not all(isinstance(arg, (ast.Var, ast.IRI, ast.Literal)) for arg in args):
+            raise self._error(where, "timestamp's arguments must be variables, IRIs or literals")
+        return ast.Timestamp(*args)
+
+    def aggregate(self, children):
+        name, distinct, expr, separator = children
+        if separator is not None and name.upper() != "GROUP_CONCAT":
+            raise self._error(separator, "only GROUP_CONCAT takes a SEPARATOR")
+        return ast.Aggregate(name.lower(), expr, distinct is not None,
+                             None if separator is None else _unescape(_string_body(separator)))
+
+    def count_all(self, children):
+        return ast.Aggregate("count", None, children[1] is not None)
+
+    @v_args(meta=True)
+    def exists(self, meta, _):
+        raise self._unsupported(meta, "EXISTS")
+
+    @v_args(meta=True)
+    def not_exists(self, meta, _):
+        raise self._unsupported(meta, "NOT EXISTS")
+
+    # ------------------------------------------------------------------------------- terms
+
+    def var(self, children):
+        return ast.Var(children[0][1:])
+
+    expression_var = var
+
+    def iri(self, children):
+        (token,) = children
+        if token.type == "IRIREF":
+            return ast.IRI(self._iri_ref(token))
+        prefix, _, local = token.partition(":")
+        if prefix not in self._prefixes:
+            raise self._error(token, f"undeclared prefix {prefix + ':'!r} in {str(token)!r}")
+        return ast.IRI(self._prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local))
+
+    def rdf_literal(self, children):
+        string, annotation = children
+        lexical = _unescape(_string_body(string))
+        if isinstance(annotation, ast.IRI):
+            datatype = None if annotation.value == _XSD_STRING else annotation.value
+            return ast.Literal(lexical, datatype)
+        return ast.Literal(lexical, lang=annotation[1:] if annotation else None)
+
+    def numeric_literal(self, children):
+        """Integer, decimal or double by the form of the number, as in SPARQL."""
+        (token,) = children
+        kind = "double" if "e" in token.lower() else "decimal" if "." in token else "integer"
+        return ast.Literal(str(token), ast.XSD + kind)
+
+    expression_number = numeric_literal
+
+    def boolean_literal(self, children):
+        return ast.Literal(children[0].lower(), ast.XSD + "boolean")
+
+    def blank_node(self, children):
+        return ast.BNode(children[0][2:])
+
+    def anonymous_blank_node(self, _):
+        return self._fresh_bnode()
+
+
+# RFC 3986 appendix B: scheme, authority, path, query, fragment.
+_IRI_PARTS = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
+
+
+def _resolve(base: str, reference: str) -> str:
+    """A relative ``reference`` resolved against ``base`` as RFC 3986 section 5.2 says; absolute
+    IRIs stay as written. (urllib's urljoin would drop an empty fragment, turning
+    ``<http://ex.org/ns#>`` into ``http://ex.org/ns``, and ignores unknown schemes.)"""
+    scheme, authority, path, query, fragment = _IRI_PARTS.fullmatch(reference).groups()
+    if scheme is not None:
+        return reference
+    scheme, base_authority, base_path, base_query, _ = _IRI_PARTS.fullmatch(base).groups()
+    if authority is None:
+        authority = base_authority
+        if not path:
+            path, query = base_path, base_query if query is None else query
+        elif not path.startswith("/"):
+            if base_authority is not None and not base_path:
+                path = "/" + path
+            else:
+                path = base_path[:base_path.rfind("/") + 1] + path
+    return "".join([f"{scheme}:" if scheme is not None else "",
+                    f"//{authority}" if authority is not None else "",
+                    _remove_dot_segments(path),
+                    f"?{query}" if query is not None else "",
+                    f"#{fragment}" if fragment is not None else ""])
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, on whole segments."""
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    output: list[str] = []
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if len(output) > 1 or (output and output[0] != ""):
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    return "/".join(output)
+
+
+def _string_body(token: str) -> str:
+    """A STRING token without its quotes (one or three of them)."""
+    quotes = 3 if len(token) >= 6 and token[:3] in ("'''", '"""') else 1
+    return token[quotes:-quotes]

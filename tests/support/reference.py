@@ -1,0 +1,114 @@
+"""The independent reference for differential tests: window contents computed here in plain
+Python from the semantics in ../shared/data/csrbench/README.md, and each window's query
+answered by rdflib's SPARQL engine over those triples plus the background graphs."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from rdflib import Dataset, Graph, Literal, URIRef
+from rdflib.namespace import XSD
+from rdflib.plugins.sparql.operators import register_custom_function, unregister_custom_function
+from rdflib.plugins.sparql.sparql import SPARQLError
+
+from rsp_jobs.terms import nt_to_rdflib, to_nt
+
+CSPARQL_TIMESTAMP = URIRef("http://larkc.eu/csparql/sparql/jena/ext#timestamp")
+
+
+@dataclass(frozen=True)
+class Elem:
+    stream: str
+    ts_ms: int
+    s: str
+    p: str
+    o: str  # N-Triples text
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    stream: str
+    range_ms: Optional[int] = None
+    step_ms: Optional[int] = None
+    triples: Optional[int] = None  # a count window
+    graph: Optional[str] = None  # FROM NAMED STREAM: the graph name
+
+
+def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: int = 0) -> dict[int, list]:
+    """{close ms: [(spec, elem), ...]} for every close whose window holds data."""
+    timed = [s for s in specs if s.range_ms is not None]
+    if timed:
+        step = timed[0].step_ms
+        first = t0 + min(s.range_ms for s in timed)
+        last = max((e.ts_ms for e in elements), default=t0) + max(s.range_ms for s in timed) + step
+        closes = list(range(first, last + 1, step))
+        inclusive = False
+    else:
+        closes = sorted({e.ts_ms for e in elements})
+        inclusive = True
+    out = {}
+    for close in closes:
+        content = []
+        for spec in specs:
+            mine = [e for e in elements if e.stream == spec.stream]
+            if spec.range_ms is not None:
+                k = (close - t0 - spec.range_ms)
+                if k < 0 or k % spec.step_ms:
+                    continue
+                content += [(spec, e) for e in mine if close - spec.range_ms <= e.ts_ms < close]
+            else:
+                before = sorted((e for e in mine if (e.ts_ms <= close if inclusive else e.ts_ms < close)),
+                                key=lambda e: (e.ts_ms, e.s, e.p, e.o))
+                content += [(spec, e) for e in before[-spec.triples:]]
+        if content:
+            out[close] = content
+    return out
+
+
+_local = threading.local()
+
+
+def _timestamp(s, p, o):
+    """C-SPARQL timestamp(s, p, o) over the current window: the latest matching triple's time."""
+    stamps = _local.stamps
+    key = (to_nt(s), to_nt(p), to_nt(o))
+    if key not in stamps:
+        raise SPARQLError("timestamp(): no such triple in the window")
+    return Literal(stamps[key], datatype=XSD.integer)
+
+
+def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
+                  named_background: Optional[dict] = None):
+    """rdflib's answer for one window: a list of {var: rdflib term} for SELECT, a set of
+    N-Triples lines for CONSTRUCT, a bool for ASK."""
+    dataset = Dataset()
+    default = dataset.default_graph
+    stamps: dict = {}
+    for spec, e in content:
+        triple = (nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o))
+        target = dataset.graph(URIRef(spec.graph)) if spec.graph else default
+        target.add(triple)
+        key = (e.s, e.p, e.o)
+        stamps[key] = max(stamps.get(key, e.ts_ms), e.ts_ms)
+    for graph in background:
+        for triple in graph:
+            default.add(triple)
+    for iri, graph in (named_background or {}).items():
+        named = dataset.graph(URIRef(iri))
+        for triple in graph:
+            named.add(triple)
+    _local.stamps = stamps
+    register_custom_function(CSPARQL_TIMESTAMP, _timestamp, override=True)
+    try:
+        result = dataset.query(sparql)
+        if result.type == "ASK":
+            return bool(result.askAnswer)
+        if result.type == "CONSTRUCT":
+            # SPARQL 16.2 leaves out ill-formed triples (a literal subject); rdflib keeps them
+            return {" ".join(to_nt(t) for t in triple) + " ." for triple in result.graph
+                    if not isinstance(triple[0], Literal)}
+        names = [str(v) for v in result.vars]
+        return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in result]
+    finally:
+        unregister_custom_function(CSPARQL_TIMESTAMP, _timestamp)
