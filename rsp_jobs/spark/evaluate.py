@@ -336,61 +336,28 @@ class Evaluator:
             if not (isinstance(expr, ast.Var) and expr == var):
                 frame = frame.withColumn(vcol(var.name), compile_expr(expr, scope).term)
             key_cols.append(vcol(var.name))
-        aggs, defaults = [], {}
-        for agg, var in node.aggregates:
-            column, default = self._aggregate(agg, inner, scope)
-            aggs.append(column.alias(vcol(var.name)))
+        # Each aggregate's argument becomes plain columns first, so that the aggregation and
+        # the rendering after it work on columns, not on copies of the whole expression.
+        for i, (agg, _) in enumerate(node.aggregates):
+            if agg.arg is not None:
+                value = compile_expr(agg.arg, scope)
+                frame = frame.select("*", value.term.alias(f"_a{i}_t"), value.number().alias(f"_a{i}_n"),
+                                     value.number_rank().alias(f"_a{i}_r"))
+        aggs, renders, defaults = [], [], {}
+        for i, (agg, var) in enumerate(node.aggregates):
+            columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source)
+            aggs += columns
+            renders.append(render.alias(vcol(var.name)))
             if default is not None:
                 defaults[vcol(var.name)] = default
         grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
+        grouped = grouped.select(WIN, *key_cols, *renders)
         if not node.keys:  # the implicit group exists in every window, even without solutions
             grouped = self.active.select(WIN).join(grouped, WIN, "left")
             for name, default in defaults.items():
                 grouped = grouped.withColumn(name, F.coalesce(F.col(name), F.lit(default)))
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
         return Solutions(grouped, None, vars_, frozenset(vars_))
-
-    def _aggregate(self, agg: ast.Aggregate, inner: Solutions, scope: Scope) -> tuple[Column, Optional[str]]:
-        """An aggregate (SPARQL 18.5.1) as a Spark aggregate column, and its value over an empty
-        group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is "")."""
-        zero = f'"0"^^<{terms.XSD_INTEGER}>'
-        if agg.arg is None:  # COUNT(*)
-            row = F.struct(*[F.col(vcol(v)) for v in inner.vars]) if inner.vars else F.lit(1)
-            count = F.size(F.collect_set(row)) if agg.distinct else F.count(F.lit(1))
-            return Value.of_number(count.cast("double"), F.lit(0)).term, zero
-        value = compile_expr(agg.arg, scope)
-        term = value.term
-        name = agg.name
-        if name == "count":
-            count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
-            return Value.of_number(count.cast("double"), F.lit(0)).term, zero
-        if name in ("sum", "avg"):
-            num, rank = value.number(), value.number_rank()
-            bad = F.max(F.when(term.isNotNull() & num.isNull(), 1).otherwise(0)) > 0
-            if agg.distinct:
-                total, count = F.sum_distinct(num), F.count_distinct(num)
-            else:
-                total, count = F.sum(num), F.count(num)
-            top_rank = F.max(rank)
-            if name == "sum":
-                result = Value.of_number(F.when(~bad, F.coalesce(total, F.lit(0.0))),
-                                         F.coalesce(top_rank, F.lit(0)))
-            else:
-                result = Value.of_number(F.when(~bad, F.when(count > 0, total / count).otherwise(F.lit(0.0))),
-                                         F.when(count > 0, F.greatest(top_rank, F.lit(1))).otherwise(F.lit(0)))
-            return result.term, zero
-        if name in ("min", "max"):
-            key = F.when(term.isNotNull(), F.struct(*ST.order_key(term)))
-            pick = F.min_by if name == "min" else F.max_by
-            return pick(term, key), None
-        if name == "sample":
-            return F.min(term), None
-        if name == "group_concat":
-            sep = " " if agg.separator is None else agg.separator
-            lex = F.when(ST.is_literal(term), ST.lexical(term)).when(ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1))
-            items = F.collect_set(lex) if agg.distinct else F.collect_list(lex)
-            return ST.string_literal(F.array_join(F.array_sort(items), sep)), '""'
-        raise UnsupportedConstruct(self.query.source, f"aggregate {name.upper()}")
 
     # ------------------------------------------------------------------ solution modifiers
 
@@ -456,6 +423,47 @@ class Evaluator:
         fields = ([T.StructField(WIN, T.LongType())] if windowed else []) + [
             T.StructField(vcol(v), T.StringType()) for v in vars_]
         return self.spark.createDataFrame([], T.StructType(fields))
+
+
+def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str
+               ) -> tuple[list[Column], Column, Optional[str]]:
+    """An aggregate (SPARQL 18.5.1) over the pre-computed columns ``<name>_t`` (term), ``_n``
+    (number) and ``_r`` (numeric rank): the Spark aggregate columns, the column that renders
+    their result as a term, and the value over an empty group (COUNT and SUM are 0, AVG is 0 as
+    18.5.1.4 defines, GROUP_CONCAT is "")."""
+    zero = f'"0"^^<{terms.XSD_INTEGER}>'
+    term, num, rank = F.col(name + "_t"), F.col(name + "_n"), F.col(name + "_r")
+    c = lambda suffix: F.col(name + suffix)  # noqa: E731 - the aggregated columns by suffix
+    if agg.name == "count":
+        if agg.arg is None:
+            row = F.struct(*[F.col(vcol(v)) for v in vars_]) if vars_ else F.lit(1)
+            count = F.size(F.collect_set(row)) if agg.distinct else F.count(F.lit(1))
+        else:
+            count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
+        return [count.cast("double").alias(name + "_c")], ST.numeric_literal(c("_c"), F.lit(0)), zero
+    if agg.name in ("sum", "avg"):
+        total, count = (F.sum_distinct(num), F.count_distinct(num)) if agg.distinct else (F.sum(num), F.count(num))
+        columns = [total.alias(name + "_s"), count.alias(name + "_c"), F.max(rank).alias(name + "_r"),
+                   F.max(F.when(term.isNotNull() & num.isNull(), 1).otherwise(0)).alias(name + "_bad")]
+        ok = c("_bad") == 0
+        if agg.name == "sum":
+            render = ST.numeric_literal(F.when(ok, F.coalesce(c("_s"), F.lit(0.0))), F.coalesce(c("_r"), F.lit(0)))
+        else:
+            render = ST.numeric_literal(F.when(ok, F.when(c("_c") > 0, c("_s") / c("_c")).otherwise(F.lit(0.0))),
+                                        F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
+        return columns, render, zero
+    if agg.name in ("min", "max"):
+        key = F.when(term.isNotNull(), F.struct(*ST.order_key(term)))
+        pick = F.min_by if agg.name == "min" else F.max_by
+        return [pick(term, key).alias(name + "_v")], c("_v"), None
+    if agg.name == "sample":
+        return [F.min(term).alias(name + "_v")], c("_v"), None
+    if agg.name == "group_concat":
+        sep = " " if agg.separator is None else agg.separator
+        text = F.when(ST.is_literal(term), ST.lexical(term)).when(ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1))
+        items = F.collect_set(text) if agg.distinct else F.collect_list(text)
+        return [F.array_join(F.array_sort(items), sep).alias(name + "_v")], ST.string_literal(c("_v")), '""'
+    raise UnsupportedConstruct(source, f"aggregate {agg.name.upper()}")
 
 
 def _merge_vars(a: Solutions, b: Solutions) -> tuple[str, ...]:

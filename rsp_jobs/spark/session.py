@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from pathlib import Path
 
 from rsp_jobs import settings
 
 _SESSION = None
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def get_spark(master: str | None = None, app_name: str = "rsp"):
@@ -18,7 +21,8 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
     global _SESSION
     if _SESSION is not None and not _SESSION.sparkContext._jsc.sc().isStopped():
         return _SESSION
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     home = settings.home_dir()
@@ -33,7 +37,8 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
         .config("spark.driver.memory", os.environ.get("RSP_DRIVER_MEMORY", "4g"))
         .config("spark.local.dir", str(home / "spark-tmp"))
         .config("spark.sql.warehouse.dir", str(home / "spark-warehouse"))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={home / 'derby'}")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={home / 'derby'} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
         .config("spark.sql.adaptive.enabled", "true")
     )
     _SESSION = builder.getOrCreate()

@@ -55,10 +55,10 @@ def escape(text: Column) -> Column:
 
 def datatype(t: Column) -> Column:
     """The datatype IRI of a literal (xsd:string for plain, rdf:langString for tagged)."""
-    return (F.when(~is_literal(t), F.lit(None))
-            .when(t.rlike(r'"\^\^<[^>]*>$'), F.regexp_extract(t, r'"\^\^<([^>]*)>$', 1))
-            .when(t.rlike(r'"@[A-Za-z0-9-]+$'), F.lit(T.RDF_LANGSTRING))
-            .otherwise(F.lit(T.XSD_STRING)))
+    typed = F.regexp_extract(t, r'"\^\^<([^>]*)>$', 1)
+    return F.when(is_literal(t), F.when(typed != "", typed)
+                  .when(t.rlike(r'"@[A-Za-z0-9-]+$'), F.lit(T.RDF_LANGSTRING))
+                  .otherwise(F.lit(T.XSD_STRING)))
 
 
 def language(t: Column) -> Column:
@@ -68,15 +68,13 @@ def language(t: Column) -> Column:
 
 def numeric_rank(t: Column) -> Column:
     """0 integer, 1 decimal, 2 float, 3 double (SPARQL type promotion order); NULL if not numeric."""
-    dt = datatype(t)
-    expr = F.when(dt.isNull(), F.lit(None))
-    for iri, rank in T.NUMERIC_RANK.items():
-        expr = expr.when(dt == iri, F.lit(rank))
-    return expr
+    ranks = F.create_map(*[F.lit(x) for iri, rank in T.NUMERIC_RANK.items() for x in (iri, rank)])
+    return F.try_element_at(ranks, F.regexp_extract(t, r'^"[^"]*"\^\^<([^>]*)>$', 1))
 
 
 def numeric_value(t: Column) -> Column:
-    return F.when(numeric_rank(t).isNotNull(), lexical(t).cast("double"))
+    """The value of a numeric literal as a double (numeric lexical forms need no unescaping)."""
+    return F.when(numeric_rank(t).isNotNull(), F.regexp_extract(t, r'^"([^"]*)"', 1).cast("double"))
 
 
 def is_string_literal(t: Column) -> Column:

@@ -19,7 +19,7 @@ from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.terms import nt_to_json, to_nt
 from tests.support.compare import canonical_bindings
-from tests.support.reference import Elem, WindowSpec, rdflib_answer, window_contents
+from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
 
 EX = "http://ex.org/"
 S1, S2 = EX + "stream/one", EX + "stream/two"

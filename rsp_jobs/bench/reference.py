@@ -1,6 +1,7 @@
-"""The independent reference for differential tests: window contents computed here in plain
-Python from the semantics in ../shared/data/csrbench/README.md, and each window's query
-answered by rdflib's SPARQL engine over those triples plus the background graphs."""
+"""The independent reference for the differential tests and the benchmark: window contents
+computed here in plain Python from the semantics in ../shared/data/csrbench/README.md (not with
+the engine's code), and each window's query answered by rdflib's SPARQL engine over those
+triples plus the background graphs. The engine itself never evaluates with rdflib."""
 from __future__ import annotations
 
 import threading
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from rdflib import Dataset, Graph, Literal, URIRef
+from rdflib.graph import ReadOnlyGraphAggregate
 from rdflib.namespace import XSD
 from rdflib.plugins.sparql.operators import register_custom_function, unregister_custom_function
 from rdflib.plugins.sparql.sparql import SPARQLError
@@ -83,25 +85,28 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
     """rdflib's answer for one window: a list of {var: rdflib term} for SELECT, a set of
     N-Triples lines for CONSTRUCT, a bool for ASK."""
     dataset = Dataset()
-    default = dataset.default_graph
+    window = Graph()
     stamps: dict = {}
     for spec, e in content:
         triple = (nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o))
-        target = dataset.graph(URIRef(spec.graph)) if spec.graph else default
-        target.add(triple)
+        (dataset.graph(URIRef(spec.graph)) if spec.graph else window).add(triple)
         key = (e.s, e.p, e.o)
         stamps[key] = max(stamps.get(key, e.ts_ms), e.ts_ms)
-    for graph in background:
-        for triple in graph:
-            default.add(triple)
     for iri, graph in (named_background or {}).items():
         named = dataset.graph(URIRef(iri))
         for triple in graph:
             named.add(triple)
+    if len(list(dataset.graphs())) > 1:  # named graphs: one dataset, the default graph copied in
+        target = dataset
+        for graph in (window, *background):
+            for triple in graph:
+                dataset.default_graph.add(triple)
+    else:  # the default graph only: a read-only union, so the background is not copied per window
+        target = ReadOnlyGraphAggregate([window, *background]) if background else window
     _local.stamps = stamps
     register_custom_function(CSPARQL_TIMESTAMP, _timestamp, override=True)
     try:
-        result = dataset.query(sparql)
+        result = target.query(sparql)
         if result.type == "ASK":
             return bool(result.askAnswer)
         if result.type == "CONSTRUCT":
