@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lake", type=Path, default=None,
                     help="load the streams into this lake and keep it (default: a temporary one)")
     ev.set_defaults(run=cmd_evaluate)
+
+    demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
+                          description="CSRBench and CityBench queries over the shared data (or a generated "
+                                      "sample when it is missing), with a summary.")
+    demo.set_defaults(run=cmd_demo)
     return parser
 
 
@@ -108,6 +113,12 @@ def cmd_evaluate(args) -> int:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def cmd_demo(args) -> int:
+    from rsp_jobs import demo
+
+    return demo.main()
 
 
 def _report_rejections(batch) -> None:

@@ -26,10 +26,3 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data not found at {path} (set RSP_DATA_DIR to ../shared/data)")
     return path
-
-
-@pytest.fixture(scope="session")
-def csrbench_stream_file(data_dir, tmp_path_factory) -> Path:
-    from tests.support.streams import csrbench_stream
-
-    return csrbench_stream(data_dir, tmp_path_factory.mktemp("csrbench") / "stream.nq")

@@ -13,12 +13,11 @@ import json
 import platform
 import sys
 import time
-from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rsp_jobs import settings
-from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
+from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, window_contents
 from rsp_jobs.engine import compile_query, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
@@ -27,27 +26,15 @@ from rsp_jobs.spark.background import load_graph
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.terms import nt_to_json, to_nt
 
-TRAFFIC = str(citybench.SES) + "AarhusTrafficData"
+TRAFFIC = citybench.TRAFFIC
 QUERIES = ["congestion_by_segment", "congested_pairs"]
-
-
-def merged_traffic_day(day: datetime, out: Path) -> Path:
-    """The 33 traffic streams of one day as one stream file: one frame per reading time."""
-    by_time: dict[datetime, list] = defaultdict(list)
-    for path in sorted(citybench.citybench_dir().glob("streams/AarhusTrafficData*.stream")):
-        _, frames, _ = citybench.map_stream(path, start=day, end=day + timedelta(days=1))
-        for frame in frames:
-            by_time[frame.timestamp].extend(frame.triples)
-    frames = [citybench.Frame(f"{TRAFFIC}/frame/{t:%Y-%m-%dT%H:%M:%SZ}", t, triples)
-              for t, triples in sorted(by_time.items())]
-    return citybench.write_nquads(TRAFFIC, frames, out)
 
 
 def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
     work = settings.home_dir() / "bench"
     work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    stream_file = merged_traffic_day(day, work / f"traffic-{day:%Y-%m-%d}.nq")
+    stream_file = citybench.merged_traffic(day, day + timedelta(days=1), work / f"traffic-{day:%Y-%m-%d}.nq")
     mapping_s = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -73,15 +60,15 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
         t = time.perf_counter()
         windows = list(evaluate(query, lake, [repository]))
         engine_s = time.perf_counter() - t
-        window_triples = sum(len(c) for c in window_contents(
-            elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)]).values())
+        contents = window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)])
+        window_triples = sum(len(c) for c in contents.values())
         entry = {"windows": len(windows), "window_triples": window_triples,
                  "engine": {"seconds": round(engine_s, 2),
                             "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
                             "stream_triples_per_second": round(triples / engine_s),
                             "window_triples_per_second": round(window_triples / engine_s)}}
         if with_rdflib:
-            entry["rdflib"], entry["same_results"] = _rdflib_side(query, path, elements, windows, triples,
+            entry["rdflib"], entry["same_results"] = _rdflib_side(path, contents, windows, triples,
                                                                   window_triples, repository)
         report["queries"][name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
@@ -90,11 +77,9 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
     return report
 
 
-def _rdflib_side(query, path, elements, engine_windows, triples, window_triples, repository):
+def _rdflib_side(path, contents, engine_windows, triples, window_triples, repository):
     """rdflib over the same windows; returns its timings and whether every window agrees."""
-    window = query.windows[0].window
-    contents = window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)])
-    sparql = _plain_sparql(path.read_text())
+    sparql = plain_sparql(path.read_text())
     background = [load_graph(repository)]
     t = time.perf_counter()
     answers = {close: rdflib_answer(sparql, content, background) for close, content in contents.items()}
@@ -105,13 +90,6 @@ def _rdflib_side(query, path, elements, engine_windows, triples, window_triples,
     return ({"seconds": round(rdflib_s, 2), "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
              "stream_triples_per_second": round(triples / rdflib_s),
              "window_triples_per_second": round(window_triples / rdflib_s)}, same)
-
-
-def _plain_sparql(text: str) -> str:
-    """The query without its C-SPARQL registration and dataset lines, for rdflib."""
-    lines = [ln for ln in text.splitlines()
-             if not ln.strip().upper().startswith(("REGISTER", "FROM", "#"))]
-    return "\n".join(lines)
 
 
 def _close_ms(window: dict) -> int:

@@ -5,6 +5,7 @@ triples plus the background graphs. The engine itself never evaluates with rdfli
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -41,28 +42,36 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
     """{close ms: [(spec, elem), ...]} for every close whose window holds data."""
     timed = [s for s in specs if s.range_ms is not None]
     if timed:
-        step = timed[0].step_ms
-        first = t0 + min(s.range_ms for s in timed)
-        last = max((e.ts_ms for e in elements), default=t0) + max(s.range_ms for s in timed) + step
-        closes = list(range(first, last + 1, step))
+        # the grid points c = t0 + range + k*step that can see some element: ts < c <= ts + range
+        closes = set()
+        for spec in timed:
+            for e in elements:
+                if e.stream == spec.stream:
+                    k = max(0, (e.ts_ms - t0 - spec.range_ms) // spec.step_ms + 1)
+                    while t0 + spec.range_ms + k * spec.step_ms <= e.ts_ms + spec.range_ms:
+                        closes.add(t0 + spec.range_ms + k * spec.step_ms)
+                        k += 1
+        closes = sorted(closes)
         inclusive = False
     else:
         closes = sorted({e.ts_ms for e in elements})
         inclusive = True
+    by_stream = {spec.stream: sorted((e for e in elements if e.stream == spec.stream),
+                                     key=lambda e: (e.ts_ms, e.s, e.p, e.o)) for spec in specs}
+    times = {stream: [e.ts_ms for e in items] for stream, items in by_stream.items()}
     out = {}
     for close in closes:
         content = []
         for spec in specs:
-            mine = [e for e in elements if e.stream == spec.stream]
+            mine, stamps = by_stream[spec.stream], times[spec.stream]
             if spec.range_ms is not None:
-                k = (close - t0 - spec.range_ms)
-                if k < 0 or k % spec.step_ms:
+                if (close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms:
                     continue
-                content += [(spec, e) for e in mine if close - spec.range_ms <= e.ts_ms < close]
+                lo, hi = bisect_left(stamps, close - spec.range_ms), bisect_left(stamps, close)
+                content += [(spec, e) for e in mine[lo:hi]]
             else:
-                before = sorted((e for e in mine if (e.ts_ms <= close if inclusive else e.ts_ms < close)),
-                                key=lambda e: (e.ts_ms, e.s, e.p, e.o))
-                content += [(spec, e) for e in before[-spec.triples:]]
+                hi = bisect_right(stamps, close) if inclusive else bisect_left(stamps, close)
+                content += [(spec, e) for e in mine[max(0, hi - spec.triples):hi]]
         if content:
             out[close] = content
     return out
@@ -117,3 +126,10 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
         return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in result]
     finally:
         unregister_custom_function(CSPARQL_TIMESTAMP, _timestamp)
+
+
+def plain_sparql(text: str) -> str:
+    """A C-SPARQL query written one clause per line, without its REGISTER and FROM lines: the
+    SPARQL that rdflib answers over a window's dataset."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().upper().startswith(("REGISTER", "FROM", "#"))]
+    return "\n".join(lines)

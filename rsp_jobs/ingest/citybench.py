@@ -464,3 +464,18 @@ def export_streams(names_or_paths: Iterable[Union[str, Path]], out_dir: Union[st
             out_path = write(stream_iri, frames, out_dir / f"{path.stem}{suffix}")
             written.append((stream_iri, out_path))
     return written
+
+
+TRAFFIC = str(SES) + "AarhusTrafficData"
+
+
+def merged_traffic(start: datetime, end: datetime, out_path: Union[str, Path]) -> Path:
+    """All 33 traffic streams between ``start`` and ``end`` as one stream ``ses:AarhusTrafficData``
+    with one frame per reading time (holding every sensor's observations of that time)."""
+    by_time: dict[datetime, list] = {}
+    for path in _stream_files("AarhusTrafficData*"):
+        _, frames, _ = map_stream(path, start=start, end=end)
+        for frame in frames:
+            by_time.setdefault(frame.timestamp, []).extend(frame.triples)
+    frames = [Frame(URIRef(f"{TRAFFIC}/frame/{_time_text(t)}"), t, triples) for t, triples in sorted(by_time.items())]
+    return write_nquads(URIRef(TRAFFIC), frames, out_path)

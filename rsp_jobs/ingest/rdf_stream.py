@@ -98,21 +98,25 @@ def read_stream_file(path: str | Path, stream_iri: str) -> StreamBatch:
 
 def _parse_nquads_lines(path: Path, batch: StreamBatch) -> Dataset:
     """N-Quads are line based, so a bad line is quarantined on its own and the rest is kept."""
-    dataset = Dataset()
     text = path.read_text(encoding="utf-8")
+    dataset = Dataset()
     try:
         dataset.parse(data=text, format="nquads")
         return dataset
-    except Exception:  # find the offending lines one by one
-        dataset = Dataset()
+    except Exception:  # rdflib raises several kinds; find the offending lines one by one
+        pass
+    good = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            dataset.parse(data=line + "\n", format="nquads")
-        except Exception as exc:  # rdflib raises several kinds for bad lines
+            Dataset().parse(data=line + "\n", format="nquads")
+            good.append(line)
+        except Exception as exc:
             batch.rejections.append(Rejection(str(path), number, f"malformed N-Quads line: {_error_text(exc)}",
                                               1, line[:500]))
+    dataset = Dataset()
+    dataset.parse(data="\n".join(good) + "\n", format="nquads")
     return dataset
 
 

@@ -1,0 +1,60 @@
+"""The `rsp` command as a user runs it: output format, progress-free pipes, clear errors."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+RSP = str(Path(sys.executable).with_name("rsp"))
+AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
+DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+
+
+def rsp(*args, cwd=None):
+    return subprocess.run([RSP, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def test_evaluate_writes_one_json_object_per_window_in_the_documented_format(tmp_path):
+    stream = tmp_path / "s.nq"
+    stream.write_text(f"""<http://ex/f1> {AT} "2024-01-01T00:00:00.250Z"^^{DT} .
+<http://ex/a> <http://ex/temp> "21.5"^^<http://www.w3.org/2001/XMLSchema#double> <http://ex/f1> .
+<http://ex/a> <http://ex/label> "Küche"@de <http://ex/f1> .
+<http://ex/f2> {AT} "2024-01-01T00:00:12Z"^^{DT} .
+<http://ex/a> <http://ex/temp> "23"^^<http://www.w3.org/2001/XMLSchema#integer> <http://ex/f2> .
+malformed
+""")
+    query = tmp_path / "q.rsp"
+    query.write_text("""REGISTER QUERY temps AS PREFIX ex: <http://ex/>
+SELECT ?s ?t ?l FROM STREAM <http://ex/stream> [RANGE 10s STEP 10s]
+WHERE { ?s ex:temp ?t OPTIONAL { ?s ex:label ?l } }""")
+    result = rsp("evaluate", str(query), "--stream", f"http://ex/stream={stream}", "--from", "2024-01-01T00:00:00Z")
+    assert result.returncode == 0, result.stderr
+    windows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [w["window_close"] for w in windows] == ["2024-01-01T00:00:10.000Z", "2024-01-01T00:00:20.000Z"]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", w["window_open"]) for w in windows)
+    assert windows[0]["bindings"] == [{
+        "s": {"type": "uri", "value": "http://ex/a"},
+        "t": {"type": "literal", "value": "21.5", "datatype": "http://www.w3.org/2001/XMLSchema#double"},
+        "l": {"type": "literal", "value": "Küche", "xml:lang": "de"}}]
+    assert windows[1]["bindings"] == [{"s": {"type": "uri", "value": "http://ex/a"},
+                                       "t": {"type": "literal", "value": "23",
+                                             "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]
+    assert f"{stream}:6: malformed N-Quads line" in result.stderr
+    assert "rejected 1 triple(s)" in result.stderr
+
+
+def test_a_syntax_error_names_file_line_and_column_and_exits_2(tmp_path):
+    query = tmp_path / "bad.rsp"
+    query.write_text("SELECT ?x\nFROM STREAM <http://ex/s> [RANGE 1s STEP 1s]\nWHERE { ?x ?p }\n")
+    result = rsp("evaluate", str(query), "--stream", f"http://ex/s={tmp_path / 'none.nq'}")
+    assert result.returncode == 2
+    assert re.search(rf"rsp: error: {re.escape(str(query))}:3:\d+: unexpected", result.stderr)
+
+
+def test_a_stream_without_a_file_is_named(tmp_path):
+    query = tmp_path / "q.rsp"
+    query.write_text("SELECT ?x FROM STREAM <http://ex/s> [RANGE 1s STEP 1s] WHERE { ?x ?p ?o }")
+    result = rsp("evaluate", str(query))
+    assert result.returncode == 2 and "no --stream given for <http://ex/s>" in result.stderr
