@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rsp_jobs import settings
-from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, window_contents
+from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
 from rsp_jobs.engine import compile_query, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
@@ -85,8 +85,8 @@ def _rdflib_side(path, contents, engine_windows, triples, window_triples, reposi
     answers = {close: rdflib_answer(sparql, content, background) for close, content in contents.items()}
     rdflib_s = time.perf_counter() - t
     same = sorted(answers) == [_close_ms(w) for w in engine_windows] and all(
-        _canonical(w["bindings"]) == _canonical([{k: nt_to_json(to_nt(v)) for k, v in b.items()}
-                                                 for b in answers[_close_ms(w)]]) for w in engine_windows)
+        same_bindings(w["bindings"], [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[_close_ms(w)]])
+        for w in engine_windows)
     return ({"seconds": round(rdflib_s, 2), "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
              "stream_triples_per_second": round(triples / rdflib_s),
              "window_triples_per_second": round(window_triples / rdflib_s)}, same)
@@ -95,15 +95,6 @@ def _rdflib_side(path, contents, engine_windows, triples, window_triples, reposi
 def _close_ms(window: dict) -> int:
     moment = datetime.fromisoformat(window["window_close"].replace("Z", "+00:00"))
     return round(moment.timestamp() * 1000)
-
-
-def _canonical(bindings: list[dict]) -> list:
-    def value(term: dict):
-        if term.get("datatype", "").endswith(("#double", "#decimal", "#integer", "#float")):
-            return round(float(term["value"]), 9)
-        return term["value"]
-
-    return sorted((tuple(sorted((k, value(v)) for k, v in b.items())) for b in bindings), key=repr)
 
 
 def _cores() -> int:

@@ -4,6 +4,7 @@ the engine's code), and each window's query answered by rdflib's SPARQL engine o
 triples plus the background graphs. The engine itself never evaluates with rdflib."""
 from __future__ import annotations
 
+import math
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -133,3 +134,31 @@ def plain_sparql(text: str) -> str:
     SPARQL that rdflib answers over a window's dataset."""
     lines = [ln for ln in text.splitlines() if not ln.strip().upper().startswith(("REGISTER", "FROM", "#"))]
     return "\n".join(lines)
+
+
+NUMERIC_TYPES = {"http://www.w3.org/2001/XMLSchema#" + t for t in (
+    "integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
+    "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
+    "unsignedShort", "unsignedByte")}
+
+
+def _row_key(binding: dict) -> tuple:
+    """A sort key that is coarse on numbers (6 significant digits), exact on everything else."""
+    return tuple(sorted((var, f"{float(t['value']):.6g}" if t.get("datatype") in NUMERIC_TYPES
+                         else (t["type"], t["value"], t.get("datatype"), t.get("xml:lang")))
+                        for var, t in binding.items()))
+
+
+def _same_term(a: dict, b: dict) -> bool:
+    if a.get("datatype") in NUMERIC_TYPES and b.get("datatype") in NUMERIC_TYPES:
+        return math.isclose(float(a["value"]), float(b["value"]), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def same_bindings(ours: list[dict], theirs: list[dict]) -> bool:
+    """Two multisets of JSON-results bindings are the same, numbers compared as doubles with a
+    relative tolerance of 1e-9 (rdflib computes with Decimal, Spark with doubles)."""
+    if len(ours) != len(theirs):
+        return False
+    ours, theirs = sorted(ours, key=_row_key), sorted(theirs, key=_row_key)
+    return all(a.keys() == b.keys() and all(_same_term(a[k], b[k]) for k in a) for a, b in zip(ours, theirs))

@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
+from rsp_jobs.ingest.rdf_stream import Rejection
 from rsp_jobs.settings import data_dir
 
 log = logging.getLogger(__name__)
@@ -53,17 +54,6 @@ _A, _OBSERVATION, _OBSERVED_BY = RDF.type, SSN.Observation, SSN.observedBy
 _OBSERVED_PROPERTY, _FEATURE, _HAS_VALUE = SSN.observedProperty, SSN.featureOfInterest, SAO.hasValue
 _LATITUDE, _LONGITUDE, _GENERATED_AT = CT.hasLatitude, CT.hasLongitude, PROV.generatedAtTime
 _IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]+")
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """A row, or some values of it, that did not become RDF, and why."""
-    file: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.reason}"
 
 
 @dataclass

@@ -18,8 +18,7 @@ from rsp_jobs.engine import compile_query, evaluate
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.terms import nt_to_json, to_nt
-from tests.support.compare import canonical_bindings
-from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
+from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, same_bindings, window_contents
 
 EX = "http://ex.org/"
 S1, S2 = EX + "stream/one", EX + "stream/two"
@@ -114,8 +113,9 @@ def assert_same(engine_windows, reference, form, ordered):
             ours = [{k: v for k, v in b.items()} for b in window["bindings"]]
             theirs = [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in expected]
             if ordered:
-                assert [canonical_bindings([b]) for b in ours] == [canonical_bindings([b]) for b in theirs]
-            assert canonical_bindings(ours) == canonical_bindings(theirs), window["window_close"]
+                assert len(ours) == len(theirs) and all(same_bindings([a], [b]) for a, b in zip(ours, theirs)), \
+                    (window["window_close"], ours, theirs)
+            assert same_bindings(ours, theirs), (window["window_close"], ours, theirs)
 
 
 def check_case(tmp_path, case, elements, window_clause, specs, background_file=None):
