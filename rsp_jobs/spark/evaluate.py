@@ -28,7 +28,7 @@ from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.expressions import Scope, Value, compile_expr
+from rsp_jobs.spark.expressions import Scope, compile_expr
 
 WIN, RANK = "_win", "_rank"
 
@@ -56,9 +56,6 @@ class Solutions:
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
     ranked: bool = False  # a _rank column carries ORDER BY position
-
-    def parts(self) -> Iterable[DataFrame]:
-        return [p for p in (self.dep, self.indep) if p is not None]
 
 
 class Evaluator:
@@ -390,19 +387,15 @@ class Evaluator:
         return Solutions(project(inner.dep), project(inner.indep), names, maybe, inner.ranked)
 
     def _distinct(self, node: P.Distinct) -> Solutions:
+        """Distinct per window; unbound counts as a value (Spark groups NULLs together)."""
         inner = self.evaluate(node.input)
+        frame = self.to_dep(inner)
         cols = [vcol(v) for v in inner.vars]
         if inner.ranked:  # keep each distinct solution at its first position
-            frame = inner.dep.groupBy(WIN, *cols).agg(F.min(RANK).alias(RANK))
-            return replace(inner, dep=frame)
-        dep = inner.dep.dropDuplicates([WIN, *cols]) if inner.dep is not None else None
-        indep = inner.indep.dropDuplicates(cols) if inner.indep is not None and cols else inner.indep
-        if inner.indep is not None and not cols:
-            indep = inner.indep.limit(1)
-        if dep is not None and indep is not None:  # a solution may come from both parts
-            dep = dep.join(indep.select(*cols).crossJoin(self.active.select(WIN)),
-                           on=[WIN, *cols], how="left_anti") if cols else dep.limit(0)
-        return Solutions(dep, indep, inner.vars, inner.maybe)
+            frame = frame.groupBy(WIN, *cols).agg(F.min(RANK).alias(RANK))
+        else:
+            frame = frame.dropDuplicates([WIN, *cols])
+        return Solutions(frame, None, inner.vars, inner.maybe, inner.ranked)
 
     def _slice(self, node: P.Slice) -> Solutions:
         inner = self.evaluate(node.input)

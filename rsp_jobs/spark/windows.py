@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
-from rsp_jobs.algebra.plan import ContinuousQuery, StreamWindow
+from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
 

@@ -1,0 +1,216 @@
+"""The frame store's tables, the schema Alembic migrates (DESIGN.md, "The frame store").
+
+Portable across SQLite (embedded default) and PostgreSQL (production): RDF terms and IRIs are
+text, timestamps are UTC with microseconds (``UTCDateTime``), JSON columns use SQLAlchemy's
+JSON type. Every constraint and index is named by ``NAMING`` so migrations can refer to them.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Double, ForeignKey,
+                        Index, Integer, MetaData, String, Text, UniqueConstraint)
+from sqlalchemy import text as sql_text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+STREAM_KINDS = ("input", "derived")
+RESULT_FORMS = ("SELECT", "CONSTRUCT", "ASK")
+ACTIVITY_KINDS = ("ingest", "window_evaluation", "pattern_match", "quality_check", "alert")
+ACTIVITY_STATUSES = ("running", "success", "failed")
+ENTITY_KINDS = ("frame", "lake_file", "query", "result")
+
+# SQLite makes only INTEGER PRIMARY KEY an auto-incrementing rowid; PostgreSQL gets 64 bits.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator):
+    """A timezone-aware datetime stored in UTC and read back in UTC on both backends.
+
+    SQLite keeps a fixed-width text form without offset, so values must be normalised to UTC
+    before they are written for comparisons and ORDER BY to follow time. Naive datetimes are
+    refused rather than guessed at.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Optional[datetime], dialect) -> Optional[datetime]:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: the store keeps timezone-aware UTC times")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: Optional[datetime], dialect) -> Optional[datetime]:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON}
+
+
+class Stream(Base):
+    """An input stream or a stream derived by a registered query, with its event-time watermark."""
+
+    __tablename__ = "streams"
+    __table_args__ = (CheckConstraint(_one_of("kind", STREAM_KINDS), name="kind"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    iri: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    query_iri: Mapped[Optional[str]] = mapped_column(Text)
+    watermark: Mapped[Optional[datetime]]
+    allowed_lateness_ms: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Frame(Base):
+    """A time-annotated graph: at most one per stream and timestamp. The unique (stream, ts)
+    index serves point, range, FIRST and LAST look-ups; the frame IRI names one graph."""
+
+    __tablename__ = "frames"
+    __table_args__ = (UniqueConstraint("stream_id", "ts"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
+    ts: Mapped[datetime]
+    frame_iri: Mapped[str] = mapped_column(Text, unique=True)
+    triple_count: Mapped[int]
+    checksum: Mapped[str] = mapped_column(String(64))  # sha256 hex of the sorted N-Triples lines
+
+
+class FrameTriple(Base):
+    """A triple of a frame, terms as N-Triples text with the literal's typed values beside it."""
+
+    __tablename__ = "frame_triples"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    frame_id: Mapped[int] = mapped_column(ForeignKey("frames.id", ondelete="CASCADE"), index=True)
+    s: Mapped[str] = mapped_column(Text)
+    p: Mapped[str] = mapped_column(Text)
+    o: Mapped[str] = mapped_column(Text)
+    o_num: Mapped[Optional[float]] = mapped_column(Double)
+    o_time: Mapped[Optional[datetime]]
+
+
+class WindowResult(Base):
+    """One reported window of a registered query; re-evaluating it upserts the same row."""
+
+    __tablename__ = "window_results"
+    __table_args__ = (UniqueConstraint("query_iri", "window_close"),
+                      CheckConstraint(_one_of("form", RESULT_FORMS), name="form"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    query_iri: Mapped[str] = mapped_column(Text)
+    window_open: Mapped[datetime]
+    window_close: Mapped[datetime]
+    form: Mapped[str] = mapped_column(String(16))
+    payload: Mapped[dict[str, Any]]  # the window's object as `rsp evaluate` writes it
+    row_count: Mapped[int]
+    frame_id: Mapped[Optional[int]] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
+
+
+class Activity(Base):
+    """A PROV activity: who ran what, where (DAG, run, task, try, Spark app) and when."""
+
+    __tablename__ = "activities"
+    __table_args__ = (CheckConstraint(_one_of("kind", ACTIVITY_KINDS), name="kind"),
+                      CheckConstraint(_one_of("status", ACTIVITY_STATUSES), name="status"),
+                      Index(None, "dag_id", "run_id"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    iri: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    query_iri: Mapped[Optional[str]] = mapped_column(Text)
+    query_text_hash: Mapped[Optional[str]] = mapped_column(String(64))
+    window_open: Mapped[Optional[datetime]]
+    window_close: Mapped[Optional[datetime]]
+    dag_id: Mapped[Optional[str]] = mapped_column(Text)
+    run_id: Mapped[Optional[str]] = mapped_column(Text)
+    task_id: Mapped[Optional[str]] = mapped_column(Text)
+    try_number: Mapped[Optional[int]]
+    spark_app_id: Mapped[Optional[str]] = mapped_column(Text)
+    code_version: Mapped[Optional[str]] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    ended_at: Mapped[Optional[datetime]]
+    status: Mapped[str] = mapped_column(String(16), default="running")
+
+
+class ActivityUsed(Base):
+    """prov:used: an entity (frame, lake file, query, result) an activity read, with its checksum."""
+
+    __tablename__ = "activity_used"
+    __table_args__ = (CheckConstraint(_one_of("entity_kind", ENTITY_KINDS), name="entity_kind"),)
+
+    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    entity_kind: Mapped[str] = mapped_column(String(16))
+    checksum: Mapped[Optional[str]] = mapped_column(String(64))
+
+
+class ActivityGenerated(Base):
+    """prov:wasGeneratedBy, seen from the activity: what it wrote, with its checksum."""
+
+    __tablename__ = "activity_generated"
+    __table_args__ = (CheckConstraint(_one_of("entity_kind", ENTITY_KINDS), name="entity_kind"),)
+
+    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    entity_kind: Mapped[str] = mapped_column(String(16))
+    checksum: Mapped[Optional[str]] = mapped_column(String(64))
+
+
+class QualityResult(Base):
+    """One expectation's outcome in a quality check activity."""
+
+    __tablename__ = "quality_results"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"), index=True)
+    suite: Mapped[str] = mapped_column(Text)
+    expectation: Mapped[str] = mapped_column(Text)
+    success: Mapped[bool] = mapped_column(Boolean)
+    details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON(none_as_null=True))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class QuarantinedInput(Base):
+    """Input that was read but rejected, with where it came from and why; never dropped silently."""
+
+    __tablename__ = "quarantine"
+    __table_args__ = (Index(None, "stream_id", "source_file"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
+    source_file: Mapped[str] = mapped_column(Text)
+    line: Mapped[Optional[int]]
+    reason: Mapped[str] = mapped_column(Text)
+    triples: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+    activity_id: Mapped[Optional[int]] = mapped_column(ForeignKey("activities.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
