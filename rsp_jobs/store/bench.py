@@ -21,11 +21,10 @@ import tempfile
 import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from sqlalchemy import Engine, create_engine, event, insert, make_url
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import OperationalError
 
 from rsp_jobs import settings
@@ -44,22 +43,19 @@ def generated_batch(n_frames: int, stream: str = "http://bench.example/streams/g
                     step: timedelta = timedelta(seconds=1)) -> StreamBatch:
     """A sensor-like stream: each frame one observation in five triples (type, sensor,
     numeric value, observation time, unit)."""
+    rng = random.Random(n_frames)
     batch = StreamBatch(stream=stream, source=f"generated:{n_frames}")
     for i in range(n_frames):
         ts = START + i * step
         frame, obs = f"{stream}/frame/{i}", f"<{stream}/obs/{i}>"
-        value = round(random.uniform(0, 120), 2)
-
-        def element(p: str, o: str, o_num: Optional[float] = None, o_time: Optional[datetime] = None) -> Element:
-            return Element(stream, ts, frame, obs, p, o, o_num, o_time)
-
-        batch.elements += [
-            element("<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "<http://purl.oclc.org/NET/ssnx/ssn#Observation>"),
-            element("<http://purl.oclc.org/NET/ssnx/ssn#observedBy>", f"<http://bench.example/sensor/{i % 449}>"),
-            element("<http://bench.example/value>", f'"{value}"^^<{XSD}double>', value),
-            element("<http://bench.example/time>", f'"{ts:%Y-%m-%dT%H:%M:%SZ}"^^<{XSD}dateTime>', o_time=ts),
-            element("<http://bench.example/unit>", '"km/h"'),
-        ]
+        value = round(rng.uniform(0, 120), 2)
+        batch.elements += [Element(stream, ts, frame, obs, p, o, o_num, o_time) for p, o, o_num, o_time in (
+            ("<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "<http://purl.oclc.org/NET/ssnx/ssn#Observation>",
+             None, None),
+            ("<http://purl.oclc.org/NET/ssnx/ssn#observedBy>", f"<http://bench.example/sensor/{i % 449}>", None, None),
+            ("<http://bench.example/value>", f'"{value}"^^<{XSD}double>', value, None),
+            ("<http://bench.example/time>", f'"{ts:%Y-%m-%dT%H:%M:%SZ}"^^<{XSD}dateTime>', None, ts),
+            ("<http://bench.example/unit>", '"km/h"', None, None))]
     return batch
 
 
@@ -81,27 +77,20 @@ def time_load(url: str, batch: StreamBatch) -> dict:
 
 
 def fill_frames(engine: Engine, streams: list[str], per_stream: int, step: timedelta) -> float:
-    """Bulk-insert frames (no triples) for look-ups: COPY on PostgreSQL, executemany on SQLite."""
+    """Bulk-insert frames (no triples) for the look-ups, by the store's own bulk path."""
     started = time.perf_counter()
     with db.write_transaction(engine) as conn:
         ids = [frames.register_stream(conn, iri) for iri in streams]
-        rows = ((stream_id, START + i * step, f"{iri}/frame/{i}", 5, f"{i:064x}")
-                for stream_id, iri in zip(ids, streams) for i in range(per_stream))
-        if conn.dialect.name == "postgresql":
-            with conn.connection.driver_connection.cursor() as cursor:
-                with cursor.copy("COPY frames (stream_id, ts, frame_iri, triple_count, checksum) FROM STDIN") as copy:
-                    for row in rows:
-                        copy.write_row(row)
-        else:
-            columns = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
-            while chunk := [dict(zip(columns, row)) for row in islice(rows, 50_000)]:
-                conn.execute(insert(Frame.__table__), chunk)
+        frames.bulk_insert(conn, Frame.__table__, frames.FRAME_COLUMNS,
+                           ((stream_id, START + i * step, f"{iri}/frame/{i}", 5, f"{i:064x}")
+                            for stream_id, iri in zip(ids, streams) for i in range(per_stream)))
         conn.exec_driver_sql("ANALYZE")
     return time.perf_counter() - started
 
 
 def time_lookups(engine: Engine, streams: list[str], per_stream: int, step: timedelta, repeats: int) -> dict:
     """Median and 95th percentile latency (ms) of each look-up, with the plan of its query."""
+    rng = random.Random(0)
     last_seen: list[tuple[str, object]] = []
 
     def capture(conn, cursor, statement, parameters, context, executemany):
@@ -110,14 +99,14 @@ def time_lookups(engine: Engine, streams: list[str], per_stream: int, step: time
     day = timedelta(days=1)
 
     def some_frame() -> tuple[str, datetime]:  # leaves a whole day of frames after it
-        return random.choice(streams), START + random.randrange(per_stream - day // step) * step
+        return rng.choice(streams), START + rng.randrange(per_stream - day // step) * step
 
     def one_day_range() -> list:
         stream, start = some_frame()
         return frames.frames_in_range(engine, stream, start, start + day)
 
     cases: dict[str, Callable[[], object]] = {
-        "last": lambda: frames.last_frame(engine, random.choice(streams)),
+        "last": lambda: frames.last_frame(engine, rng.choice(streams)),
         "point": lambda: frames.frame_at(engine, *some_frame()),
         "one_day_range": one_day_range,
     }

@@ -1,6 +1,7 @@
 """Reaching the frame store: its URL from the environment, one engine per URL, write
 transactions, and the Alembic upgrade that brings a store, empty or at an older revision, to
-the current schema (forward only, never dropping anything).
+the current schema (forward only, never dropping anything). The store runs on SQLite or
+PostgreSQL (DESIGN.md), nothing else.
 
 SQLite is the embedded default, so its engines are set up as a single-file system of record:
 foreign keys enforced, WAL (readers do not block the writer), and real transactions: sqlite3's
@@ -55,7 +56,8 @@ def _sqlite_connect(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA journal_mode = WAL")
-    cursor.execute("PRAGMA synchronous = NORMAL")  # durable at checkpoints, consistent always (WAL)
+    # with WAL, a power cut may lose the last commits but never consistency; loads are re-runnable
+    cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
 
 
@@ -87,13 +89,7 @@ def alembic_config(url: Optional[str] = None) -> Config:
 
 def upgrade(url: Optional[str] = None) -> Optional[str]:
     """Apply every migration the store lacks, in one transaction; returns the revision reached."""
-    url = url or store_url()
-    config = alembic_config(url)
-    with write_transaction(engine(url)) as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK})
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
+    command.upgrade(alembic_config(url), "head")
     return current_revision(url)
 
 
@@ -101,3 +97,29 @@ def current_revision(url: Optional[str] = None) -> Optional[str]:
     """The store's Alembic revision, None for a store never migrated."""
     with engine(url).connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+@contextmanager
+def migration_transaction(url: str) -> Iterator[Connection]:
+    """The one transaction migrations run in (``migrations/env.py``).
+
+    PostgreSQL: an advisory lock makes concurrent upgrades wait for each other. SQLite: an
+    ALTER that SQLite cannot do in place copies the table, drops the old one and renames the
+    copy; with foreign keys enforced that drop would cascade (deleting every frame's triples
+    when ``frames`` is rebuilt), so they are off for the migration and checked before commit,
+    as SQLite's documented procedure for schema changes says.
+    """
+    with engine(url).connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:  # only outside a transaction does this pragma take effect
+            conn.connection.driver_connection.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with conn.execution_options(**{_IMMEDIATE: True}).begin():
+                if not sqlite:
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK})
+                yield conn
+                if sqlite and (broken := conn.exec_driver_sql("PRAGMA foreign_key_check").all()):
+                    raise RuntimeError(f"the migration left rows with dangling foreign keys: {broken[:5]}")
+        finally:
+            if sqlite:
+                conn.connection.driver_connection.execute("PRAGMA foreign_keys = ON")

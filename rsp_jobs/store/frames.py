@@ -1,11 +1,12 @@
 """Frames into the frame store, fast and idempotently, and the TA-SPARQL look-ups over them.
 
 ``load_batch`` writes one ``StreamBatch`` in one transaction, so a failure leaves no partial
-frame: frames are keyed by (stream, ts); one whose checksum and IRI are unchanged is skipped,
-a changed one is replaced in place (same row id, triples re-inserted); triples go in through
-the backend's bulk path (COPY on PostgreSQL, executemany batches on SQLite), never row by row;
-the batch's rejections replace those of the previous load of the same source; the stream's
-watermark only moves forward. Loading the same batch twice therefore leaves the same rows.
+frame. Frames are keyed by (stream, ts): one whose checksum and IRI are unchanged is skipped,
+a changed one is replaced in place (same row id, triples re-inserted). New frames and all
+triples go in by the backend's bulk path (binary COPY on PostgreSQL, executemany batches on
+SQLite), never row by row. The batch's rejections replace those of the previous load of the
+same source, and the stream's watermark only moves forward, so loading the same batch twice
+leaves the same rows.
 
 Look-ups go through the unique (stream_id, ts) index: a point, a range, FIRST, LAST.
 """
@@ -17,18 +18,20 @@ from datetime import datetime, timezone
 from itertools import islice
 from typing import Iterable, Iterator, Optional, Sequence
 
-from sqlalchemy import Connection, Engine, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, delete, insert, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import StreamBatch
 from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream, utcnow
+from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream
 
-EXECUTEMANY_ROWS = 10_000  # triples per executemany on SQLite
+EXECUTEMANY_ROWS = 10_000  # rows per executemany on SQLite
 KEYS_PER_QUERY = 1_000  # values per IN (...) list
+FRAME_COLUMNS = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
 TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time")
 # INSERT ... ON CONFLICT of the two backends the store runs on
 _INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
@@ -92,8 +95,8 @@ def load_batch(engine: Engine, batch: StreamBatch) -> LoadReport:
                    if f.ts in stored and stored[f.ts][1:] != (f.iri, f.checksum)]
         _replace_frames(conn, changed)
         new_ids = _insert_frames(conn, stream_id, new)
-        bulk_write = BULK_WRITERS[conn.dialect.name]
-        triples = bulk_write(conn, _triple_rows([*changed, *zip(new_ids, new)]))
+        triples = bulk_insert(conn, FrameTriple.__table__, TRIPLE_COLUMNS,
+                              _triple_rows([*changed, *zip(new_ids, new)]))
         quarantined = _quarantine(conn, stream_id, batch)
         if frames:
             _advance_watermark(conn, stream_id, max(f.ts for f in frames))
@@ -102,7 +105,7 @@ def load_batch(engine: Engine, batch: StreamBatch) -> LoadReport:
 
 def frames_in_range(engine: Engine, stream_iri: str, start: datetime, end: datetime) -> list[FrameInfo]:
     """The frames of a stream with ``start <= ts < end`` (a window's bounds), in time order."""
-    query = _frames_of_stream(stream_iri).where(Frame.ts >= start, Frame.ts < end).order_by(Frame.ts)
+    query = _frames_of_stream(stream_iri).where(Frame.ts >= _aware(start), Frame.ts < _aware(end)).order_by(Frame.ts)
     with engine.connect() as conn:
         return [FrameInfo(*row) for row in conn.execute(query)]
 
@@ -116,7 +119,7 @@ def last_frame(engine: Engine, stream_iri: str) -> Optional[FrameInfo]:
 
 
 def frame_at(engine: Engine, stream_iri: str, ts: datetime) -> Optional[FrameInfo]:
-    return _one(engine, _frames_of_stream(stream_iri).where(Frame.ts == ts))
+    return _one(engine, _frames_of_stream(stream_iri).where(Frame.ts == _aware(ts)))
 
 
 def frame_triples(engine: Engine, frame_iri: str) -> list[Triple]:
@@ -156,7 +159,7 @@ def _get_or_create_stream(conn: Connection, iri: str, kind: str,
     one stream; SQLite: the write transaction already holds the database's write lock)."""
     table = Stream.__table__
     conn.execute(_INSERT_ON_CONFLICT[conn.dialect.name](table)
-                 .values(iri=iri, kind=kind, query_iri=query_iri, created_at=utcnow())
+                 .values(iri=iri, kind=kind, query_iri=query_iri)
                  .on_conflict_do_nothing(index_elements=[table.c.iri]))
     row = conn.execute(select(table.c.id, table.c.kind, table.c.query_iri)
                        .where(table.c.iri == iri).with_for_update()).one()
@@ -165,13 +168,15 @@ def _get_or_create_stream(conn: Connection, iri: str, kind: str,
 
 def _stored_frames(conn: Connection, stream_id: int,
                    stamps: Sequence[datetime]) -> dict[datetime, tuple[int, str, str]]:
-    """{ts: (id, frame IRI, checksum)} of the stream's stored frames at these timestamps."""
-    stored = {}
-    for chunk in _chunks(stamps, KEYS_PER_QUERY):
-        query = (select(Frame.ts, Frame.id, Frame.frame_iri, Frame.checksum)
-                 .where(Frame.stream_id == stream_id, Frame.ts.in_(chunk)))
-        stored.update({row.ts: (row.id, row.frame_iri, row.checksum) for row in conn.execute(query)})
-    return stored
+    """{ts: (id, frame IRI, checksum)} of the stream's stored frames at these timestamps, by
+    one range scan over the batch's span: a batch is a time slice, and a long IN list is
+    planned badly on a table whose statistics predate the batch."""
+    if not stamps:
+        return {}
+    query = (select(Frame.ts, Frame.id, Frame.frame_iri, Frame.checksum)
+             .where(Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))))
+    wanted = set(stamps)
+    return {row.ts: (row.id, row.frame_iri, row.checksum) for row in conn.execute(query) if row.ts in wanted}
 
 
 def _replace_frames(conn: Connection, changed: list[tuple[int, _BatchFrame]]) -> None:
@@ -188,14 +193,13 @@ def _replace_frames(conn: Connection, changed: list[tuple[int, _BatchFrame]]) ->
 
 
 def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) -> list[int]:
-    """Insert frames, returning their ids in the same order (multi-row INSERT ... RETURNING)."""
+    """Bulk-insert frames, then read their ids back by timestamp (in the frames' order)."""
     if not frames:
         return []
-    table = Frame.__table__
-    result = conn.execute(insert(table).returning(table.c.id, sort_by_parameter_order=True),
-                          [{"stream_id": stream_id, "ts": f.ts, "frame_iri": f.iri,
-                            "triple_count": len(f.triples), "checksum": f.checksum} for f in frames])
-    return list(result.scalars())
+    bulk_insert(conn, Frame.__table__, FRAME_COLUMNS,
+                ((stream_id, f.ts, f.iri, len(f.triples), f.checksum) for f in frames))
+    stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
+    return [stored[f.ts][0] for f in frames]
 
 
 def _triple_rows(frames: Iterable[tuple[int, _BatchFrame]]) -> Iterator[TripleRow]:
@@ -204,31 +208,53 @@ def _triple_rows(frames: Iterable[tuple[int, _BatchFrame]]) -> Iterator[TripleRo
             yield frame_id, s, p, o, o_num, o_time
 
 
-def _copy_rows(conn: Connection, rows: Iterable[TripleRow]) -> int:
-    """PostgreSQL: COPY ... FROM STDIN on the transaction's own driver connection."""
+def bulk_insert(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+    """Insert rows (tuples in ``columns`` order) by the backend's fast path; returns the count."""
+    return BULK_WRITERS[conn.dialect.name](conn, table, columns, rows)
+
+
+def _copy_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+    """PostgreSQL: binary COPY ... FROM STDIN on the transaction's own driver connection, typed
+    by the table's actual column types."""
+    oids = dict(conn.execute(text("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = CAST(:t AS regclass)"),
+                             {"t": table.name}).all())
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     count = 0
-    with conn.connection.driver_connection.cursor() as cursor:
-        with cursor.copy(f"COPY frame_triples ({', '.join(TRIPLE_COLUMNS)}) FROM STDIN") as copy:
+    try:
+        with conn.connection.driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types([oids[name] for name in columns])
             for row in rows:
                 copy.write_row(row)
                 count += 1
+    except conn.dialect.loaded_dbapi.Error as exc:  # as SQLAlchemy raises it on the SQLite path
+        raise DBAPIError.instance(statement, None, exc, conn.dialect.loaded_dbapi.Error) from exc
     return count
 
 
-def _executemany_rows(conn: Connection, rows: Iterable[TripleRow]) -> int:
-    """SQLite: one prepared INSERT run by the driver over batches of plain tuples; only
-    ``o_time`` needs the column type's conversion (to the UTC text the store compares)."""
-    to_sql_time = FrameTriple.__table__.c.o_time.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
-    statement = (f"INSERT INTO frame_triples ({', '.join(TRIPLE_COLUMNS)}) "
-                 f"VALUES ({', '.join('?' * len(TRIPLE_COLUMNS))})")
+def _executemany_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+    """SQLite: one prepared INSERT run by the driver over batches of rows, converted by the
+    columns' own types where they need it (times become the UTC text the store compares)."""
+    dialect = conn.dialect
+    converters = [(i, convert) for i, name in enumerate(columns)
+                  if (convert := table.c[name].type.dialect_impl(dialect).bind_processor(dialect))]
+    statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
     count = 0
     for chunk in _chunks(rows, EXECUTEMANY_ROWS):
-        conn.exec_driver_sql(statement, [(*row[:5], to_sql_time(row[5])) for row in chunk])
+        if converters:
+            chunk = [_converted(row, converters) for row in chunk]
+        conn.exec_driver_sql(statement, chunk)
         count += len(chunk)
     return count
 
 
-# each backend's fast path for triples (DESIGN.md: the store runs on SQLite or PostgreSQL)
+def _converted(row: tuple, converters: list) -> tuple:
+    values = list(row)
+    for i, convert in converters:
+        values[i] = convert(values[i])
+    return tuple(values)
+
+
+# each backend's fast path (DESIGN.md: the store runs on SQLite or PostgreSQL)
 BULK_WRITERS = {"postgresql": _copy_rows, "sqlite": _executemany_rows}
 
 
@@ -250,8 +276,17 @@ def _advance_watermark(conn: Connection, stream_id: int, ts: datetime) -> None:
 
 
 def _frames_of_stream(stream_iri: str):
-    return (select(Frame.frame_iri, Frame.ts, Frame.triple_count, Frame.checksum)
-            .join(Stream, Stream.id == Frame.stream_id).where(Stream.iri == stream_iri))
+    """The stream id as a scalar subquery, not a join: then the planner walks the unique
+    (stream_id, ts) index in order (PostgreSQL sorts every frame of the stream for LAST
+    when the id comes from a join)."""
+    stream_id = select(Stream.id).where(Stream.iri == stream_iri).scalar_subquery()
+    return select(Frame.frame_iri, Frame.ts, Frame.triple_count, Frame.checksum).where(Frame.stream_id == stream_id)
+
+
+def _aware(ts: datetime) -> datetime:
+    if ts.tzinfo is None:
+        raise ValueError(f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)")
+    return ts
 
 
 def _one(engine: Engine, query) -> Optional[FrameInfo]:
