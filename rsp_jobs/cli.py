@@ -57,7 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--output", type=Path, default=None, help="write JSON lines here (default: stdout)")
     ev.add_argument("--lake", type=Path, default=None,
                     help="load the streams into this lake and keep it (default: a temporary one)")
+    ev.add_argument("--store", nargs="?", const="", default=None, metavar="URL",
+                    help="also persist the input frames, the window results (as frames of the query's "
+                         "output stream) and their provenance in the frame store (default URL: RSP_STORE_URL "
+                         "or the SQLite store under the project home)")
     ev.set_defaults(run=cmd_evaluate)
+
+    store = sub.add_parser("store", help="manage the frame store")
+    store_sub = store.add_subparsers(dest="store_command", required=True)
+    up = store_sub.add_parser("upgrade", help="create the store or migrate it to the current schema")
+    up.add_argument("--url", default=None, help="store URL (default: RSP_STORE_URL or the SQLite store)")
+    up.set_defaults(run=cmd_store_upgrade)
 
     demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
                           description="CSRBench and CityBench queries over the shared data (or a generated "
@@ -93,25 +103,57 @@ def cmd_evaluate(args) -> int:
     if args.lake is None:
         scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=settings.home_dir()))
     lake = Lake(args.lake or scratch / "lake")
+    store = _store_engine(args.store) if args.store is not None else None
     try:
         for iri, path in args.stream:
+            started = datetime.now(timezone.utc)
             batch = read_stream_file(path, iri)
             lake.write(batch)
             _report_rejections(batch)
+            if store is not None:
+                from rsp_jobs.store.provenance import store_ingest
+
+                store_ingest(store, batch, path, started)
         out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
         progress = _Progress(enabled=sys.stderr.isatty())
+        windows = [] if store is not None else None
+        started = datetime.now(timezone.utc)
         try:
             interval = Interval(args.after, args.until)
             for window in evaluate(query, lake, args.background, args.t0, interval):
                 out.write(json.dumps(window, ensure_ascii=False) + "\n")
                 progress.tick(window["window_close"])
+                if windows is not None:
+                    windows.append(window)
         finally:
             progress.done()
             if args.output:
                 out.close()
+        if store is not None:
+            from rsp_jobs.spark.session import get_spark
+            from rsp_jobs.store.results import store_evaluation
+
+            stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId)
+            print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
+                  f"activity {stored.activity_iri}", file=sys.stderr)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def _store_engine(url: str):
+    from rsp_jobs.store import db
+
+    db.upgrade(url or None)
+    return db.engine(url or None)
+
+
+def cmd_store_upgrade(args) -> int:
+    from rsp_jobs.store import db
+
+    revision = db.upgrade(args.url)
+    print(f"rsp: store at revision {revision}", file=sys.stderr)
     return 0
 
 

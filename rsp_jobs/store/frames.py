@@ -34,7 +34,7 @@ KEYS_PER_QUERY = 1_000  # values per IN (...) list
 FRAME_COLUMNS = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
 TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time")
 # INSERT ... ON CONFLICT of the two backends the store runs on
-_INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
+INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
 
 Triple = tuple[str, str, str]
 TripleRow = tuple[int, str, str, str, Optional[float], Optional[datetime]]
@@ -86,20 +86,27 @@ def register_stream(bind: Connection | Session, iri: str, kind: str = "input",
 def load_batch(engine: Engine, batch: StreamBatch) -> LoadReport:
     """Write a batch's frames, triples and rejections in one transaction (see module doc).
     A stream not yet registered is registered as an input stream."""
-    frames = _frames_of(batch)
     with write_transaction(engine) as conn:
-        stream_id = _get_or_create_stream(conn, batch.stream, "input", None)[0]
-        stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
-        new = [f for f in frames if f.ts not in stored]
-        changed = [(stored[f.ts][0], f) for f in frames
-                   if f.ts in stored and stored[f.ts][1:] != (f.iri, f.checksum)]
-        _replace_frames(conn, changed)
-        new_ids = _insert_frames(conn, stream_id, new)
-        triples = bulk_insert(conn, FrameTriple.__table__, TRIPLE_COLUMNS,
-                              _triple_rows([*changed, *zip(new_ids, new)]))
-        quarantined = _quarantine(conn, stream_id, batch)
-        if frames:
-            _advance_watermark(conn, stream_id, max(f.ts for f in frames))
+        return write_batch(conn, batch)
+
+
+def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
+                query_iri: Optional[str] = None) -> LoadReport:
+    """``load_batch`` inside the caller's transaction, so that frames can be written together
+    with what refers to them (window results, provenance)."""
+    frames = _frames_of(batch)
+    stream_id = _get_or_create_stream(conn, batch.stream, kind, query_iri)[0]
+    stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
+    new = [f for f in frames if f.ts not in stored]
+    changed = [(stored[f.ts][0], f) for f in frames
+               if f.ts in stored and stored[f.ts][1:] != (f.iri, f.checksum)]
+    _replace_frames(conn, changed)
+    new_ids = _insert_frames(conn, stream_id, new)
+    triples = bulk_insert(conn, FrameTriple.__table__, TRIPLE_COLUMNS,
+                          _triple_rows([*changed, *zip(new_ids, new)]))
+    quarantined = _quarantine(conn, stream_id, batch)
+    if frames:
+        _advance_watermark(conn, stream_id, max(f.ts for f in frames))
     return LoadReport(len(new) + len(changed), len(frames) - len(new) - len(changed), triples, quarantined)
 
 
@@ -158,7 +165,7 @@ def _get_or_create_stream(conn: Connection, iri: str, kind: str,
     """Insert-if-absent, then read the row locked (PostgreSQL: FOR UPDATE serialises loads of
     one stream; SQLite: the write transaction already holds the database's write lock)."""
     table = Stream.__table__
-    conn.execute(_INSERT_ON_CONFLICT[conn.dialect.name](table)
+    conn.execute(INSERT_ON_CONFLICT[conn.dialect.name](table)
                  .values(iri=iri, kind=kind, query_iri=query_iri)
                  .on_conflict_do_nothing(index_elements=[table.c.iri]))
     row = conn.execute(select(table.c.id, table.c.kind, table.c.query_iri)

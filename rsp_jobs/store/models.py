@@ -116,6 +116,20 @@ class FrameTriple(Base):
     o_time: Mapped[Optional[datetime]]
 
 
+class Query(Base):
+    """A registered query's text, one row per version (IRI and text hash): the prov:Plan of the
+    evaluations that ran it, and what an audit re-evaluates."""
+
+    __tablename__ = "queries"
+    __table_args__ = (UniqueConstraint("iri", "text_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    iri: Mapped[str] = mapped_column(Text)
+    text_hash: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class WindowResult(Base):
     """One reported window of a registered query; re-evaluating it upserts the same row."""
 

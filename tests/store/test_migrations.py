@@ -46,7 +46,7 @@ SECOND_REVISION = dedent('''
     from alembic import op
     import sqlalchemy as sa
 
-    revision = "0002"
+    revision = "later"
     down_revision = "{down}"
     branch_labels = None
     depends_on = None
@@ -63,7 +63,7 @@ def test_a_later_revision_applies_on_a_store_with_data_and_keeps_it(store_url, c
                                                                      monkeypatch):
     scripts = tmp_path / "migrations"
     shutil.copytree(db.MIGRATIONS, scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0002_later_change.py").write_text(SECOND_REVISION.format(down=head()))
+    (scripts / "versions" / "later_change.py").write_text(SECOND_REVISION.format(down=head()))
     first = head()
     monkeypatch.setattr(db, "MIGRATIONS", scripts)
 
@@ -72,7 +72,7 @@ def test_a_later_revision_applies_on_a_store_with_data_and_keeps_it(store_url, c
     engine = db.engine(store_url)
     frames.load_batch(engine, csrbench_batch)
 
-    assert db.upgrade(store_url) == "0002"
+    assert db.upgrade(store_url) == "later"
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(Frame)) == csrbench_batch.frames
         # rebuilding `frames` must not cascade into its triples (SQLite drops the old table)

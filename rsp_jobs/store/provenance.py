@@ -1,0 +1,127 @@
+"""Provenance records: every ingest and window evaluation is an activity with what it used and
+what it generated (checksums included), who ran it (Airflow DAG/run/task/try when under
+Airflow, the Spark application) and which code version; exported as W3C PROV-O by
+``prov_export``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Optional
+
+from sqlalchemy import Connection, select
+
+from rsp_jobs import settings
+from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Query
+from rsp_jobs.store.frames import INSERT_ON_CONFLICT
+
+ACTIVITY_BASE = "urn:rsp:activity:"
+
+
+@dataclass
+class ActivityRecord:
+    kind: str  # ingest, window_evaluation, pattern_match, quality_check, alert
+    started_at: datetime
+    query_iri: Optional[str] = None
+    query_text_hash: Optional[str] = None
+    window_open: Optional[datetime] = None
+    window_close: Optional[datetime] = None
+    spark_app_id: Optional[str] = None
+    status: str = "success"
+    used: list[tuple[str, str, Optional[str]]] = field(default_factory=list)  # (iri, kind, checksum)
+    generated: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
+    iri: str = field(default_factory=lambda: f"{ACTIVITY_BASE}{uuid.uuid4()}")
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_checksum(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@functools.cache
+def code_version() -> str:
+    """The package version and, in a git checkout, the commit (with +dirty for local edits)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("rsp-platform")
+    except PackageNotFoundError:
+        text = "unknown"
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=settings.REPO_ROOT,
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{text}+{commit}" if commit else text
+
+
+def airflow_context() -> dict:
+    """Airflow exports the running task's identity to its environment (AIRFLOW_CTX_*)."""
+    env = os.environ
+    try_number = env.get("AIRFLOW_CTX_TRY_NUMBER")
+    return {"dag_id": env.get("AIRFLOW_CTX_DAG_ID"), "run_id": env.get("AIRFLOW_CTX_DAG_RUN_ID"),
+            "task_id": env.get("AIRFLOW_CTX_TASK_ID"),
+            "try_number": int(try_number) if try_number and try_number.isdigit() else None}
+
+
+def register_query(conn: Connection, iri: str, text: str) -> str:
+    """Keep each version of a query's text (the prov:Plan); returns its hash."""
+    digest = text_hash(text)
+    table = Query.__table__
+    conn.execute(INSERT_ON_CONFLICT[conn.dialect.name](table)
+                 .values(iri=iri, text_hash=digest, text=text, created_at=datetime.now(timezone.utc))
+                 .on_conflict_do_nothing(index_elements=[table.c.iri, table.c.text_hash]))
+    return digest
+
+
+def query_text(conn: Connection, iri: str, digest: str) -> Optional[str]:
+    return conn.scalar(select(Query.text).where(Query.iri == iri, Query.text_hash == digest))
+
+
+def write_activity(conn: Connection, record: ActivityRecord) -> int:
+    values = dict(iri=record.iri, kind=record.kind, query_iri=record.query_iri,
+                  query_text_hash=record.query_text_hash, window_open=record.window_open,
+                  window_close=record.window_close, spark_app_id=record.spark_app_id,
+                  code_version=code_version(), started_at=record.started_at,
+                  ended_at=datetime.now(timezone.utc), status=record.status, **airflow_context())
+    activity_id = conn.execute(Activity.__table__.insert().values(**values)
+                               .returning(Activity.__table__.c.id)).scalar_one()
+    for table, entities in ((ActivityUsed.__table__, record.used), (ActivityGenerated.__table__, record.generated)):
+        rows = [dict(activity_id=activity_id, entity_iri=iri, entity_kind=kind, checksum=checksum)
+                for iri, kind, checksum in dict.fromkeys(entities)]
+        if rows:
+            conn.execute(table.insert(), rows)
+    return activity_id
+
+
+def store_ingest(engine, batch, source_path: str, started_at: datetime):
+    """Load a stream batch into the store with its ingest activity (one transaction): it used
+    the source file, it generated the batch's frames."""
+    from rsp_jobs.store.db import write_transaction
+    from rsp_jobs.store.frames import frame_checksum, write_batch
+
+    record = ActivityRecord("ingest", started_at)
+    record.used = [(f"file://{os.path.abspath(source_path)}", "lake_file", file_checksum(source_path))]
+    triples: dict[str, list] = {}
+    for e in batch.elements:
+        triples.setdefault(e.frame, []).append((e.s, e.p, e.o))
+    record.generated = [(frame, "frame", frame_checksum(t)) for frame, t in triples.items()]
+    if batch.elements:
+        record.window_open = min(e.ts for e in batch.elements)
+        record.window_close = max(e.ts for e in batch.elements)
+    with write_transaction(engine) as conn:
+        report = write_batch(conn, batch)
+        write_activity(conn, record)
+    return report

@@ -1,0 +1,138 @@
+"""Window results into the frame store, as frames of the query's output stream.
+
+Each reported window becomes one frame, stamped with the window close, of the stream the query
+derives; its row in ``window_results`` (upserted by query and window close) keeps the JSON object
+``rsp evaluate`` wrote. Frames, results and the evaluation's provenance are written in one
+transaction, so a re-run over the same interval leaves the same frames and results, and a crash
+leaves none of them half written.
+
+SELECT solutions are stored as resources ``<frame>#r<i>`` with one ``rsp:var/<name>`` triple per
+bound variable; ASK as ``<frame> rsp:boolean true|false``; CONSTRUCT as its triples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Optional
+
+from rdflib import BNode, Literal, URIRef
+from sqlalchemy import Engine, select
+
+from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.store.db import write_transaction
+from rsp_jobs.store.frames import INSERT_ON_CONFLICT, write_batch
+from rsp_jobs.store.models import Frame, Stream, WindowResult
+from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
+from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
+
+RSP = "urn:rsp:ns:"
+
+
+def query_iri(query: ContinuousQuery) -> str:
+    """The registered name if it is an IRI (RSP-QL), else ``urn:rsp:query:<name>``."""
+    return query.name if ":" in query.name else f"urn:rsp:query:{query.name}"
+
+
+def output_stream_iri(query: ContinuousQuery) -> str:
+    return f"{query_iri(query)}/stream"
+
+
+@dataclass(frozen=True)
+class StoredEvaluation:
+    activity_iri: str
+    windows: int
+    frames_written: int
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def _window_triples(query: ContinuousQuery, frame: str, window: dict) -> list[tuple[str, str, str]]:
+    if query.form == "ASK":
+        value = "true" if window["boolean"] else "false"
+        return [(f"<{frame}>", f"<{RSP}boolean>", f'"{value}"^^<http://www.w3.org/2001/XMLSchema#boolean>')]
+    if query.form == "CONSTRUCT":
+        triples = []
+        for line in window["triples"]:
+            s, p, rest = line.split(" ", 2)
+            triples.append((s, p, rest[:-2]))
+        return triples
+    triples = []
+    for i, binding in enumerate(window["bindings"]):
+        row = f"<{frame}#r{i}>"
+        triples.append((row, f"<{RSP}window>", f"<{frame}>"))
+        for var, term in binding.items():
+            triples.append((row, f"<{RSP}var/{var}>", _json_to_nt(term)))
+    return triples
+
+
+def _json_to_nt(term: dict) -> str:
+    if term["type"] == "uri":
+        return to_nt(URIRef(term["value"]))
+    if term["type"] == "bnode":
+        return to_nt(BNode(term["value"]))
+    datatype = term.get("datatype")
+    return to_nt(Literal(term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None))
+
+
+def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
+                     spark_app_id: Optional[str] = None) -> StoredEvaluation:
+    """Persist one evaluation run's windows with its provenance (one transaction)."""
+    windows = list(windows)
+    q_iri, stream = query_iri(query), output_stream_iri(query)
+    batch = StreamBatch(stream=stream, source=f"evaluation of {q_iri}")
+    frame_of = {}
+    for window in windows:
+        close = _parse_time(window["window_close"])
+        frame = f"{stream}/frame/{window['window_close']}"
+        frame_of[window["window_close"]] = frame
+        for s, p, o in _window_triples(query, frame, window):
+            rdf = nt_to_rdflib(o)
+            batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf)))
+        if not batch.elements or batch.elements[-1].frame != frame:  # an empty result is still a frame
+            batch.elements.append(Element(stream, close, frame, f"<{frame}>", f"<{RSP}window>", f"<{frame}>",
+                                          None, None))
+    record = ActivityRecord("window_evaluation", started_at, query_iri=q_iri, spark_app_id=spark_app_id)
+    with write_transaction(engine) as conn:
+        record.query_text_hash = register_query(conn, q_iri, query.text)
+        report = write_batch(conn, batch, kind="derived", query_iri=q_iri)
+        frames = _frames_by_iri(conn, stream, list(frame_of.values()))
+        for window in windows:
+            _upsert_result(conn, q_iri, query.form, window, frames[frame_of[window["window_close"]]][0])
+        if windows:
+            record.window_open = min(_parse_time(w["window_open"]) for w in windows)
+            record.window_close = max(_parse_time(w["window_close"]) for w in windows)
+            record.used = _input_frames(conn, [w.stream for w in query.windows],
+                                        record.window_open, record.window_close)
+        record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
+        record.generated = [(iri, "frame", checksum) for iri, (_, checksum) in frames.items()]
+        write_activity(conn, record)
+    return StoredEvaluation(record.iri, len(windows), report.frames_written)
+
+
+def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, str]]:
+    stream_id = select(Stream.id).where(Stream.iri == stream).scalar_subquery()
+    rows = conn.execute(select(Frame.frame_iri, Frame.id, Frame.checksum).where(Frame.stream_id == stream_id))
+    wanted = set(iris)
+    return {r.frame_iri: (r.id, r.checksum) for r in rows if r.frame_iri in wanted}
+
+
+def _upsert_result(conn, q_iri: str, form: str, window: dict, frame_id: int) -> None:
+    table = WindowResult.__table__
+    rows = len(window.get("bindings", window.get("triples", [])))
+    values = dict(query_iri=q_iri, window_open=_parse_time(window["window_open"]),
+                  window_close=_parse_time(window["window_close"]), form=form, payload=window,
+                  row_count=rows, frame_id=frame_id)
+    statement = INSERT_ON_CONFLICT[conn.dialect.name](table).values(**values)
+    conn.execute(statement.on_conflict_do_update(
+        index_elements=[table.c.query_iri, table.c.window_close],
+        set_={k: statement.excluded[k] for k in ("window_open", "form", "payload", "row_count", "frame_id")}))
+
+
+def _input_frames(conn, streams: list[str], start: datetime, end: datetime) -> list[tuple[str, str, str]]:
+    """The stored frames of the input streams that the evaluated windows could see."""
+    rows = conn.execute(select(Frame.frame_iri, Frame.checksum).join(Stream, Stream.id == Frame.stream_id)
+                        .where(Stream.iri.in_(streams), Frame.ts >= start, Frame.ts < end))
+    return [(r.frame_iri, "frame", r.checksum) for r in rows]
