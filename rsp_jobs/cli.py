@@ -69,6 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--url", default=None, help="store URL (default: RSP_STORE_URL or the SQLite store)")
     up.set_defaults(run=cmd_store_upgrade)
 
+    prov = sub.add_parser("provenance", help="export the lineage of a result or frame as W3C PROV-O")
+    prov.add_argument("iri", help="a stored frame, result frame or activity IRI")
+    prov.add_argument("--format", choices=["turtle", "jsonld"], default="turtle")
+    prov.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    prov.set_defaults(run=cmd_provenance)
+
+    aud = sub.add_parser("audit", help="check that a result's inputs are unchanged, and re-evaluate it")
+    aud.add_argument("iri", help="a stored result frame (or any stored frame) IRI")
+    aud.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    aud.add_argument("--reevaluate", action="store_true",
+                     help="also recompute the window from the stored input frames and compare")
+    aud.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
+                     help="background files the query needs when re-evaluating")
+    aud.set_defaults(run=cmd_audit)
+
     demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
                           description="CSRBench and CityBench queries over the shared data (or a generated "
                                       "sample when it is missing), with a summary.")
@@ -155,6 +170,43 @@ def cmd_store_upgrade(args) -> int:
     revision = db.upgrade(args.url)
     print(f"rsp: store at revision {revision}", file=sys.stderr)
     return 0
+
+
+def cmd_provenance(args) -> int:
+    from rsp_jobs.store import db
+    from rsp_jobs.store.lineage import prov_graph
+
+    graph = prov_graph(db.engine(args.store), args.iri)
+    sys.stdout.write(graph.serialize(format="json-ld" if args.format == "jsonld" else "turtle"))
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from rsp_jobs.store import db
+    from rsp_jobs.store.lineage import audit
+
+    engine = db.engine(args.store)
+    report = audit(engine, args.iri)
+    print(f"{report.iri}: {report.checked} input frame(s) checked; "
+          + ("all unchanged" if report.inputs_unchanged else
+             f"{len(report.changed)} changed, {len(report.missing)} missing"))
+    for iri in report.changed:
+        print(f"  changed: {iri}")
+    for iri in report.missing:
+        print(f"  missing: {iri}")
+    ok = report.inputs_unchanged
+    if args.reevaluate:
+        from rsp_jobs.store.reevaluate import reevaluate, same_window
+
+        if report.query_text is None:
+            print("  cannot re-evaluate: no window evaluation with a recorded query text in its lineage")
+            return 1
+        stored, again = reevaluate(engine, args.iri, report.query_text, report.query_iri, args.background)
+        same = same_window(stored, again)
+        print(f"  re-evaluated {report.query_iri} at {stored['window_close']}: "
+              + ("same result" if same else "DIFFERENT result"))
+        ok = ok and same
+    return 0 if ok else 1
 
 
 def cmd_demo(args) -> int:

@@ -1,0 +1,142 @@
+"""Lineage of a stored result or frame: the activities behind it, back to the input files, as W3C
+PROV-O (``rsp provenance``) and as an audit that recomputes what was used (``rsp audit``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from rdflib import BNode, Graph, Literal, Namespace, URIRef
+from rdflib.namespace import PROV, RDF, XSD
+from sqlalchemy import Engine, select
+
+from rsp_jobs.errors import InputError
+from rsp_jobs.store.frames import frame_checksum, frame_triples
+from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Query
+
+RSPNS = Namespace("urn:rsp:ns:")
+ENGINE_AGENT = URIRef("urn:rsp:agent:engine")
+
+
+@dataclass
+class Step:
+    """One activity in the lineage, with what it used and generated."""
+
+    activity: object  # the activities row
+    used: list = field(default_factory=list)  # rows of activity_used
+    generated: list = field(default_factory=list)
+
+
+def lineage(engine: Engine, iri: str) -> list[Step]:
+    """Every activity upstream of ``iri`` (an entity or an activity), breadth first."""
+    steps, seen, todo = [], set(), [iri]
+    with engine.connect() as conn:
+        if conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None and conn.scalar(
+                select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == iri).limit(1)) is None:
+            raise InputError(f"{iri}: no activity generated it and no activity has that IRI")
+        while todo:
+            entity = todo.pop(0)
+            activities = conn.execute(select(Activity).where(
+                (Activity.iri == entity) | Activity.id.in_(
+                    select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == entity)))).all()
+            for activity in activities:
+                if activity.id in seen:
+                    continue
+                seen.add(activity.id)
+                used = conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id == activity.id)).all()
+                generated = conn.execute(select(ActivityGenerated).where(
+                    ActivityGenerated.activity_id == activity.id)).all()
+                steps.append(Step(activity, used, generated))
+                todo += [u.entity_iri for u in used if u.entity_kind == "frame"]
+    return steps
+
+
+def prov_graph(engine: Engine, iri: str) -> Graph:
+    """The lineage as PROV-O: entities, activities, used / wasGeneratedBy / wasDerivedFrom, times,
+    and each evaluation's query as the prov:Plan of a qualified association with the engine."""
+    graph = Graph()
+    graph.bind("prov", PROV)
+    graph.bind("rsp", RSPNS)
+    graph.add((ENGINE_AGENT, RDF.type, PROV.SoftwareAgent))
+    for step in lineage(engine, iri):
+        a = step.activity
+        node = URIRef(a.iri)
+        graph.add((node, RDF.type, PROV.Activity))
+        graph.add((node, RSPNS.kind, Literal(a.kind)))
+        graph.add((node, PROV.startedAtTime, Literal(a.started_at, datatype=XSD.dateTime)))
+        if a.ended_at:
+            graph.add((node, PROV.endedAtTime, Literal(a.ended_at, datatype=XSD.dateTime)))
+        for name in ("status", "code_version", "spark_app_id", "dag_id", "run_id", "task_id", "try_number"):
+            value = getattr(a, name)
+            if value is not None:
+                graph.add((node, RSPNS[name], Literal(value)))
+        for name in ("window_open", "window_close"):
+            if getattr(a, name) is not None:
+                graph.add((node, RSPNS[name], Literal(getattr(a, name), datatype=XSD.dateTime)))
+        plans = []
+        for used in step.used:
+            entity = URIRef(used.entity_iri)
+            _entity(graph, entity, used.entity_kind, used.checksum)
+            if used.entity_kind == "query":
+                plans.append(entity)
+                graph.add((entity, RDF.type, PROV.Plan))
+            else:
+                graph.add((node, PROV.used, entity))
+        association = BNode()
+        graph.add((node, PROV.qualifiedAssociation, association))
+        graph.add((association, RDF.type, PROV.Association))
+        graph.add((association, PROV.agent, ENGINE_AGENT))
+        for plan in plans:
+            graph.add((association, PROV.hadPlan, plan))
+        for generated in step.generated:
+            entity = URIRef(generated.entity_iri)
+            _entity(graph, entity, generated.entity_kind, generated.checksum)
+            graph.add((entity, PROV.wasGeneratedBy, node))
+            for used in step.used:
+                if used.entity_kind != "query":
+                    graph.add((entity, PROV.wasDerivedFrom, URIRef(used.entity_iri)))
+    return graph
+
+
+def _entity(graph: Graph, entity: URIRef, kind: str, checksum: Optional[str]) -> None:
+    graph.add((entity, RDF.type, PROV.Entity))
+    graph.add((entity, RSPNS.entityKind, Literal(kind)))
+    if checksum:
+        graph.add((entity, RSPNS.sha256, Literal(checksum)))
+
+
+@dataclass
+class AuditReport:
+    iri: str
+    checked: int = 0
+    changed: list[str] = field(default_factory=list)  # frames whose content no longer matches
+    missing: list[str] = field(default_factory=list)  # frames no longer in the store
+    query_text: Optional[str] = None
+    query_iri: Optional[str] = None
+
+    @property
+    def inputs_unchanged(self) -> bool:
+        return not self.changed and not self.missing
+
+
+def audit(engine: Engine, iri: str) -> AuditReport:
+    """Recompute the checksum of every stored frame the lineage of ``iri`` used."""
+    report = AuditReport(iri)
+    steps = lineage(engine, iri)
+    with engine.connect() as conn:
+        known = {r.frame_iri for r in conn.execute(select(Frame.frame_iri).where(Frame.frame_iri.in_(
+            [u.entity_iri for s in steps for u in s.used if u.entity_kind == "frame"])))}
+        evaluation = next((s.activity for s in steps if s.activity.kind == "window_evaluation"), None)
+        if evaluation is not None:
+            report.query_iri = evaluation.query_iri
+            report.query_text = conn.scalar(select(Query.text).where(
+                Query.iri == evaluation.query_iri, Query.text_hash == evaluation.query_text_hash))
+    for step in steps:
+        for used in step.used:
+            if used.entity_kind != "frame":
+                continue
+            report.checked += 1
+            if used.entity_iri not in known:
+                report.missing.append(used.entity_iri)
+            elif frame_checksum(frame_triples(engine, used.entity_iri)) != used.checksum:
+                report.changed.append(used.entity_iri)
+    return report
