@@ -19,6 +19,7 @@ demo: setup
 
 bench: setup
 	$(VENV)/bin/python -m rsp_jobs.bench --output bench-results/engine.json
+	$(VENV)/bin/python -m rsp_jobs.store.bench --output bench-results/store.json
 
 lock:
 	$(VENV)/bin/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock --no-header -q

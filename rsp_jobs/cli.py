@@ -84,6 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="background files the query needs when re-evaluating")
     aud.set_defaults(run=cmd_audit)
 
+    exp = sub.add_parser("export", help="write a stored stream as TA-RDF (frames with the dsv: vocabulary)")
+    exp.add_argument("--stream", required=True, help="the stream IRI")
+    exp.add_argument("--format", choices=["trig", "nquads"], default="trig")
+    exp.add_argument("--output", type=Path, required=True, help="the file to write (.trig or .nq)")
+    exp.add_argument("--from", dest="start", type=parse_time, default=None, help="first frame time (inclusive)")
+    exp.add_argument("--to", dest="end", type=parse_time, default=None, help="end time (exclusive)")
+    exp.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    exp.set_defaults(run=cmd_export)
+
+    imp = sub.add_parser("import", help="load a TA-RDF export (or any stream file) into the store")
+    imp.add_argument("path", type=Path)
+    imp.add_argument("--stream", default=None, help="the stream IRI (default: the file's dsv:belongsTo)")
+    imp.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    imp.set_defaults(run=cmd_import)
+
     demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
                           description="CSRBench and CityBench queries over the shared data (or a generated "
                                       "sample when it is missing), with a summary.")
@@ -207,6 +222,25 @@ def cmd_audit(args) -> int:
               + ("same result" if same else "DIFFERENT result"))
         ok = ok and same
     return 0 if ok else 1
+
+
+def cmd_export(args) -> int:
+    from rsp_jobs.store.tardf import export_stream
+
+    moment = (lambda us: None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc))
+    report = export_stream(_store_engine(args.store or ""), args.stream, args.output, args.format,
+                           moment(args.start), moment(args.end))
+    print(f"rsp: wrote {report.frames} frames, {report.triples} triples to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args) -> int:
+    from rsp_jobs.store.tardf import import_stream
+
+    report = import_stream(_store_engine(args.store or ""), args.path, args.stream)
+    print(f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
+          f"{report.triples_written} triples, {report.quarantined} quarantined", file=sys.stderr)
+    return 0
 
 
 def cmd_demo(args) -> int:

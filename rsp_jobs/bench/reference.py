@@ -5,6 +5,7 @@ triples plus the background graphs. The engine itself never evaluates with rdfli
 from __future__ import annotations
 
 import math
+import re
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -106,7 +107,7 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
         named = dataset.graph(URIRef(iri))
         for triple in graph:
             named.add(triple)
-    if len(list(dataset.graphs())) > 1:  # named graphs: one dataset, the default graph copied in
+    if named_background or re.search(r"\bGRAPH\b", sparql, re.IGNORECASE):  # a dataset, default graph copied in
         target = dataset
         for graph in (window, *background):
             for triple in graph:
@@ -144,8 +145,8 @@ NUMERIC_TYPES = {"http://www.w3.org/2001/XMLSchema#" + t for t in (
 
 def _row_key(binding: dict) -> tuple:
     """A sort key that is coarse on numbers (6 significant digits), exact on everything else."""
-    return tuple(sorted((var, f"{float(t['value']):.6g}" if t.get("datatype") in NUMERIC_TYPES
-                         else (t["type"], t["value"], t.get("datatype"), t.get("xml:lang")))
+    return tuple(sorted((var, ("number", f"{float(t['value']):.6g}", "", "") if t.get("datatype") in NUMERIC_TYPES
+                         else (t["type"], t["value"], t.get("datatype") or "", t.get("xml:lang") or ""))
                         for var, t in binding.items()))
 
 
