@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     imp.set_defaults(run=cmd_import)
 
+    tq = sub.add_parser("query", help="answer a TA-SPARQL one-time query over the stored frames",
+                        description="TA-SPARQL: ?x[t], ?x[t1 .. t2], ?x[LAST], ?x[FIRST], ?x[*] and ?x.t over "
+                                    "the frames in the store; prints SPARQL 1.1 JSON results.")
+    tq.add_argument("text", help="the query text, or @FILE to read it from a file")
+    tq.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    tq.set_defaults(run=cmd_query)
+
     demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
                           description="CSRBench and CityBench queries over the shared data (or a generated "
                                       "sample when it is missing), with a summary.")
@@ -240,6 +247,21 @@ def cmd_import(args) -> int:
     report = import_stream(_store_engine(args.store or ""), args.path, args.stream)
     print(f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
           f"{report.triples_written} triples, {report.quarantined} quarantined", file=sys.stderr)
+    return 0
+
+
+def cmd_query(args) -> int:
+    from rsp_jobs.store import db
+    from rsp_jobs.store.tasparql import run_query
+
+    source = "<query>"
+    text = args.text
+    if text.startswith("@"):
+        source, text = text[1:], Path(text[1:]).read_text(encoding="utf-8")
+    result = run_query(db.engine(args.store), text, source)
+    json.dump({"head": {"vars": result.vars}, "results": {"bindings": result.rows}}, sys.stdout,
+              ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
     return 0
 
 

@@ -2,7 +2,6 @@
 unchanged, a tampered input frame detected, and the window re-evaluated to the same answer."""
 from __future__ import annotations
 
-import json
 
 import pytest
 from rdflib import Graph, URIRef

@@ -1,0 +1,1151 @@
+"""TA-SPARQL one-time queries over the frame store, translated to one SQL SELECT.
+
+TA-RDF (Rodriguez, McGrath, Liu, Myers, SSN 2009) annotates resources, not triples, with time:
+a stream is a sequence of frames r[t]. Here a frame is a stored graph with a timestamp (the
+``frames`` row and its ``frame_triples``), and the language is a SPARQL SELECT subset
+(``rsp_jobs/language/tasparql.lark``) with:
+
+* frame variables: at the top level of WHERE the subject of a triple pattern is a frame, and
+  ``?x[sel] <p> ?o`` matches the triples of the frames ?x with predicate p, whatever their
+  subject (the time-annotated resource's content). ``GRAPH ?x[sel] { ... }`` matches patterns with
+  their own subjects inside one frame, for frames that describe several resources.
+* selectors, per stream: ``?x[*]`` every frame, ``?x[t]`` the frame at exactly t,
+  ``?x[t1 .. t2]`` the frames with t1 <= ts <= t2, ``?x[LAST]``, ``?x[FIRST]``. A frame variable
+  with no selector is ``[*]``; two different selectors on one variable are an error. A time is
+  ``"..."^^xsd:dateTime``, a plain string or a bare ISO 8601 date-time; one without an offset is
+  UTC, as ``terms.time_value`` reads data literals.
+* ``?x dsv:belongsTo <stream>`` (or ``?s``) says which stream ?x ranges over; without it a
+  selector applies to each stream, so ``?x[LAST]`` is the last frame of every stream.
+* ``?x.t``: the frame's timestamp, an xsd:dateTime when projected; in comparisons and arithmetic
+  UTC milliseconds, and a plain string that is an ISO date-time compares as a time.
+* SUM, AVG, MIN, MAX, COUNT; with no GROUP BY the other projected variables group (TA-SPARQL).
+
+Values compare as SPARQL does, through the store's typed columns: numbers by ``o_num``, times by
+``o_time`` and ``ts``, other terms by their N-Triples text; a comparison that is a type error is
+NULL, which FILTER drops and ``||`` / ``&&`` combine as SPARQL's error does. User text reaches
+the database only as bound parameters.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cache
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from lark import Lark, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
+from lark.lexer import PatternStr
+from rdflib import Literal, URIRef
+from sqlalchemy import (Double, Engine, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
+                        or_, select, true)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+
+from rsp_jobs.errors import QuerySyntaxError
+from rsp_jobs.store.tardf import DSV
+from rsp_jobs.store.models import Frame, FrameTriple, Stream, UTCDateTime
+from rsp_jobs.terms import NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, nt_to_json, to_nt
+
+__all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
+
+# The namespace of the TA-RDF paper's dsv: vocabulary could not be checked against its full text;
+# this one is used consistently.
+BELONGS_TO = DSV + "belongsTo"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+# Declared unless the query declares them itself.
+DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV}
+
+_GRAMMAR = Path(__file__).resolve().parent.parent / "language" / "tasparql.lark"
+_FRAMES, _TRIPLES, _STREAMS = Frame.__table__, FrameTriple.__table__, Stream.__table__
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """SPARQL 1.1 JSON results: ``vars`` in projection order, each row maps a bound variable to
+    its term (``{"type": "literal", "value": ..., "datatype": ...}``); unbound ones are absent."""
+
+    vars: list[str]
+    rows: list[dict[str, dict]]
+
+
+def run_query(engine: Engine, text: str, source: str = "<query>") -> QueryResult:
+    """Evaluate a TA-SPARQL SELECT over the store in one SQL statement."""
+    plan = _plan(text, source)
+    with engine.connect() as conn:
+        rows = conn.execute(plan.statement).all()
+    return QueryResult([name for name, _ in plan.outputs],
+                       [{name: term for (name, kind), value in zip(plan.outputs, row)
+                         if (term := _to_json(kind, value)) is not None} for row in rows])
+
+
+def translate(text: str, source: str = "<query>") -> tuple[Select, dict[str, Any]]:
+    """The SQL statement a query runs as and its bound parameters (for inspection and tests)."""
+    statement = _plan(text, source).statement
+    return statement, dict(statement.compile().params)
+
+
+# ------------------------------------------------------------------------------- syntax tree
+
+
+@dataclass(frozen=True)
+class _Pos:
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class _Var:
+    name: str
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _Const:
+    """An IRI or literal in a triple pattern, as the N-Triples text the store keeps."""
+
+    nt: str
+
+
+_Term = Union[_Var, _Const]
+
+
+@dataclass(frozen=True)
+class _Selector:
+    kind: str  # every, at, between, first, last
+    times: tuple[datetime, ...]
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _Triple:
+    frame: str
+    subject: Optional[_Term]  # None: any subject (the frame's content, TA-RDF's r[t] p o)
+    predicate: _Term
+    obj: _Term
+
+
+@dataclass(frozen=True)
+class _Membership:
+    frame: str
+    stream: _Term
+
+
+# expressions
+
+
+@dataclass(frozen=True)
+class _Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class _Time:
+    value: datetime
+
+
+@dataclass(frozen=True)
+class _TermConst:
+    """An IRI or a non-numeric literal; ``time`` when it is a plain string holding a date-time."""
+
+    nt: str
+    time: Optional[datetime] = None
+
+
+@dataclass(frozen=True)
+class _Bool:
+    value: bool
+
+
+@dataclass(frozen=True)
+class _VarRef:
+    name: str
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _FrameTime:
+    name: str  # the frame variable
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _Op:
+    """A comparison, arithmetic or boolean operator; unary ones have ``right`` None."""
+
+    op: str
+    left: Any
+    right: Any
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _Aggregate:
+    name: str  # sum avg min max count
+    arg: Any  # None for COUNT(*)
+    distinct: bool
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _Item:
+    name: str
+    expr: Any
+    pos: _Pos
+
+
+@dataclass
+class _Query:
+    distinct: bool
+    items: list[_Item]
+    frames: dict[str, _Pos]  # frame variables, in order of appearance
+    selectors: dict[str, _Selector]
+    triples: list[_Triple]
+    memberships: list[_Membership]
+    filters: list[Any]
+    group_by: Optional[list[Any]]
+    having: Optional[Any]
+    order_by: list[tuple[Any, bool]]
+    limit: Optional[int]
+    offset: Optional[int]
+
+
+# ------------------------------------------------------------------------------------ parser
+
+
+@cache
+def _parser() -> Lark:
+    """Built once per process: building the LALR tables costs far more than a parse."""
+    return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+                propagate_positions=True, maybe_placeholders=True)
+
+
+def _parse(text: str, source: str = "<query>") -> _Query:
+    """Query text → syntax tree; every problem is a QuerySyntaxError naming line and column."""
+    try:
+        tree = _parser().parse(text)
+    except (UnexpectedToken, UnexpectedCharacters) as err:
+        raise _syntax_error(err, text, source) from None
+    try:
+        return _Builder(source).transform(tree)
+    except VisitError as err:  # lark wraps whatever a callback raises
+        raise err.orig_exc from None
+
+
+_TERMINAL_NAMES = {
+    "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "VAR": "variable",
+    "VAR_TIME": "frame time (?x.t)", "STRING": "string", "NUMBER": "number", "INTEGER": "integer",
+    "LANGTAG": "language tag", "ISO_TIME": "date-time", "COMPARE": "comparison",
+    "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'", "AGGREGATE": "SUM, AVG, MIN or MAX",
+    "$END": "end of input",
+}
+_KEYWORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+@cache
+def _terminal_display() -> dict[str, str]:
+    shown = {}
+    for terminal in _parser().terminals:
+        if isinstance(terminal.pattern, PatternStr):
+            value = terminal.pattern.value
+            shown[terminal.name] = value.upper() if _KEYWORD.fullmatch(value) else f"'{value}'"
+        else:
+            shown[terminal.name] = _TERMINAL_NAMES.get(terminal.name, terminal.name)
+    shown["$END"] = _TERMINAL_NAMES["$END"]
+    return shown
+
+
+def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
+    display = _terminal_display()
+    if isinstance(err, UnexpectedToken):
+        expected = err.accepts or err.expected
+        if err.token.type == "$END":
+            lines = text.split("\n")
+            line, column, found = len(lines), len(lines[-1]) + 1, "end of input"
+        else:
+            line, column, found = err.line, err.column, _excerpt(str(err.token))
+    else:
+        expected = err.allowed or ()
+        line, column = err.line, err.column
+        found = _excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
+    return QuerySyntaxError(source, line, column, f"unexpected {found}",
+                            expected=(display.get(name, name) for name in expected))
+
+
+def _excerpt(text: str) -> str:
+    return repr(text[:30] + "..." if len(text) > 30 else text)
+
+
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
+_LOCAL_ESCAPE = re.compile(r"\\(.)")
+_ISO_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _ESCAPES[m[3]], text)
+
+
+def _string_body(token: str) -> str:
+    quotes = 3 if len(token) >= 6 and token[:3] in ("'''", '"""') else 1
+    return token[quotes:-quotes]
+
+
+def _iso_time(text: str) -> Optional[datetime]:
+    """An ISO 8601 date-time in UTC (no offset: UTC), or None when ``text`` is not one."""
+    if not _ISO_DATETIME.fullmatch(text):
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _pos(item) -> _Pos:
+    return _Pos(item.line, item.column)
+
+
+@dataclass
+class _Patterns:
+    """What a WHERE clause's groups collect while they are built."""
+
+    frames: dict[str, _Pos] = field(default_factory=dict)
+    selectors: dict[str, _Selector] = field(default_factory=dict)
+    triples: list[_Triple] = field(default_factory=list)
+    memberships: list[_Membership] = field(default_factory=list)
+    filters: list[Any] = field(default_factory=list)
+
+
+class _Builder(Transformer):
+    """Parse tree → ``_Query``: prefixed names expanded, strings unescaped, terms written as the
+    store writes them (through rdflib, ``terms.to_nt``), frame variables and selectors found."""
+
+    def __init__(self, source: str):
+        super().__init__(visit_tokens=False)
+        self._source = source
+        self._prefixes = dict(DEFAULT_PREFIXES)
+        self._patterns = _Patterns()
+
+    def _error(self, where, message: str) -> QuerySyntaxError:
+        return QuerySyntaxError(self._source, where.line, where.column, message)
+
+    # ------------------------------------------------------------------------ query
+
+    def start(self, children):
+        return children[-1]
+
+    def prefix_decl(self, children):
+        name, iri = children
+        self._prefixes[str(name)[:-1]] = _unescape(iri[1:-1])
+
+    def select_query(self, children):
+        distinct, *items, _group, group_by, having, order_by, limit_offset = children
+        names = set()
+        for item in items:
+            if item.name in names:
+                raise self._error(item.pos, f"?{item.name} is projected twice")
+            names.add(item.name)
+        limit, offset = limit_offset or (None, None)
+        p = self._patterns
+        return _Query(distinct is not None, items, p.frames, p.selectors, p.triples, p.memberships,
+                      p.filters, group_by, having, order_by or [], limit, offset)
+
+    def select_var(self, children):
+        (token,) = children
+        return _Item(token[1:], _VarRef(token[1:], _pos(token)), _pos(token))
+
+    def select_time(self, children):
+        (token,) = children
+        return _Item(token[1:], _FrameTime(token[1:-2], _pos(token)), _pos(token))
+
+    @v_args(meta=True)
+    def select_expr(self, meta, children):
+        expr, var = children
+        return _Item(var[1:], expr, _pos(meta))
+
+    # --------------------------------------------------------------------- patterns
+
+    def group(self, children):
+        for child in children:
+            if isinstance(child, list):
+                for subject, selector, verb, obj in child:
+                    self._top_level_triple(subject, selector, verb, obj)
+            elif child is not None and not isinstance(child, _GraphBlock):
+                self._patterns.filters.append(child)
+
+    def _top_level_triple(self, subject, selector, verb, obj):
+        if not isinstance(subject, _Var):
+            raise self._error(subject.pos, "outside GRAPH the subject of a triple pattern is a frame "
+                                           "variable: ?x[...] p o, or GRAPH ?x[...] { s p o }")
+        self._frame(subject, selector)
+        if verb == _Const(f"<{BELONGS_TO}>"):
+            if isinstance(obj, _LiteralTerm):
+                raise self._error(subject.pos, "dsv:belongsTo takes a stream IRI or a variable")
+            self._patterns.memberships.append(_Membership(subject.name, obj))
+        else:
+            self._patterns.triples.append(_Triple(subject.name, None, verb, obj))
+
+    def graph_block(self, children):
+        var, selector, *rest = children
+        frame = _Var(var[1:], _pos(var))
+        self._frame(frame, selector)
+        for child in rest:
+            if isinstance(child, list):
+                for subject, inner_selector, verb, obj in child:
+                    if inner_selector is not None:
+                        raise self._error(inner_selector.pos, "a selector inside GRAPH: the frame is "
+                                                              f"?{frame.name}, selected after GRAPH")
+                    self._patterns.triples.append(_Triple(frame.name, subject, verb, obj))
+            elif child is not None:
+                self._patterns.filters.append(child)
+        return _GraphBlock()
+
+    def _frame(self, var: _Var, selector: Optional[_Selector]) -> None:
+        self._patterns.frames.setdefault(var.name, var.pos)
+        if selector is None:
+            return
+        known = self._patterns.selectors.setdefault(var.name, selector)
+        if (known.kind, known.times) != (selector.kind, selector.times):
+            raise self._error(selector.pos, f"?{var.name} already has another selector "
+                                            f"(line {known.pos.line}, column {known.pos.column})")
+
+    def filter(self, children):
+        return children[0]
+
+    def triples_block(self, children):
+        return [triple for triples in children for triple in triples]
+
+    def triples_same_subject(self, children):
+        (subject, selector), properties = children
+        return [(subject, selector, verb, obj) for verb, objects in properties for obj in objects]
+
+    def var_subject(self, children):
+        token, selector = children
+        return _Var(token[1:], _pos(token)), selector
+
+    @v_args(meta=True)
+    def iri_subject(self, meta, children):
+        return _Located(children[0], _pos(meta)), None
+
+    def property_list(self, children):
+        return list(zip(children[::2], children[1::2]))
+
+    def object_list(self, children):
+        return children
+
+    def var_term(self, children):
+        (token,) = children
+        return _Var(token[1:], _pos(token))
+
+    def rdf_type(self, _):
+        return _Const(f"<{RDF_TYPE}>")
+
+    # --------------------------------------------------------------------- selectors
+
+    @v_args(meta=True)
+    def selector(self, meta, children):
+        kind, times = children[0]
+        return _Selector(kind, times, _pos(meta))
+
+    def last(self, _):
+        return "last", ()
+
+    def first(self, _):
+        return "first", ()
+
+    def every(self, _):
+        return "every", ()
+
+    def at(self, children):
+        return "at", tuple(children)
+
+    def between(self, children):
+        return "between", tuple(children)
+
+    def time(self, children):
+        token, datatype = children if len(children) == 2 else (children[0], None)
+        text = _unescape(_string_body(token)) if token.type == "STRING" else str(token)
+        if datatype is not None and datatype != _Const(f"<{XSD_DATETIME}>"):
+            raise self._error(token, "a selector's time is an xsd:dateTime")
+        value = _iso_time(text)
+        if value is None:
+            raise self._error(token, f"not an ISO 8601 date-time: {_excerpt(text)}")
+        return value
+
+    # ---------------------------------------------------------------- modifiers
+
+    def group_clause(self, children):
+        return children
+
+    def key_var(self, children):
+        return _VarRef(children[0][1:], _pos(children[0]))
+
+    def key_time(self, children):
+        return _FrameTime(children[0][1:-2], _pos(children[0]))
+
+    def having_clause(self, children):
+        return children[0]
+
+    def order_clause(self, children):
+        return children
+
+    def order_condition(self, children):
+        if len(children) == 1:
+            return children[0], False
+        direction, expr = children
+        return expr, direction.type == "DESC"
+
+    def order_var(self, children):
+        return self.key_var(children), False
+
+    def order_time(self, children):
+        return self.key_time(children), False
+
+    def limit_offset(self, children):
+        values = dict(child for child in children if child is not None)
+        return values.get("limit"), values.get("offset")
+
+    def limit(self, children):
+        return "limit", int(children[0])
+
+    def offset(self, children):
+        return "offset", int(children[0])
+
+    # -------------------------------------------------------------------- expressions
+
+    def _binary(self, children):
+        left, op, right = children
+        return _Op(str(op), left, right, _pos(op))
+
+    compare = arithmetic = _binary
+
+    @v_args(meta=True)
+    def or_(self, meta, children):
+        return _Op("||", children[0], children[1], _pos(meta))
+
+    @v_args(meta=True)
+    def and_(self, meta, children):
+        return _Op("&&", children[0], children[1], _pos(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, children):
+        return _Op("!", children[0], None, _pos(meta))
+
+    @v_args(meta=True)
+    def negate(self, meta, children):
+        (operand,) = children
+        if isinstance(operand, _Num):
+            return _Num(-operand.value)
+        return _Op("neg", operand, None, _pos(meta))
+
+    def aggregate(self, children):
+        name, distinct, expr = children
+        return _Aggregate(str(name).lower(), expr, distinct is not None, _pos(name))
+
+    def count_all(self, children):
+        name, distinct = children
+        return _Aggregate("count", None, distinct is not None, _pos(name))
+
+    def expression_var(self, children):
+        return _VarRef(children[0][1:], _pos(children[0]))
+
+    def frame_time(self, children):
+        return self.key_time(children)
+
+    def number(self, children):
+        return _Num(float(children[0]))
+
+    # ---------------------------------------------------------------------------- terms
+
+    def iri(self, children):
+        (token,) = children
+        if token.type == "IRIREF":
+            return _Const(f"<{_unescape(token[1:-1])}>")
+        prefix, _, local = token.partition(":")
+        if prefix not in self._prefixes:
+            raise self._error(token, f"undeclared prefix {prefix + ':'!r} in {str(token)!r}")
+        return _Const("<" + self._prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local) + ">")
+
+    def rdf_literal(self, children):
+        """A literal in a triple pattern is its N-Triples text; in an expression the caller
+        turns it into a value (``_expression_constant``)."""
+        string, annotation = children
+        lexical = _unescape(_string_body(string))
+        if isinstance(annotation, _Const):
+            term = Literal(lexical, datatype=URIRef(annotation.nt[1:-1]))
+        else:
+            term = Literal(lexical, lang=annotation[1:] if annotation else None)
+        return _LiteralTerm(_Const(to_nt(term)), term, _pos(string))
+
+    def numeric_literal(self, children):
+        (token,) = children
+        kind = "double" if "e" in token.lower() else "decimal" if "." in token else "integer"
+        term = Literal(str(token), datatype=URIRef(XSD + kind))
+        return _LiteralTerm(_Const(to_nt(term)), term, _pos(token))
+
+    def boolean_literal(self, children):
+        term = Literal(children[0].lower(), datatype=URIRef(XSD_BOOLEAN))
+        return _LiteralTerm(_Const(to_nt(term)), term, _pos(children[0]))
+
+    def __default__(self, data, children, meta):
+        raise AssertionError(f"no rule for {data}")  # the grammar and this class out of step
+
+
+@dataclass(frozen=True)
+class _GraphBlock:
+    """The marker a GRAPH block leaves in its group (its patterns are already collected)."""
+
+
+@dataclass(frozen=True)
+class _Located:
+    """An IRI subject, kept with where it is for the error that rejects it at the top level."""
+
+    const: _Const
+    pos: _Pos
+
+
+@dataclass(frozen=True)
+class _LiteralTerm:
+    """A literal as written: its store text for patterns, its value for expressions."""
+
+    const: _Const
+    term: Literal
+    pos: _Pos
+
+
+# --------------------------------------------------------------------------------- translation
+
+
+class _EpochMs(FunctionElement):
+    """UTC milliseconds since 1970 of a stored time, exact to the microsecond on both backends."""
+
+    type = Double()
+    name = "epoch_ms"
+    inherit_cache = True
+
+
+@compiles(_EpochMs)
+def _epoch_ms_default(element, compiler, **kw):
+    return f"epoch_ms({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_EpochMs, "postgresql")
+def _epoch_ms_postgresql(element, compiler, **kw):
+    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) * 1000 AS DOUBLE PRECISION)"
+
+
+@compiles(_EpochMs, "sqlite")
+def _epoch_ms_sqlite(element, compiler, **kw):
+    # UTCDateTime keeps 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC: whole seconds, then the microseconds
+    seconds = f"CAST(strftime('%s', substr({compiler.process(element.clauses, **kw)}, 1, 19)) AS INTEGER)"
+    micros = f"CAST(substr({compiler.process(element.clauses, **kw)}, 21, 6) AS INTEGER)"
+    return f"({seconds} * 1000.0 + {micros} / 1000.0)"
+
+
+class _FrameJoin(Join):
+    """A frame joined to the frames before it, with no condition of its own. On SQLite it is
+    a CROSS JOIN, which keeps the frames before it (and their triples) in outer loops: without
+    statistics SQLite otherwise checks a frame's own triples only after joining the next frame
+    (a week-long self-join of the weather stream took 10 s instead of well under one)."""
+
+    inherit_cache = True
+
+    def __init__(self, left, right):
+        super().__init__(left, right, true())
+
+
+@compiles(_FrameJoin, "sqlite")
+def _frame_join_sqlite(join, compiler, asfrom=False, from_linter=None, **kw):
+    if from_linter:
+        from_linter.edges.update(itertools.product(join.left._from_objects, join.right._from_objects))
+    left = join.left._compiler_dispatch(compiler, asfrom=True, from_linter=from_linter, **kw)
+    right = join.right._compiler_dispatch(compiler, asfrom=True, from_linter=from_linter, **kw)
+    return f"{left} CROSS JOIN {right}"
+
+
+# frames with these selectors come first in the join order: a point or one frame per stream,
+# then a range, then every frame
+_SELECTIVITY = {"at": 0, "first": 0, "last": 0, "between": 1, "every": 2}
+
+
+@dataclass
+class _Binding:
+    """A term variable's columns: its N-Triples text and, from an object position, its values."""
+
+    text: Any
+    num: Any = None
+    time: Any = None
+    key: Any = None  # what GROUP BY uses, when not the text (the stream IRI column)
+
+
+@dataclass(frozen=True)
+class _Value:
+    """A compiled expression. ``kind``: num, int, time, bool, term (text/num/time columns, any
+    of num/time None when they cannot hold a value), frame (``sql`` is the frames alias)."""
+
+    kind: str
+    sql: Any = None
+    text: Any = None
+    num: Any = None
+    time: Any = None
+    plain_time: bool = False  # a string constant that is a date-time: it orders as a time
+
+
+_ORDERING = {"<", ">", "<=", ">="}
+
+
+def _plan(text: str, source: str) -> "_Plan":
+    return _Translator(_parse(text, source), source).plan()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    statement: Select
+    outputs: list[tuple[str, str]]  # (variable, value kind) per result column
+
+
+class _Translator:
+    """``_Query`` → one SQLAlchemy Core SELECT over frames, frame_triples and streams.
+
+    Every frame variable is an alias of ``frames``, every triple pattern an alias of
+    ``frame_triples`` joined to its frame; a variable's first occurrence binds it, later ones
+    are equalities on the N-Triples text (SPARQL term equality)."""
+
+    def __init__(self, query: _Query, source: str):
+        self.q = query
+        self.source = source
+        self.frames: dict[str, Any] = {}
+        self.bindings: dict[str, _Binding] = {}
+        self.where: list[Any] = []
+
+    def error(self, pos: _Pos, message: str) -> QuerySyntaxError:
+        return QuerySyntaxError(self.source, pos.line, pos.column, message)
+
+    def plan(self) -> _Plan:
+        q = self.q
+        if not q.frames:
+            raise QuerySyntaxError(self.source, 1, 1, "the query has no frame pattern (?x[...] p o)")
+        from_clause = self._patterns()
+        for expr in q.filters:
+            self.where.append(self._condition(expr, "FILTER"))
+        aggregated = q.group_by is not None or q.having is not None or any(
+            _has_aggregate(item.expr) for item in q.items)
+        group_keys = self._group_keys() if aggregated else None
+        columns, outputs = [], []
+        for i, item in enumerate(q.items):
+            if group_keys is not None and not _has_aggregate(item.expr):
+                self._check_grouped(item.expr, group_keys)
+            value = self._value(item.expr, aggregates=aggregated)
+            kind, column = _output_column(value)
+            columns.append(column.label(f"c{i}"))
+            outputs.append((item.name, kind))
+        statement = select(*columns).select_from(from_clause)
+        if self.where:
+            statement = statement.where(and_(*self.where))
+        if group_keys is not None:
+            statement = statement.group_by(*self._group_columns(group_keys))
+            if q.having is not None:
+                self._check_grouped(q.having, group_keys)
+                statement = statement.having(self._condition(q.having, "HAVING", aggregates=True))
+        order, hidden = self._order(columns, group_keys)
+        if q.distinct:
+            statement = statement.add_columns(*hidden).distinct()
+        statement = statement.order_by(*order)
+        if q.limit is not None:
+            statement = statement.limit(q.limit)
+        if q.offset is not None:
+            statement = statement.offset(q.offset)
+        return _Plan(statement, outputs)
+
+    # -------------------------------------------------------------------------- patterns
+
+    def _patterns(self):
+        """FROM: each frame alias, its triple aliases joined to it, streams where named by a
+        variable. Frames join with no condition (FILTERs link them), the most selective first."""
+        q = self.q
+        from_clause = None
+        ordered = sorted(q.frames, key=lambda name: _SELECTIVITY[getattr(q.selectors.get(name), "kind", "every")])
+        for index, name in enumerate(ordered):
+            frame = _FRAMES.alias(f"f{index}")
+            self.frames[name] = frame
+            from_clause = frame if from_clause is None else _FrameJoin(from_clause, frame)
+            from_clause = self._membership(name, frame, from_clause)
+            self._selector(name, frame)
+            for number, triple in enumerate(t for t in q.triples if t.frame == name):
+                alias = _TRIPLES.alias(f"f{index}t{number}")
+                on = [alias.c.frame_id == frame.c.id]
+                for term, column in ((triple.subject, "s"), (triple.predicate, "p"), (triple.obj, "o")):
+                    on += self._term(term, alias, column)
+                from_clause = from_clause.join(alias, and_(*on))
+        return from_clause
+
+    def _term(self, term, alias, column: str) -> list:
+        """Conditions on one position of a triple alias; binds a variable met first here."""
+        if term is None:
+            return []
+        if isinstance(term, (_LiteralTerm, _Located)):
+            term = term.const
+        if isinstance(term, _Const):
+            return [alias.c[column] == term.nt]
+        if term.name in self.frames or term.name in self.q.frames:
+            raise self.error(term.pos, f"?{term.name} is a frame; it can only be a subject, a GRAPH "
+                                       f"name, or ?{term.name}.t in expressions")
+        values = (alias.c.o_num, alias.c.o_time) if column == "o" else (None, None)
+        return self._bind(term.name, alias.c[column], *values)
+
+    def _bind(self, name: str, text, num=None, time=None, key=None) -> list:
+        known = self.bindings.get(name)
+        if known is None:
+            self.bindings[name] = _Binding(text, num, time, key)
+            return []
+        if known.num is None and num is not None:
+            known.num, known.time = num, time
+        return [text == known.text]
+
+    def _membership(self, name: str, frame, from_clause):
+        for number, membership in enumerate(m for m in self.q.memberships if m.frame == name):
+            stream = membership.stream
+            if isinstance(stream, _Const):
+                self.where.append(frame.c.stream_id == _stream_id(stream.nt[1:-1]))
+                continue
+            if stream.name in self.q.frames:
+                raise self.error(stream.pos, f"?{stream.name} is a frame, not a stream")
+            alias = _STREAMS.alias(f"f{len(self.frames) - 1}s{number}")
+            from_clause = from_clause.join(alias, alias.c.id == frame.c.stream_id)
+            # a stream IRI as N-Triples text, grouped by the column itself: PostgreSQL does not
+            # match two renderings of the expression (each has its own parameters)
+            self.where += self._bind(stream.name, literal("<", String) + alias.c.iri + literal(">", String),
+                                     key=alias.c.iri)
+        return from_clause
+
+    def _selector(self, name: str, frame) -> None:
+        selector = self.q.selectors.get(name)
+        if selector is None or selector.kind == "every":
+            return
+        if selector.kind == "at":
+            self.where.append(frame.c.ts == selector.times[0])
+        elif selector.kind == "between":
+            self.where.append(frame.c.ts.between(*selector.times))
+        else:  # FIRST, LAST: per stream, by the (stream_id, ts) index, one look-up per stream
+            inner, streams = _FRAMES.alias(), _STREAMS.alias()
+            ts = inner.c.ts.desc() if selector.kind == "last" else inner.c.ts.asc()
+            pick = (select(inner.c.id).where(inner.c.stream_id == streams.c.id).order_by(ts).limit(1)
+                    .correlate(streams).scalar_subquery())
+            ids = select(pick).select_from(streams)
+            named = [m.stream.nt[1:-1] for m in self.q.memberships
+                     if m.frame == name and isinstance(m.stream, _Const)]
+            if named:
+                ids = ids.where(streams.c.iri.in_(named))
+            self.where.append(frame.c.id.in_(ids))
+
+    # ------------------------------------------------------------------------- grouping
+
+    def _group_keys(self) -> list:
+        """GROUP BY's keys or, without it, the projected items that are not aggregates."""
+        if self.q.group_by is not None:
+            return self.q.group_by
+        keys = []
+        for item in self.q.items:
+            if _has_aggregate(item.expr):
+                continue
+            if not isinstance(item.expr, (_VarRef, _FrameTime)):
+                raise self.error(item.pos, f"?{item.name}: with aggregates and no GROUP BY, the other "
+                                           "projected items are variables (they group the solutions)")
+            keys.append(item.expr)
+        return keys
+
+    def _group_columns(self, keys: list) -> list:
+        columns = []
+        for key in keys:
+            value = self._value(key)
+            if value.kind == "frame":
+                columns += [value.sql.c.id, value.sql.c.frame_iri, value.sql.c.ts]
+            elif value.kind == "term":
+                binding = self.bindings[key.name]
+                columns += [c for c in (binding.key, binding.num, binding.time) if c is not None]
+                if binding.key is None:
+                    columns.append(binding.text)
+            else:
+                columns.append(value.sql)
+        return columns
+
+    def _check_grouped(self, expr, keys: list) -> None:
+        """A non-aggregate expression of a grouped query uses grouped variables only."""
+        grouped_vars = {k.name for k in keys if isinstance(k, _VarRef)}
+        grouped_times = {k.name for k in keys if isinstance(k, _FrameTime)}
+        for node in _walk(expr):
+            if isinstance(node, _VarRef) and node.name not in grouped_vars:
+                raise self.error(node.pos, f"?{node.name} is neither grouped nor aggregated")
+            if (isinstance(node, _FrameTime) and node.name not in grouped_times
+                    and node.name not in grouped_vars):
+                raise self.error(node.pos, f"?{node.name}.t is neither grouped nor aggregated")
+
+    # -------------------------------------------------------------------------- ordering
+
+    def _order(self, columns: list, group_keys) -> tuple[list, list]:
+        """ORDER BY terms and, for DISTINCT, the columns they sort by, added to the select list
+        and sorted by label (PostgreSQL requires it). Those are values of projected terms, and
+        the same term has the same value, so DISTINCT keeps the same rows."""
+        order, hidden = [], []
+        labels = {item.name: column for item, column in zip(self.q.items, columns)}
+        plain = {item.name for item in self.q.items if isinstance(item.expr, _VarRef)}
+        for expr, descending in self.q.order_by:
+            if isinstance(expr, _VarRef) and expr.name in labels and expr.name not in plain:
+                keys = [labels[expr.name]]
+            else:
+                if group_keys is not None and not _has_aggregate(expr):
+                    self._check_grouped(expr, group_keys)
+                if self.q.distinct and not _projected(expr, self.q.items):
+                    raise self.error(_position(expr), "with DISTINCT, ORDER BY uses projected variables")
+                value = self._value(expr, aggregates=group_keys is not None)
+                if value.kind == "term":
+                    keys = [c for c in (value.num, value.time, value.text) if c is not None]
+                elif value.kind == "frame":
+                    keys = [value.sql.c.ts, value.sql.c.frame_iri]
+                else:
+                    keys = [value.sql]
+                if self.q.distinct:
+                    keys = [key.label(f"h{len(hidden) + i}") for i, key in enumerate(keys)]
+                    hidden += keys
+            order += [(key.desc() if descending else key.asc()).nulls_last() for key in keys]
+        return order, hidden
+
+    # ----------------------------------------------------------------------- expressions
+
+    def _condition(self, expr, where: str, aggregates: bool = False):
+        value = self._value(expr, aggregates=aggregates)
+        if value.kind != "bool":
+            raise self.error(_position(expr), f"{where} needs a comparison or a boolean expression")
+        return value.sql
+
+    def _value(self, expr, aggregates: bool = False, in_aggregate: bool = False) -> _Value:
+        if isinstance(expr, _Num):
+            return _Value("num", literal(expr.value, Double))
+        if isinstance(expr, _Time):
+            return _Value("time", literal(expr.value, UTCDateTime))
+        if isinstance(expr, _Bool):
+            return _Value("bool", literal(expr.value))
+        if isinstance(expr, _TermConst):
+            time = literal(expr.time, UTCDateTime) if expr.time is not None else None
+            return _Value("term", text=literal(expr.nt, String), time=time, plain_time=time is not None)
+        if isinstance(expr, _LiteralTerm):
+            return self._value(_expression_constant(expr, self), aggregates, in_aggregate)
+        if isinstance(expr, _Const):
+            return self._value(_TermConst(expr.nt), aggregates, in_aggregate)
+        if isinstance(expr, _VarRef):
+            if expr.name in self.frames:
+                return _Value("frame", self.frames[expr.name])
+            binding = self.bindings.get(expr.name)
+            if binding is None:
+                raise self.error(expr.pos, f"?{expr.name} is not bound by any pattern")
+            return _Value("term", text=binding.text, num=binding.num, time=binding.time)
+        if isinstance(expr, _FrameTime):
+            if expr.name not in self.frames:
+                raise self.error(expr.pos, f"?{expr.name}.t: ?{expr.name} is not a frame variable")
+            return _Value("time", self.frames[expr.name].c.ts)
+        if isinstance(expr, _Aggregate):
+            if not aggregates or in_aggregate:
+                raise self.error(expr.pos, f"{expr.name.upper()} is not allowed here")
+            return self._aggregate(expr)
+        if isinstance(expr, _Op):
+            return self._operator(expr, aggregates, in_aggregate)
+        raise AssertionError(f"unknown expression {expr!r}")
+
+    def _operator(self, expr: _Op, aggregates: bool, in_aggregate: bool) -> _Value:
+        left = self._value(expr.left, aggregates, in_aggregate)
+        right = None if expr.right is None else self._value(expr.right, aggregates, in_aggregate)
+        op = expr.op
+        if op in ("&&", "||", "!"):
+            for operand, side in ((left, expr.left), (right, expr.right)):
+                if operand is not None and operand.kind != "bool":
+                    raise self.error(_position(side), f"{op} combines comparisons")
+            if op == "!":
+                return _Value("bool", not_(left.sql))
+            return _Value("bool", (and_ if op == "&&" else or_)(left.sql, right.sql))
+        if op == "neg":
+            return _Value("num", -self._number(left, expr))
+        if op in ("+", "-", "*", "/"):
+            a, b = self._number(left, expr), self._number(right, expr)
+            result = {"+": a + b, "-": a - b, "*": a * b}.get(op)
+            return _Value("num", result if result is not None else a / func.nullif(b, 0))
+        return _Value("bool", self._compare(op, left, right, expr))
+
+    def _number(self, value: _Value, expr: _Op):
+        if value.kind == "num":
+            return value.sql
+        if value.kind == "int":
+            return cast(value.sql, Double)
+        if value.kind == "time":
+            return _EpochMs(value.sql)
+        if value.kind == "term" and value.num is not None:
+            return value.num
+        raise self.error(expr.pos, f"'{expr.op}' needs numbers or times" if expr.op != "neg"
+                         else "'-' needs a number or a time")
+
+    def _compare(self, op: str, a: _Value, b: _Value, expr: _Op):
+        """SPARQL's value comparison; a pair it cannot compare gives NULL (an error)."""
+        if "frame" in (a.kind, b.kind):
+            raise self.error(expr.pos, "a frame variable is compared by its time: ?x.t")
+        if "bool" in (a.kind, b.kind):
+            if a.kind != b.kind or op in _ORDERING:
+                raise self.error(expr.pos, f"cannot compare a boolean with '{op}'")
+            return _apply(op, a.sql, b.sql)
+        numeric = {"num", "int"}
+        if a.kind in numeric and b.kind in numeric:
+            return _apply(op, a.sql, b.sql)
+        if a.kind == "time" and b.kind == "time":
+            return _apply(op, a.sql, b.sql)
+        if {a.kind, b.kind} == {"time", "num"} or {a.kind, b.kind} == {"time", "int"}:
+            return _apply(op, self._number(a, expr), self._number(b, expr))
+        if a.kind == "term" and b.kind == "term":
+            return self._compare_terms(op, a, b, expr)
+        term, other = (a, b) if a.kind == "term" else (b, a)
+        flip = term is b  # keep the written order: `5 < ?v` is `?v > 5`
+        column = term.num if other.kind in numeric else term.time
+        if column is None:
+            if op in _ORDERING:
+                raise self.error(expr.pos, f"'{op}' compares numbers or times")
+            return _apply(op, literal(1), literal(0))  # never equal: SPARQL's = is false here
+        return _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
+
+    def _compare_terms(self, op: str, a: _Value, b: _Value, expr: _Op):
+        """Both sides numbers: by number; both times: by time; else = and != by term."""
+        branches = []
+        if a.num is not None and b.num is not None:
+            branches.append((and_(a.num.isnot(None), b.num.isnot(None)), _apply(op, a.num, b.num)))
+        ordering_by_time = op in _ORDERING or not (a.plain_time or b.plain_time)
+        if a.time is not None and b.time is not None and ordering_by_time:
+            branches.append((and_(a.time.isnot(None), b.time.isnot(None)), _apply(op, a.time, b.time)))
+        if op in _ORDERING:
+            if not branches:
+                raise self.error(expr.pos, f"'{op}' compares numbers or times")
+            return case(*branches, else_=null())
+        return case(*branches, else_=_apply(op, a.text, b.text)) if branches else _apply(op, a.text, b.text)
+
+    def _aggregate(self, agg: _Aggregate) -> _Value:
+        if agg.arg is None:
+            return _Value("int", func.count())
+        value = self._value(agg.arg, aggregates=True, in_aggregate=True)
+        if agg.name == "count":
+            column = value.text if value.kind == "term" else value.sql.c.id if value.kind == "frame" else value.sql
+            return _Value("int", func.count(distinct(column) if agg.distinct else column))
+        if agg.name in ("min", "max") and value.kind == "time":
+            column = distinct(value.sql) if agg.distinct else value.sql
+            return _Value("time", getattr(func, agg.name)(column))
+        number = self._number(value, _Op(agg.name.upper(), agg.arg, None, agg.pos))
+        column = distinct(number) if agg.distinct else number
+        result = getattr(func, agg.name)(column)
+        # SPARQL: the sum and the average of no values are 0
+        return _Value("num", func.coalesce(result, 0.0) if agg.name in ("sum", "avg") else result)
+
+
+def _apply(op: str, a, b):
+    return {"=": a == b, "!=": a != b, "<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+
+
+def _stream_id(iri: str):
+    return select(_STREAMS.c.id).where(_STREAMS.c.iri == iri).scalar_subquery()
+
+
+def _expression_constant(literal_term: _LiteralTerm, translator: _Translator):
+    """A literal in an expression: numbers and date-times by value, other terms by text."""
+    term = literal_term.term
+    datatype = str(term.datatype) if term.datatype is not None else None
+    if datatype in NUMERIC_RANK:
+        try:
+            return _Num(float(term.toPython()))
+        except (TypeError, ValueError):
+            raise translator.error(literal_term.pos, f"not a number: {literal_term.const.nt}") from None
+    if datatype == XSD_DATETIME:
+        value = _iso_time(str(term))
+        if value is None:
+            raise translator.error(literal_term.pos, f"not an xsd:dateTime: {literal_term.const.nt}")
+        return _Time(value)
+    if datatype == XSD_BOOLEAN and str(term) in ("true", "false"):
+        return _Bool(str(term) == "true")
+    plain = datatype is None and term.language is None
+    return _TermConst(literal_term.const.nt, _iso_time(str(term)) if plain else None)
+
+
+def _output_column(value: _Value) -> tuple[str, Any]:
+    if value.kind == "term":
+        return "term", value.text
+    if value.kind == "frame":
+        return "frame", value.sql.c.frame_iri
+    return value.kind, value.sql
+
+
+def _walk(expr):
+    """The nodes of an expression outside aggregates."""
+    if isinstance(expr, _Aggregate):
+        return
+    yield expr
+    if isinstance(expr, _Op):
+        yield from _walk(expr.left)
+        if expr.right is not None:
+            yield from _walk(expr.right)
+
+
+def _has_aggregate(expr) -> bool:
+    if isinstance(expr, _Aggregate):
+        return True
+    return isinstance(expr, _Op) and (_has_aggregate(expr.left) or
+                                      (expr.right is not None and _has_aggregate(expr.right)))
+
+
+def _projected(expr, items: list[_Item]) -> bool:
+    """Whether an ORDER BY expression depends on projected items only."""
+    names = {item.name for item in items if isinstance(item.expr, _VarRef)}
+    times = {item.expr.name for item in items if isinstance(item.expr, _FrameTime)}
+    return all(not isinstance(node, (_VarRef, _FrameTime, _Aggregate))
+               or (isinstance(node, _VarRef) and node.name in names)
+               or (isinstance(node, _FrameTime) and (node.name in times or node.name in names))
+               for node in _walk(expr)) and not _has_aggregate(expr)
+
+
+def _position(expr) -> _Pos:
+    return getattr(expr, "pos", None) or _Pos(1, 1)
+
+
+# ------------------------------------------------------------------------------------ results
+
+
+def _to_json(kind: str, value) -> Optional[dict]:
+    if value is None:
+        return None
+    if kind == "term":
+        return nt_to_json(value)
+    if kind == "frame":
+        return {"type": "uri", "value": value}
+    if kind == "time":
+        return {"type": "literal", "value": _datetime_lexical(_as_datetime(value)), "datatype": XSD_DATETIME}
+    if kind == "int":
+        return {"type": "literal", "value": str(int(value)), "datatype": XSD_INTEGER}
+    if kind == "bool":
+        return {"type": "literal", "value": "true" if value else "false", "datatype": XSD_BOOLEAN}
+    return {"type": "literal", "value": _double_lexical(float(value)), "datatype": XSD_DOUBLE}
+
+
+def _as_datetime(value) -> datetime:
+    if isinstance(value, str):  # SQLite's text form, when a result column carries no type
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _datetime_lexical(value: datetime) -> str:
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def _double_lexical(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "INF" if value > 0 else "-INF"
+    return repr(value)
