@@ -15,10 +15,10 @@ from typing import NamedTuple, Optional, Union
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
-from lark.lexer import PatternStr
 from lark.visitors import Discard
 
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
+from rsp_jobs.language.diagnostics import syntax_error, terminal_display
 from rsp_jobs.language import ast
 
 __all__ = ["parse_query", "parse_query_file", "parse_duration"]
@@ -91,45 +91,15 @@ _TERMINAL_NAMES = {
     "DURATION": "duration (e.g. 3s, PT3S)", "ISO_DURATION": "duration (e.g. 3s, PT3S)",
     "NAME": "query name", "FUNCTION_NAME": "function name", "$END": "end of input",
 }
-_KEYWORD = re.compile(r"[A-Za-z_]{2,}")
 
 
 @cache
 def _terminal_display() -> dict[str, str]:
-    """Terminal name -> how "expected one of" shows it."""
-    shown = {}
-    for terminal in _parser().terminals:
-        if isinstance(terminal.pattern, PatternStr):
-            value = terminal.pattern.value
-            shown[terminal.name] = value.upper() if _KEYWORD.fullmatch(value) else f"'{value}'"
-        else:
-            shown[terminal.name] = _TERMINAL_NAMES.get(terminal.name, terminal.name)
-    shown["$END"] = _TERMINAL_NAMES["$END"]
-    return shown
+    return terminal_display(_parser(), _TERMINAL_NAMES)
 
 
-def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str,
-                  source: str) -> QuerySyntaxError:
-    """A lark error as a QuerySyntaxError: where, what was found, and what could come there."""
-    display = _terminal_display()
-    if isinstance(err, UnexpectedToken):
-        expected = err.accepts or err.expected
-        if err.token.type == "$END":
-            lines = text.split("\n")
-            line, column, found = len(lines), len(lines[-1]) + 1, "end of input"
-        else:
-            line, column, found = err.line, err.column, _excerpt(err.token)
-    else:
-        expected = err.allowed or ()
-        line, column = err.line, err.column
-        found = _excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
-    return QuerySyntaxError(source, line, column, f"unexpected {found}",
-                            expected=(display.get(name, name) for name in expected))
-
-
-def _excerpt(text: str) -> str:
-    """The offending text, quoted, and cut short if it is long (say, a whole string literal)."""
-    return repr(text[:30] + "..." if len(text) > 30 else str(text))
+def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
+    return syntax_error(err, text, source, _terminal_display())
 
 
 # -------------------------------------------------------------------------- the AST builder

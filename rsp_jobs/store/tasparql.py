@@ -38,7 +38,6 @@ from typing import Any, Optional, Union
 
 from lark import Lark, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
-from lark.lexer import PatternStr
 from rdflib import Literal, URIRef
 from sqlalchemy import (Double, Engine, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
                         or_, select, true)
@@ -46,6 +45,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
 from rsp_jobs.errors import QuerySyntaxError
+from rsp_jobs.language.diagnostics import excerpt, syntax_error, terminal_display
 from rsp_jobs.store.tardf import DSV
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, UTCDateTime
 from rsp_jobs.terms import NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, nt_to_json, to_nt
@@ -242,41 +242,15 @@ _TERMINAL_NAMES = {
     "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'", "AGGREGATE": "SUM, AVG, MIN or MAX",
     "$END": "end of input",
 }
-_KEYWORD = re.compile(r"[A-Za-z_]{2,}")
 
 
 @cache
 def _terminal_display() -> dict[str, str]:
-    shown = {}
-    for terminal in _parser().terminals:
-        if isinstance(terminal.pattern, PatternStr):
-            value = terminal.pattern.value
-            shown[terminal.name] = value.upper() if _KEYWORD.fullmatch(value) else f"'{value}'"
-        else:
-            shown[terminal.name] = _TERMINAL_NAMES.get(terminal.name, terminal.name)
-    shown["$END"] = _TERMINAL_NAMES["$END"]
-    return shown
+    return terminal_display(_parser(), _TERMINAL_NAMES)
 
 
 def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
-    display = _terminal_display()
-    if isinstance(err, UnexpectedToken):
-        expected = err.accepts or err.expected
-        if err.token.type == "$END":
-            lines = text.split("\n")
-            line, column, found = len(lines), len(lines[-1]) + 1, "end of input"
-        else:
-            line, column, found = err.line, err.column, _excerpt(str(err.token))
-    else:
-        expected = err.allowed or ()
-        line, column = err.line, err.column
-        found = _excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
-    return QuerySyntaxError(source, line, column, f"unexpected {found}",
-                            expected=(display.get(name, name) for name in expected))
-
-
-def _excerpt(text: str) -> str:
-    return repr(text[:30] + "..." if len(text) > 30 else text)
+    return syntax_error(err, text, source, _terminal_display())
 
 
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
@@ -473,7 +447,7 @@ class _Builder(Transformer):
             raise self._error(token, "a selector's time is an xsd:dateTime")
         value = _iso_time(text)
         if value is None:
-            raise self._error(token, f"not an ISO 8601 date-time: {_excerpt(text)}")
+            raise self._error(token, f"not an ISO 8601 date-time: {excerpt(text)}")
         return value
 
     # ---------------------------------------------------------------- modifiers

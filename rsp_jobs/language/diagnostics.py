@@ -1,0 +1,50 @@
+"""lark's parse errors as ``QuerySyntaxError``s that say where, what was found and what could
+come there; shared by the C-SPARQL/RSP-QL parser and the TA-SPARQL parser."""
+from __future__ import annotations
+
+import re
+from typing import Union
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+from lark.lexer import PatternStr
+
+from rsp_jobs.errors import QuerySyntaxError
+
+_KEYWORD = re.compile(r"[A-Za-z_]{2,}")
+
+
+def terminal_display(parser: Lark, names: dict[str, str]) -> dict[str, str]:
+    """Terminal name → how "expected one of" shows it: keywords upper-cased, punctuation quoted,
+    pattern terminals by the readable name in ``names``."""
+    shown = {}
+    for terminal in parser.terminals:
+        if isinstance(terminal.pattern, PatternStr):
+            value = terminal.pattern.value
+            shown[terminal.name] = value.upper() if _KEYWORD.fullmatch(value) else f"'{value}'"
+        else:
+            shown[terminal.name] = names.get(terminal.name, terminal.name)
+    shown["$END"] = "end of input"
+    return shown
+
+
+def syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str,
+                 display: dict[str, str]) -> QuerySyntaxError:
+    if isinstance(err, UnexpectedToken):
+        expected = err.accepts or err.expected
+        if err.token.type == "$END":
+            lines = text.split("\n")
+            line, column, found = len(lines), len(lines[-1]) + 1, "end of input"
+        else:
+            line, column, found = err.line, err.column, excerpt(str(err.token))
+    else:
+        expected = err.allowed or ()
+        line, column = err.line, err.column
+        found = excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
+    return QuerySyntaxError(source, line, column, f"unexpected {found}",
+                            expected=(display.get(name, name) for name in expected))
+
+
+def excerpt(text: str) -> str:
+    """The offending text, quoted, and cut short if it is long (say, a whole string literal)."""
+    return repr(text[:30] + "..." if len(text) > 30 else str(text))
