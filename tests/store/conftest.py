@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -33,13 +34,16 @@ def pg_admin() -> Iterator[Engine]:
     admin.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path: Path) -> Iterator[str]:
-    """The URL of an empty store."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-        yield url
-        db.engine(url).dispose()
+@contextmanager
+def empty_store_url(backend: str, tmp_path: Path, request, name: str = "store") -> Iterator[str]:
+    """The URL of an empty store: a SQLite file, or a PostgreSQL schema made for it and dropped
+    afterwards."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / f'{name}.sqlite'}"
+        try:
+            yield url
+        finally:
+            db.engine(url).dispose()
         return
     admin = request.getfixturevalue("pg_admin")
     schema = f"rsp_test_{secrets.token_hex(6)}"
@@ -53,6 +57,13 @@ def store_url(request, tmp_path: Path) -> Iterator[str]:
         db.engine(url).dispose()
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty store, once per backend."""
+    with empty_store_url(request.param, tmp_path, request) as url:
+        yield url
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 from rdflib import RDF, Dataset, Literal, URIRef
 from sqlalchemy import Engine, insert, make_url, select
 
+from tests.store.conftest import empty_store_url
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.rdf_stream import StreamBatch, read_stream_file
@@ -35,25 +36,10 @@ T0 = datetime(2014, 8, 1, 7, 50, tzinfo=timezone.utc)
 def fresh_store(store_url: str, tmp_path: Path, request) -> Iterator[Engine]:
     """A second empty store on the same backend to import into: frame IRIs are unique
     store-wide, so a copy of a stream's frames cannot share the store with them."""
-    if make_url(store_url).get_backend_name() == "sqlite":
-        url = f"sqlite:///{tmp_path / 'fresh.sqlite'}"
+    backend = "sqlite" if make_url(store_url).get_backend_name() == "sqlite" else "postgresql"
+    with empty_store_url(backend, tmp_path, request, "fresh") as url:
         db.upgrade(url)
         yield db.engine(url)
-        db.engine(url).dispose()
-        return
-    admin = request.getfixturevalue("pg_admin")
-    schema = f"rsp_test_{secrets.token_hex(6)}"
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    url = make_url(store_url).update_query_dict({"options": f"-csearch_path={schema}"})
-    url = url.render_as_string(hide_password=False)
-    try:
-        db.upgrade(url)
-        yield db.engine(url)
-    finally:
-        db.engine(url).dispose()
-        with admin.begin() as conn:
-            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture(scope="session")
