@@ -35,10 +35,10 @@ def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> l
     started = time.perf_counter()
     windows = list(evaluate(query, lake, background))
     seconds = time.perf_counter() - started
-    out = out_dir / f"{query.name}.jsonl"
+    out = out_dir / f"{path.stem}.jsonl"  # CSRBench registers every query under the same name
     out.write_text("".join(json.dumps(w) + "\n" for w in windows))
     rows = sum(len(w.get("bindings", w.get("triples", []))) for w in windows)
-    say(f"  {query.name:<24} {len(windows):>5} windows {rows:>7} results {seconds:7.1f} s  -> {out}")
+    say(f"  {path.stem:<24} {len(windows):>5} windows {rows:>7} results {seconds:7.1f} s  -> {out}")
     return windows
 
 
