@@ -63,6 +63,8 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
         contents = window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)])
         window_triples = sum(len(c) for c in contents.values())
         entry = {"windows": len(windows), "window_triples": window_triples,
+                 "result_rows": sum(len(w["bindings"]) for w in windows),
+                 "windows_with_results": sum(bool(w["bindings"]) for w in windows),
                  "engine": {"seconds": round(engine_s, 2),
                             "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
                             "stream_triples_per_second": round(triples / engine_s),
