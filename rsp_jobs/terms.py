@@ -70,6 +70,17 @@ def ast_to_nt(term: ast.Term) -> str:
     return to_nt(ast_to_rdflib(term))
 
 
+def datetime_lexical(value: datetime) -> str:
+    """The shortest xsd:dateTime lexical form of a time, in UTC with ``Z`` (naive means UTC):
+    microseconds only when there are any, without trailing zeros."""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc)
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
 def numeric_value(term: Node) -> Optional[float]:
     """The value of a numeric literal as a double, else None (the lake's ``o_num``)."""
     if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) in NUMERIC_RANK:

@@ -35,6 +35,7 @@ from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
 from rsp_jobs.settings import data_dir
+from rsp_jobs.terms import datetime_lexical
 
 log = logging.getLogger(__name__)
 
@@ -246,13 +247,6 @@ def _wall_clock(value: Optional[datetime]) -> Optional[datetime]:
     return value.astimezone(timezone.utc).replace(tzinfo=None)
 
 
-def _time_text(value: datetime) -> str:
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond:06d}".rstrip("0")
-    return text + "Z"
-
-
 def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD.double, normalize=False)
 
@@ -340,7 +334,7 @@ def map_stream(csv_path: Union[str, Path], *, start: Optional[datetime] = None,
 
     frames = []
     for timestamp in sorted(by_time)[:limit]:
-        time = _time_text(timestamp)
+        time = datetime_lexical(timestamp)
         first_line: dict[str, tuple[int, dict[str, str]]] = {}
         triples = []
         for line, fields in by_time[timestamp]:
@@ -383,7 +377,7 @@ class _N3(dict):
 
 def _generated_at(frame: Frame) -> str:
     return (f"{frame.iri.n3()} {_GENERATED_AT.n3()} "
-            f"{Literal(_time_text(frame.timestamp), datatype=XSD.dateTime, normalize=False).n3()}")
+            f"{Literal(datetime_lexical(frame.timestamp), datatype=XSD.dateTime, normalize=False).n3()}")
 
 
 def write_trig(stream_iri: URIRef, frames: Iterable[Frame], out_path: Union[str, Path]) -> Path:
@@ -467,5 +461,5 @@ def merged_traffic(start: datetime, end: datetime, out_path: Union[str, Path]) -
         _, frames, _ = map_stream(path, start=start, end=end)
         for frame in frames:
             by_time.setdefault(frame.timestamp, []).extend(frame.triples)
-    frames = [Frame(URIRef(f"{TRAFFIC}/frame/{_time_text(t)}"), t, triples) for t, triples in sorted(by_time.items())]
+    frames = [Frame(URIRef(f"{TRAFFIC}/frame/{datetime_lexical(t)}"), t, triples) for t, triples in sorted(by_time.items())]
     return write_nquads(URIRef(TRAFFIC), frames, out_path)

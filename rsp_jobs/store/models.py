@@ -173,30 +173,28 @@ class Activity(Base):
     status: Mapped[str] = mapped_column(String(16), default="running")
 
 
-class ActivityUsed(Base):
-    """prov:used: an entity (frame, lake file, query, result) an activity read, with its checksum."""
+class _ActivityLink:
+    """An entity an activity is linked to, with its checksum at the time."""
+
+    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    entity_kind: Mapped[str] = mapped_column(String(16))
+    checksum: Mapped[Optional[str]] = mapped_column(String(64))
+
+
+class ActivityUsed(_ActivityLink, Base):
+    """prov:used: an entity (frame, lake file, query, result) an activity read."""
 
     __tablename__ = "activity_used"
     __table_args__ = (CheckConstraint(_one_of("entity_kind", ENTITY_KINDS), name="entity_kind"),)
 
-    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
-                                             primary_key=True)
-    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
-    entity_kind: Mapped[str] = mapped_column(String(16))
-    checksum: Mapped[Optional[str]] = mapped_column(String(64))
 
-
-class ActivityGenerated(Base):
-    """prov:wasGeneratedBy, seen from the activity: what it wrote, with its checksum."""
+class ActivityGenerated(_ActivityLink, Base):
+    """prov:wasGeneratedBy, seen from the activity: what it wrote."""
 
     __tablename__ = "activity_generated"
     __table_args__ = (CheckConstraint(_one_of("entity_kind", ENTITY_KINDS), name="entity_kind"),)
-
-    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
-                                             primary_key=True)
-    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
-    entity_kind: Mapped[str] = mapped_column(String(16))
-    checksum: Mapped[Optional[str]] = mapped_column(String(64))
 
 
 class QualityResult(Base):

@@ -48,7 +48,8 @@ from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language.diagnostics import excerpt, syntax_error, terminal_display
 from rsp_jobs.store.tardf import DSV
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, UTCDateTime
-from rsp_jobs.terms import NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, nt_to_json, to_nt
+from rsp_jobs.terms import (NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, datetime_lexical,
+                            nt_to_json, to_nt)
 
 __all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
 
@@ -1096,7 +1097,7 @@ def _to_json(kind: str, value) -> Optional[dict]:
     if kind == "frame":
         return {"type": "uri", "value": value}
     if kind == "time":
-        return {"type": "literal", "value": _datetime_lexical(_as_datetime(value)), "datatype": XSD_DATETIME}
+        return {"type": "literal", "value": datetime_lexical(_as_datetime(value)), "datatype": XSD_DATETIME}
     if kind == "int":
         return {"type": "literal", "value": str(int(value)), "datatype": XSD_INTEGER}
     if kind == "bool":
@@ -1108,13 +1109,6 @@ def _as_datetime(value) -> datetime:
     if isinstance(value, str):  # SQLite's text form, when a result column carries no type
         value = datetime.fromisoformat(value)
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-
-
-def _datetime_lexical(value: datetime) -> str:
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond:06d}".rstrip("0")
-    return text + "Z"
 
 
 def _double_lexical(value: float) -> str:
