@@ -60,13 +60,14 @@ class Lake:
             self._quarantine(batch.stream, batch_id, batch.rejections)
         if not batch.elements:
             return 0
-        table = self._table(batch.stream, batch.elements)
+        table = self.table(batch.stream, batch.elements)
         pads.write_dataset(table, self.root, format="parquet", partitioning=PARTITIONING,
                            basename_template=f"part-{batch_id}-{{i}}.parquet",
                            existing_data_behavior="overwrite_or_ignore")
         return table.num_rows
 
-    def _table(self, stream: str, elements: Iterable[Element]) -> pa.Table:
+    def table(self, stream: str, elements: Iterable[Element]) -> pa.Table:
+        """Elements as the lake's rows (Arrow), partition columns included."""
         key = stream_key(stream)
         columns: dict[str, list] = {name: [] for name in SCHEMA.names}
         for e in elements:

@@ -277,6 +277,12 @@ def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
     return batch.rejected_triples
 
 
+def advance_watermark(conn: Connection, stream: str, ts: datetime, kind: str = "input",
+                      query_iri: Optional[str] = None) -> None:
+    """Move a stream's watermark forward to ``ts`` (never back), registering the stream if new."""
+    _advance_watermark(conn, register_stream(conn, stream, kind, query_iri), ts)
+
+
 def _advance_watermark(conn: Connection, stream_id: int, ts: datetime) -> None:
     conn.execute(update(Stream).where(Stream.id == stream_id, or_(Stream.watermark.is_(None), Stream.watermark < ts))
                  .values(watermark=ts))

@@ -69,6 +69,9 @@ def prov_graph(engine: Engine, iri: str) -> Graph:
             value = getattr(a, name)
             if value is not None:
                 graph.add((node, RSPNS[name], Literal(value)))
+        if a.revision_of:  # a re-evaluation after late data revises an earlier evaluation
+            graph.add((node, PROV.wasInformedBy, URIRef(a.revision_of)))
+            graph.add((node, RSPNS.revisionOf, URIRef(a.revision_of)))
         for name in ("window_open", "window_close"):
             if getattr(a, name) is not None:
                 graph.add((node, RSPNS[name], Literal(getattr(a, name), datatype=XSD.dateTime)))

@@ -24,6 +24,8 @@ NAMING = {
 }
 
 STREAM_KINDS = ("input", "derived")
+LATE_POLICIES = ("drop", "reevaluate")
+LATE_STATUSES = ("dropped", "pending", "revised")
 RESULT_FORMS = ("SELECT", "CONSTRUCT", "ASK")
 ACTIVITY_KINDS = ("ingest", "window_evaluation", "pattern_match", "quality_check", "alert")
 ACTIVITY_STATUSES = ("running", "success", "failed")
@@ -76,7 +78,8 @@ class Stream(Base):
     """An input stream or a stream derived by a registered query, with its event-time watermark."""
 
     __tablename__ = "streams"
-    __table_args__ = (CheckConstraint(_one_of("kind", STREAM_KINDS), name="kind"),)
+    __table_args__ = (CheckConstraint(_one_of("kind", STREAM_KINDS), name="kind"),
+                      CheckConstraint(_one_of("late_policy", LATE_POLICIES), name="late_policy"))
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     iri: Mapped[str] = mapped_column(Text, unique=True)
@@ -84,6 +87,9 @@ class Stream(Base):
     query_iri: Mapped[Optional[str]] = mapped_column(Text)
     watermark: Mapped[Optional[datetime]]
     allowed_lateness_ms: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
+    # what happens to data arriving for windows already evaluated: dropped (and counted) or
+    # loaded and the affected windows re-evaluated as a revision
+    late_policy: Mapped[str] = mapped_column(String(16), server_default=sql_text("'drop'"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -171,6 +177,7 @@ class Activity(Base):
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     ended_at: Mapped[Optional[datetime]]
     status: Mapped[str] = mapped_column(String(16), default="running")
+    revision_of: Mapped[Optional[str]] = mapped_column(Text)  # the evaluation this one revises
 
 
 class _ActivityLink:
@@ -226,3 +233,41 @@ class QuarantinedInput(Base):
     text: Mapped[str] = mapped_column(Text)
     activity_id: Mapped[Optional[int]] = mapped_column(ForeignKey("activities.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class IngestedFile(Base):
+    """A landing file that was loaded, by content: the same file dropped again is not loaded twice."""
+
+    __tablename__ = "ingested_files"
+    __table_args__ = (UniqueConstraint("stream_id", "checksum"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
+    path: Mapped[str] = mapped_column(Text)
+    checksum: Mapped[str] = mapped_column(String(64))
+    frames: Mapped[int]
+    triples: Mapped[int]
+    activity_iri: Mapped[Optional[str]] = mapped_column(Text)
+    loaded_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LateArrival(Base):
+    """A frame that arrived for windows a query had already evaluated, and what was done with it
+    (the stream's late-data policy): dropped, or pending / revised by a re-evaluation."""
+
+    __tablename__ = "late_arrivals"
+    __table_args__ = (CheckConstraint(_one_of("status", LATE_STATUSES), name="status"),
+                      Index(None, "query_iri", "status"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
+    frame_ts: Mapped[datetime]
+    frame_iri: Mapped[str] = mapped_column(Text)
+    triples: Mapped[int]
+    query_iri: Mapped[str] = mapped_column(Text)
+    first_close: Mapped[datetime]  # the evaluated window closes the frame falls in
+    last_close: Mapped[datetime]
+    status: Mapped[str] = mapped_column(String(16))
+    source_file: Mapped[str] = mapped_column(Text)
+    revision_activity: Mapped[Optional[str]] = mapped_column(Text)
+    arrived_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -33,6 +33,7 @@ class ActivityRecord:
     window_close: Optional[datetime] = None
     spark_app_id: Optional[str] = None
     status: str = "success"
+    revision_of: Optional[str] = None  # the activity whose results this one revises (late data)
     used: list[tuple[str, str, Optional[str]]] = field(default_factory=list)  # (iri, kind, checksum)
     generated: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
     iri: str = field(default_factory=lambda: f"{ACTIVITY_BASE}{uuid.uuid4()}")
@@ -95,7 +96,8 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
                   query_text_hash=record.query_text_hash, window_open=record.window_open,
                   window_close=record.window_close, spark_app_id=record.spark_app_id,
                   code_version=code_version(), started_at=record.started_at,
-                  ended_at=datetime.now(timezone.utc), status=record.status, **airflow_context())
+                  ended_at=datetime.now(timezone.utc), status=record.status, revision_of=record.revision_of,
+                  **airflow_context())
     activity_id = conn.execute(Activity.__table__.insert().values(**values)
                                .returning(Activity.__table__.c.id)).scalar_one()
     for table, entities in ((ActivityUsed.__table__, record.used), (ActivityGenerated.__table__, record.generated)):
@@ -107,9 +109,16 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
 
 
 def store_ingest(engine, batch, source_path: str, started_at: datetime):
-    """Load a stream batch into the store with its ingest activity (one transaction): it used
-    the source file, it generated the batch's frames."""
+    """Load a stream batch into the store with its ingest activity (one transaction)."""
     from rsp_jobs.store.db import write_transaction
+
+    with write_transaction(engine) as conn:
+        return record_ingest(conn, batch, source_path, started_at)[0]
+
+
+def record_ingest(conn: Connection, batch, source_path: str, started_at: datetime):
+    """``store_ingest`` inside the caller's transaction: the ingest activity used the source
+    file and generated the batch's frames. Returns the load report and the activity IRI."""
     from rsp_jobs.store.frames import frame_checksum, write_batch
 
     record = ActivityRecord("ingest", started_at)
@@ -121,7 +130,6 @@ def store_ingest(engine, batch, source_path: str, started_at: datetime):
     if batch.elements:
         record.window_open = min(e.ts for e in batch.elements)
         record.window_close = max(e.ts for e in batch.elements)
-    with write_transaction(engine) as conn:
-        report = write_batch(conn, batch)
-        write_activity(conn, record)
-    return report
+    report = write_batch(conn, batch)
+    write_activity(conn, record)
+    return report, record.iri

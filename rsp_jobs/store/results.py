@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.frames import INSERT_ON_CONFLICT, write_batch
+from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, WindowResult
 from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
 from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
@@ -77,12 +77,11 @@ def _json_to_nt(term: dict) -> str:
     return to_nt(Literal(term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None))
 
 
-def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
-                     spark_app_id: Optional[str] = None) -> StoredEvaluation:
-    """Persist one evaluation run's windows with its provenance (one transaction)."""
-    windows = list(windows)
-    q_iri, stream = query_iri(query), output_stream_iri(query)
-    batch = StreamBatch(stream=stream, source=f"evaluation of {q_iri}")
+def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[StreamBatch, dict[str, str]]:
+    """The reported windows as frames of the query's output stream, stamped with each window's
+    close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this."""
+    stream = output_stream_iri(query)
+    batch = StreamBatch(stream=stream, source=f"evaluation of {query_iri(query)}")
     frame_of = {}
     for window in windows:
         close = _parse_time(window["window_close"])
@@ -94,10 +93,27 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[d
         if not batch.elements or batch.elements[-1].frame != frame:  # an empty result is still a frame
             batch.elements.append(Element(stream, close, frame, f"<{frame}>", f"<{RSP}window>", f"<{frame}>",
                                           None, None))
-    record = ActivityRecord("window_evaluation", started_at, query_iri=q_iri, spark_app_id=spark_app_id)
+    return batch, frame_of
+
+
+def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
+                     spark_app_id: Optional[str] = None, evaluated_until: Optional[datetime] = None,
+                     revision_of: Optional[str] = None) -> StoredEvaluation:
+    """Persist one evaluation run's windows with its provenance (one transaction).
+
+    ``evaluated_until``: the run evaluated every close up to it, reported or not; the output
+    stream's watermark moves there, which is how downstream runs and late-data handling know
+    what has been evaluated. ``revision_of``: the activity this re-evaluation revises."""
+    windows = list(windows)
+    q_iri, stream = query_iri(query), output_stream_iri(query)
+    batch, frame_of = result_batch(query, windows)
+    record = ActivityRecord("window_evaluation", started_at, query_iri=q_iri, spark_app_id=spark_app_id,
+                            revision_of=revision_of)
     with write_transaction(engine) as conn:
         record.query_text_hash = register_query(conn, q_iri, query.text)
         report = write_batch(conn, batch, kind="derived", query_iri=q_iri)
+        if evaluated_until is not None:
+            advance_watermark(conn, stream, evaluated_until, kind="derived", query_iri=q_iri)
         frames = _frames_by_iri(conn, stream, list(frame_of.values()))
         for window in windows:
             _upsert_result(conn, q_iri, query.form, window, frames[frame_of[window["window_close"]]][0])
