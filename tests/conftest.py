@@ -11,6 +11,9 @@ import pytest
 os.environ.setdefault("RSP_HOME", tempfile.mkdtemp(prefix="rsp-test-home-"))
 
 from rsp_jobs import settings  # noqa: E402
+from rsp_jobs.orchestrate import airflow_env  # noqa: E402
+
+airflow_env.configure()  # before anything imports Airflow: its home and database under RSP_HOME
 
 
 @pytest.fixture(scope="session")

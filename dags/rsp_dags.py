@@ -1,0 +1,104 @@
+"""The DAG factory: one DAG per registered query under ``queries/``, one ingest DAG per stream of
+``queries/streams.toml``. Schedules, assets and wiring only; the work is in ``rsp_jobs.orchestrate``.
+
+- A query over input streams runs on a data-interval timetable of its batch (a whole number of
+  STEPs); each run waits, deferred, for its inputs' watermarks, then evaluates every window
+  close of its interval in one Spark job.
+- A query over a stream another query derives (REGISTER STREAM) runs on that stream's asset and
+  takes its interval from the asset events.
+- Every query run emits an asset event for its output stream; every ingest that loaded data, one
+  for its input stream. Extras: the interval, counts and the provenance activity.
+- A query file that does not parse or cannot be scheduled appears as an import error of this
+  file naming the query file and line; the other DAGs load.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from airflow.sdk import DAG, Asset, DeltaDataIntervalTimetable, DeltaTriggerTimetable, task
+from airflow.sdk.exceptions import AirflowSkipException
+
+from rsp_jobs.errors import RspError
+from rsp_jobs.orchestrate import registry
+from rsp_jobs.orchestrate.intervals import run_interval
+from rsp_jobs.orchestrate.watermark import WatermarkSensor
+
+
+def stream_asset(iri: str) -> Asset:
+    """A stream as an Airflow asset (the ``x-rsp:`` scheme keeps the IRI, fragment and all)."""
+    return Asset(name=iri, uri=f"x-rsp:{iri}", group="rsp-stream")
+
+
+def describe(rq: registry.RegisteredQuery) -> str:
+    windows = "\n".join(f"- `<{w.stream}>` {w.window}" for w in rq.query.windows)
+    return (f"**{rq.query.form}** query `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n"
+            f"Each run covers {rq.batch_us // 1_000_000} s of window closes (STEP "
+            f"{rq.step_us // 1_000_000} s, RANGE {rq.range_us // 1_000_000} s); output stream "
+            f"`{rq.output_stream}`.\n\nWindows:\n{windows}\n\n```sparql\n{rq.query.text.strip()}\n```\n")
+
+
+def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
+    upstream = [stream_asset(s) for s in rq.streams if s in derived]
+    output = stream_asset(rq.output_stream)
+    schedule = upstream or DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us))
+    with DAG(dag_id=rq.dag_id, schedule=schedule, start_date=rq.first_batch_end(), catchup=False,
+             max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query", rq.application]) as dag:
+        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
+
+        @task(task_id="evaluate", outlets=[output])
+        def evaluate(**context) -> dict:
+            from rsp_jobs.orchestrate.tasks import evaluate_run
+
+            after, until = run_interval(context)
+            summary = evaluate_run(str(rq.path), after, until).as_dict()
+            context["outlet_events"][output].extra = {
+                "after": summary["after"], "until": summary["until"], "windows": summary["windows"],
+                "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"]}
+            return summary
+
+        wait >> evaluate()
+    return dag
+
+
+def ingest_dag(config: registry.StreamConfig) -> DAG:
+    asset = stream_asset(config.iri)
+    with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(timedelta(minutes=1)),
+             start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1,
+             doc_md=f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`.",
+             tags=["rsp", "ingest"]) as dag:
+
+        @task(task_id="load_landing_files", outlets=[asset])
+        def load(**context) -> dict:
+            from rsp_jobs.orchestrate.ingest import ingest_landing
+
+            report = ingest_landing(config.iri).as_dict()
+            if not report["loaded"]:
+                raise AirflowSkipException(f"no new files in {config.landing_dir}")
+            context["outlet_events"][asset].extra = {
+                "files": report["loaded"], "triples": report["triples"], "watermark": report["watermark"]}
+            return report
+
+        load()
+    return dag
+
+
+class QueryImportError(DAG):
+    """Stands for the query files that failed to load: the DagBag records its validation error
+    as this file's import error, while the DAGs of the other queries load."""
+
+    def validate(self):
+        raise RspError("registered queries that cannot be scheduled:\n" + self.doc_md)
+
+
+def build() -> dict[str, DAG]:
+    queries, errors = registry.discover()
+    derived = {rq.output_stream for rq in queries if rq.query.derives_stream}
+    dags = {rq.dag_id: query_dag(rq, derived) for rq in queries}
+    dags.update({f"ingest_{c.key}": ingest_dag(c) for c in registry.streams().values()})
+    if errors:
+        dags["rsp_query_errors"] = QueryImportError(
+            dag_id="rsp_query_errors", schedule=None, doc_md="\n".join(str(e) for e in errors.values()))
+    return dags
+
+
+globals().update(build())

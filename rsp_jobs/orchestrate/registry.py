@@ -1,0 +1,212 @@
+"""The registered queries under ``queries/`` and the streams they read (``queries/streams.toml``),
+as plain values the DAG factory and the tasks share.
+
+A query file ``queries/<application>/<name>.rsp`` is registered as it is; an optional
+``<name>.toml`` beside it sets its micro-batch (``batch = "10m"``, a whole number of STEPs) and
+window origin (``t0``). Without it a run covers the smallest multiple of STEP of at least one
+minute. ``queries/streams.toml`` names each input stream (the key is its landing directory and
+ingest DAG), its allowed lateness and late-data policy, and the files of background graphs.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from rsp_jobs import settings
+from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.algebra.translate import translate
+from rsp_jobs.errors import InputError, RspError, UnsupportedConstruct
+from rsp_jobs.language.parser import parse_duration, parse_query
+
+MS = 1000  # µs per ms
+
+MINUTE_US = 60_000_000
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# where a DAG's interval grid starts by default: live runs start now, history is a backfill
+DEFAULT_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+def queries_dir() -> Path:
+    """The registered queries: ``RSP_QUERIES_DIR``, default the repository's ``queries/``."""
+    return Path(os.environ.get("RSP_QUERIES_DIR", settings.REPO_ROOT / "queries"))
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    key: str  # names the landing directory and the ingest DAG
+    iri: str
+    allowed_lateness_us: int = 0
+    late_policy: str = "drop"  # or "reevaluate"
+
+    @property
+    def landing_dir(self) -> Path:
+        return settings.home_dir() / "landing" / self.key
+
+
+@dataclass(frozen=True)
+class RegisteredQuery:
+    path: Path
+    application: str
+    query: ContinuousQuery
+    batch_us: int  # a run's data interval: a whole number of steps
+    t0_us: int
+    background: tuple[str, ...] = field(default=())
+
+    @property
+    def dag_id(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.query.name.rstrip("/").rsplit("/", 1)[-1])
+
+    @property
+    def iri(self) -> str:
+        from rsp_jobs.store.results import query_iri
+
+        return query_iri(self.query)
+
+    @property
+    def output_stream(self) -> str:
+        return f"{self.iri}/stream"
+
+    @property
+    def streams(self) -> list[str]:
+        return sorted({w.stream for w in self.query.windows})
+
+    @property
+    def range_us(self) -> int:
+        return max(w.window.range_ms for w in self.query.windows) * MS
+
+    @property
+    def step_us(self) -> int:
+        return self.query.windows[0].window.step_ms * MS
+
+    def closes(self, after_us: int, until_us: int) -> range:
+        """The window closes ``c`` with ``after < c <= until`` (µs), on the query's grid."""
+        phase = (self.t0_us + self.range_us) % self.step_us
+        first = after_us + 1 + (phase - after_us - 1) % self.step_us
+        return range(first, until_us + 1, self.step_us)
+
+    def first_batch_end(self, not_before: datetime = DEFAULT_START) -> datetime:
+        """The first batch boundary at or after ``not_before`` on the query's close grid
+        (``t0 + RANGE + k*STEP``), so that every run's interval ends on a window close."""
+        phase = (self.t0_us + self.range_us) % self.step_us
+        us = to_us(not_before)
+        return from_us(us + (phase - us) % self.step_us)
+
+
+def to_us(moment: datetime) -> int:
+    delta = moment - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(us: int) -> datetime:
+    return datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
+
+
+def default_batch_us(step_us: int) -> int:
+    return -(-MINUTE_US // step_us) * step_us
+
+
+def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
+    """Parse and check one registered query file; errors name the file and line. (No Spark
+    here: the DAG processor calls this for every query file.)"""
+    root = root or queries_dir()
+    query = translate(parse_query(path.read_text(encoding="utf-8"), str(path)))
+    if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
+        raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
+    steps = {w.window.step_ms * MS for w in query.windows}
+    if len(steps) > 1:
+        raise UnsupportedConstruct(str(path), "streams with different STEPs in one query")
+    step = steps.pop()
+    options = _options(path.with_suffix(".toml"))
+    t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
+    batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
+        else default_batch_us(step)
+    if batch <= 0 or batch % step:
+        raise InputError(f"{path.with_suffix('.toml')}: batch must be a whole number of STEPs "
+                         f"({step // MS} ms), got {batch // MS} ms")
+    relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
+    application = relative.parts[0] if len(relative.parts) > 1 else "default"
+    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)))
+
+
+def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:
+    """Every query under ``root``: those that load, and the error of each that does not."""
+    root = root or queries_dir()
+    loaded, errors = [], {}
+    for path in sorted(root.rglob("*.rsp")):
+        try:
+            loaded.append(load_query(path, root))
+        except RspError as exc:
+            errors[path] = exc
+    return loaded, errors
+
+
+@functools.cache
+def _catalog(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def catalog_path() -> Path:
+    return queries_dir() / "streams.toml"
+
+
+def streams() -> dict[str, StreamConfig]:
+    """The input streams of ``queries/streams.toml``, by IRI."""
+    path = catalog_path()
+    found = {}
+    for key, entry in _catalog(path).get("streams", {}).items():
+        where = f"{path}: [streams.{key}]"
+        if "iri" not in entry:
+            raise InputError(f"{where}: missing iri")
+        policy = entry.get("late_policy", "drop")
+        if policy not in ("drop", "reevaluate"):
+            raise InputError(f"{where}: late_policy must be drop or reevaluate, got {policy!r}")
+        lateness = _duration_us(entry.get("allowed_lateness", "0ms"), path, f"streams.{key}.allowed_lateness")
+        found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy)
+    return found
+
+
+def stream_config(iri: str) -> StreamConfig:
+    """A stream's configuration; streams not in the catalog get the defaults."""
+    return streams().get(iri) or StreamConfig(re.sub(r"[^A-Za-z0-9_]+", "_", iri)[-60:], iri)
+
+
+def background_files(query: ContinuousQuery) -> list[str]:
+    """The files of the query's FROM graphs, from the catalog's ``[background]`` table
+    (``{data}`` is ``RSP_DATA_DIR``, relative paths are from the repository)."""
+    table = _catalog(catalog_path()).get("background", {})
+    files = []
+    for clause in query.graphs:
+        if clause.iri in table:
+            path = Path(table[clause.iri].format(data=settings.data_dir()))
+            files.append(f"{clause.iri}={path if path.is_absolute() else settings.REPO_ROOT / path}")
+    return files
+
+
+def _options(path: Path) -> dict:
+    return _catalog(path) if path.is_file() else {}
+
+
+def _duration_us(text: str, path: Path, key: str) -> int:
+    try:
+        return parse_duration(str(text)) * MS
+    except ValueError as exc:
+        raise InputError(f"{path}: {key}: {exc}") from None
+
+
+def _time(text: str, path: Path) -> datetime:
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{path}: t0: not an ISO 8601 time: {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

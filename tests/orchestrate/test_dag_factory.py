@@ -1,0 +1,75 @@
+"""The DAG factory: a DAG per registered query (and per input stream's ingest), scheduled to
+emulate the query's STEP, documented with the query; a query file that does not parse is an
+import error naming it, and the other DAGs still load."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from airflow.sdk import DeltaDataIntervalTimetable
+
+from rsp_jobs import settings
+
+
+
+def dag_bag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(settings.REPO_ROOT / "dags"))
+
+
+def test_every_registered_query_is_a_dag_scheduled_on_its_step(queries):
+    bag = dag_bag()
+    assert bag.import_errors == {}
+    assert set(bag.dag_ids) == {"congestion_by_segment", "congested_pairs", "congestion_readings",
+                                "congested_segments", "congestion_alert", "ingest_aarhus_traffic"}
+    dag = bag.dags.get("congestion_by_segment")
+    assert dag.timetable.delta == timedelta(minutes=5)
+    assert {"rsp", "query", "citybench"} <= set(dag.tags)
+    assert "AVG(?level)" in dag.doc_md and "RANGE 3600 s" in dag.doc_md and "STEP 300 s" in dag.doc_md
+    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_inputs", "evaluate"]
+    assert dag.max_active_runs == 1
+
+
+def test_a_batch_is_the_smallest_multiple_of_step_of_a_minute_unless_configured(queries):
+    fast = (queries / "citybench" / "congestion_by_segment.rsp").read_text().replace("STEP 5m", "STEP 20s")
+    (queries / "citybench" / "fast.rsp").write_text(fast.replace("congestion_by_segment", "fast"))
+    (queries / "citybench" / "fast_batched.rsp").write_text(fast.replace("congestion_by_segment", "fast_batched"))
+    (queries / "citybench" / "fast_batched.toml").write_text('batch = "2m"\n')
+    bag = dag_bag()
+    assert bag.dags.get("fast").timetable.delta == timedelta(minutes=1)
+    assert bag.dags.get("fast_batched").timetable.delta == timedelta(minutes=2)
+
+
+def test_adding_a_query_file_adds_a_dag(queries):
+    text = (queries / "citybench" / "congested_pairs.rsp").read_text()
+    (queries / "citybench" / "more_pairs.rsp").write_text(text.replace("congested_pairs", "more_pairs"))
+    assert "more_pairs" in dag_bag().dags
+
+
+def test_a_query_over_a_derived_stream_runs_on_that_streams_asset():
+    dags = dag_bag().dags
+    assert isinstance(dags["congestion_readings"].timetable, DeltaDataIntervalTimetable)
+    for dag_id, upstream in (("congested_segments", "congestion_readings"), ("congestion_alert", "congested_segments")):
+        assets = [a.name for a in dags[dag_id].timetable.asset_condition.objects]
+        assert assets == [f"urn:rsp:query:{upstream}/stream"]
+
+
+def test_a_query_that_does_not_parse_is_an_import_error_naming_its_file_and_line(queries):
+    broken = queries / "citybench" / "broken.rsp"
+    broken.write_text("REGISTER QUERY broken AS\nSELECT ?x\nFROM STREAM <http://ex.org/s> [RANGE 1m STEP]\n"
+                      "WHERE { ?x ?p ?o }\n")
+    bag = dag_bag()
+    assert {"congestion_by_segment", "congested_pairs", "ingest_aarhus_traffic"} <= set(bag.dag_ids)
+    (message,) = bag.import_errors.values()
+    assert f"{broken}:3:" in message
+
+
+@pytest.mark.parametrize("options, problem", [('batch = "7m"', "whole number of STEPs"),
+                                              ('batch = "soon"', "not a duration")])
+def test_a_bad_batch_setting_is_an_import_error_naming_the_file(queries, options, problem):
+    (queries / "citybench" / "congested_pairs.toml").write_text(options + "\n")
+    bag = dag_bag()
+    (message,) = bag.import_errors.values()
+    assert "congested_pairs.toml" in message and problem in message
+    assert "congestion_by_segment" in bag.dag_ids
