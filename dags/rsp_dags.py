@@ -41,7 +41,8 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     upstream = [stream_asset(s) for s in rq.streams if s in derived]
     output = stream_asset(rq.output_stream)
     schedule = upstream or DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us))
-    with DAG(dag_id=rq.dag_id, schedule=schedule, start_date=rq.first_batch_end(), catchup=False,
+    start = registry.DEFAULT_START if upstream else rq.first_batch_end()
+    with DAG(dag_id=rq.dag_id, schedule=schedule, start_date=start, catchup=False,
              max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query", rq.application]) as dag:
         wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
 

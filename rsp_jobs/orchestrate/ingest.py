@@ -95,10 +95,10 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     started = datetime.now(timezone.utc)
     batch = read_stream_file(path, config.iri)
     read_triples = len(batch.elements) + batch.rejected_triples
-    rows = lake().table(batch.stream, batch.elements).to_pandas()
-    outcome = gate.check_input_batch(rows, stream=config.iri, source=str(path),
-                                     interval=(registry.EPOCH, started + FUTURE_SKEW),
-                                     engine=engine, batch_id=f"{config.key}/{checksum[:16]}")
+    outcome = gate.check_input_batch(gate.lake_rows(batch.elements), stream=config.iri, source=str(path),
+                                     interval=(registry.EPOCH, started + FUTURE_SKEW), engine=engine,
+                                     batch_id=f"{config.key}/{checksum[:16]}",
+                                     background=registry.background_paths())
     if not outcome.success:
         rejected = config.landing_dir / "rejected"
         rejected.mkdir(exist_ok=True)

@@ -32,6 +32,14 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 DEFAULT_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 
+def schedule_start() -> datetime:
+    """When scheduled runs of query DAGs begin: ``RSP_SCHEDULE_START`` (ISO 8601), default 2000.
+    With catchup off the scheduler runs only the latest interval; a start in the future leaves
+    a deployment to explicitly triggered runs (a replay of history, the demo)."""
+    text = os.environ.get("RSP_SCHEDULE_START")
+    return _time(text, Path("RSP_SCHEDULE_START")) if text else DEFAULT_START
+
+
 def queries_dir() -> Path:
     """The registered queries: ``RSP_QUERIES_DIR``, default the repository's ``queries/``."""
     return Path(os.environ.get("RSP_QUERIES_DIR", settings.REPO_ROOT / "queries"))
@@ -90,11 +98,11 @@ class RegisteredQuery:
         first = after_us + 1 + (phase - after_us - 1) % self.step_us
         return range(first, until_us + 1, self.step_us)
 
-    def first_batch_end(self, not_before: datetime = DEFAULT_START) -> datetime:
+    def first_batch_end(self, not_before: Optional[datetime] = None) -> datetime:
         """The first batch boundary at or after ``not_before`` on the query's close grid
         (``t0 + RANGE + k*STEP``), so that every run's interval ends on a window close."""
         phase = (self.t0_us + self.range_us) % self.step_us
-        us = to_us(not_before)
+        us = to_us(not_before or schedule_start())
         return from_us(us + (phase - us) % self.step_us)
 
 
@@ -181,6 +189,17 @@ def stream_config(iri: str) -> StreamConfig:
     return streams().get(iri) or StreamConfig(re.sub(r"[^A-Za-z0-9_]+", "_", iri)[-60:], iri)
 
 
+def background_paths() -> list[Path]:
+    """Every background file of the catalog (what types the properties of stream readings)."""
+    table = _catalog(catalog_path()).get("background", {})
+    return [_resolve(text) for text in table.values()]
+
+
+def _resolve(text: str) -> Path:
+    path = Path(text.format(data=settings.data_dir()))
+    return path if path.is_absolute() else settings.REPO_ROOT / path
+
+
 def background_files(query: ContinuousQuery) -> list[str]:
     """The files of the query's FROM graphs, from the catalog's ``[background]`` table
     (``{data}`` is ``RSP_DATA_DIR``, relative paths are from the repository)."""
@@ -188,8 +207,7 @@ def background_files(query: ContinuousQuery) -> list[str]:
     files = []
     for clause in query.graphs:
         if clause.iri in table:
-            path = Path(table[clause.iri].format(data=settings.data_dir()))
-            files.append(f"{clause.iri}={path if path.is_absolute() else settings.REPO_ROOT / path}")
+            files.append(f"{clause.iri}={_resolve(table[clause.iri])}")
     return files
 
 

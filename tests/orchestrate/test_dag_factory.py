@@ -24,9 +24,9 @@ def test_every_registered_query_is_a_dag_scheduled_on_its_step(queries):
     assert set(bag.dag_ids) == {"congestion_by_segment", "congested_pairs", "congestion_readings",
                                 "congested_segments", "congestion_alert", "ingest_aarhus_traffic"}
     dag = bag.dags.get("congestion_by_segment")
-    assert dag.timetable.delta == timedelta(minutes=5)
+    assert dag.timetable.delta == timedelta(minutes=15)  # its .toml: three STEPs per run
     assert {"rsp", "query", "citybench"} <= set(dag.tags)
-    assert "AVG(?level)" in dag.doc_md and "RANGE 3600 s" in dag.doc_md and "STEP 300 s" in dag.doc_md
+    assert "AVG(?level)" in dag.doc_md and "RANGE 3600 s" in dag.doc_md and "STEP 300 s" in dag.doc_md and "900 s of window closes" in dag.doc_md
     assert [t.task_id for t in dag.topological_sort()] == ["wait_for_inputs", "evaluate"]
     assert dag.max_active_runs == 1
 

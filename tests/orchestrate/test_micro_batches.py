@@ -31,12 +31,10 @@ def one_evaluation(rq, after, until) -> list[dict]:
     return list(evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us, Interval(to_us(after), to_us(until))))
 
 
-def run_batches(rq, after, count):
-    summaries = []
-    for i in range(count):
-        a = after + timedelta(microseconds=rq.batch_us * i)
-        summaries.append(tasks.evaluate_run(str(rq.path), a, a + timedelta(microseconds=rq.batch_us)))
-    return summaries
+def run_batches(rq, after, count, minutes=5):
+    """``count`` consecutive runs of ``minutes`` (one STEP: the finest batching) from ``after``."""
+    size = timedelta(minutes=minutes)
+    return [tasks.evaluate_run(str(rq.path), after + i * size, after + (i + 1) * size) for i in range(count)]
 
 
 def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, traffic, spark):
@@ -49,7 +47,7 @@ def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, 
     rq = registry.load_query(QUERY)
     after, batches = DAY + timedelta(minutes=30), 12
     summaries = run_batches(rq, after, batches)
-    until = after + timedelta(microseconds=rq.batch_us * batches)
+    until = after + timedelta(minutes=5 * batches)
     whole = one_evaluation(rq, after, until)
     assert len(whole) == 12 and all(w["bindings"] for w in whole)
     assert stored_results(rq.iri) == whole
@@ -61,7 +59,7 @@ def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, 
             .group_by(ActivityGenerated.entity_iri)).all()
     assert len(per_frame) == len(whole) and {n for _, n in per_frame} == {1}
 
-    again = tasks.evaluate_run(str(rq.path), after, after + timedelta(microseconds=rq.batch_us))
+    again = tasks.evaluate_run(str(rq.path), after, after + timedelta(minutes=5))
     assert again.windows == summaries[0].windows and stored_results(rq.iri) == whole
 
 
