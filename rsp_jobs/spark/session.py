@@ -2,6 +2,14 @@
 
 ANSI mode is off because SPARQL maps expression errors (a bad cast, a division by zero) to
 an unbound value, which is what Spark's non-ANSI NULL results give. Times are UTC.
+
+The master comes from ``settings.spark_master()``. With a cluster master (``spark://``, ``yarn``,
+``k8s://``) the executors run in other JVMs, started by the cluster's workers: they reach the
+driver at ``SPARK_LOCAL_IP`` (``spark.driver.host``, default 127.0.0.1, right for a cluster on
+this machine; set it to an address the workers can reach otherwise), run Python with this
+interpreter, and get ``RSP_EXECUTOR_MEMORY`` (default 1g) each and ``RSP_SPARK_CORES_MAX`` (default
+2) cores in all. The lake is Parquet at a filesystem path, which must be the same path for the
+driver and the workers (one machine, or a shared filesystem). Local mode is unchanged.
 """
 from __future__ import annotations
 
@@ -26,8 +34,9 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
     from pyspark.sql import SparkSession
 
     home = settings.home_dir()
+    master = master or settings.spark_master()
     builder = (
-        SparkSession.builder.master(master or settings.spark_master()).appName(app_name)
+        SparkSession.builder.master(master).appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.ansi.enabled", "false")
         .config("spark.sql.shuffle.partitions", os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"))
@@ -41,7 +50,21 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
                 f"-Dderby.system.home={home / 'derby'} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
         .config("spark.sql.adaptive.enabled", "true")
     )
+    if not master.startswith("local"):
+        builder = _cluster_config(builder)
     _SESSION = builder.getOrCreate()
     _SESSION.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return _SESSION
+
+
+def _cluster_config(builder):
+    """What executors in other JVMs (a standalone, YARN or Kubernetes cluster) need."""
+    return (
+        builder
+        .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        .config("spark.executor.memory", os.environ.get("RSP_EXECUTOR_MEMORY", "1g"))
+        .config("spark.cores.max", os.environ.get("RSP_SPARK_CORES_MAX", "2"))
+    )

@@ -1,0 +1,161 @@
+"""Spark from one setting, and the engine on a real Spark standalone cluster.
+
+``rsp evaluate`` runs as a subprocess (this test process already holds a local SparkContext, and
+there is one per process): once against a master and worker started on 127.0.0.1 from the
+installed pyspark, once in ``local[2]``; both must give the same, non-empty answers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rsp_jobs import settings
+from rsp_jobs.errors import RspError
+from tests.support.spark_cluster import java_missing, spark_cluster  # noqa: F401 (fixture)
+
+RSP = str(Path(sys.executable).with_name("rsp"))
+QUERY = "q5"  # CSRBench: a join with a numeric FILTER over [RANGE 5s STEP 1s], 34 windows
+RUN_TIMEOUT = 600  # seconds; the machine may be shared with other Spark jobs
+
+
+# --- settings.spark_master(): RSP_SPARK_MASTER, else the Airflow connection, else local[2] ---
+
+@pytest.fixture
+def clean_spark_env(monkeypatch):
+    for key in ("RSP_SPARK_MASTER", "RSP_SPARK_CONN_ID", "AIRFLOW_CONN_RSP_SPARK"):
+        monkeypatch.delenv(key, raising=False)
+    return monkeypatch
+
+
+def test_environment_setting_wins_over_the_connection(clean_spark_env):
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
+    clean_spark_env.setenv("RSP_SPARK_MASTER", "local[1]")
+    assert settings.spark_master() == "local[1]"
+
+
+def test_airflow_connection_from_the_environment(clean_spark_env):
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
+    assert settings.spark_master() == "spark://127.0.0.1:7077"
+
+
+@pytest.mark.parametrize("value, master", [
+    ('{"conn_type": "spark", "host": "spark://10.0.0.5", "port": 7078}', "spark://10.0.0.5:7078"),
+    ('{"conn_type": "spark", "host": "spark://10.0.0.5:7079"}', "spark://10.0.0.5:7079"),
+    ('{"conn_type": "spark", "host": "local[3]"}', "local[3]"),
+    ('{"conn_type": "spark", "host": "sparkhost"}', "spark://sparkhost:7077"),
+    ('{"conn_type": "spark", "extra": {"master": "local[1]"}}', "local[1]"),
+    ("spark://spark%3A%2F%2Fmaster.example%3A7077", "spark://master.example:7077"),
+])
+def test_connection_forms(clean_spark_env, value, master):
+    clean_spark_env.setenv("RSP_SPARK_CONN_ID", "rsp_spark_forms")
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK_FORMS", value)
+    assert settings.spark_master() == master
+
+
+def test_connection_without_a_master_is_an_error(clean_spark_env):
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", '{"conn_type": "spark"}')
+    with pytest.raises(RspError, match="rsp_spark"):
+        settings.spark_master()
+
+
+def test_undefined_connection_falls_back_to_local(clean_spark_env):
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
+    assert settings.spark_master() == "spark://127.0.0.1:7077"  # Airflow is loaded now
+    assert "airflow.sdk" in sys.modules
+    clean_spark_env.delenv("AIRFLOW_CONN_RSP_SPARK")
+    assert settings.spark_master() == "local[2]"  # the SDK's not-found error, caught
+    clean_spark_env.setenv("RSP_SPARK_CONN_ID", "rsp_spark_nowhere")
+    assert settings.spark_master() == "local[2]"
+
+
+@pytest.mark.parametrize("extra, master", [
+    ({"RSP_SPARK_MASTER": "spark://127.0.0.1:7077"}, "spark://127.0.0.1:7077"),
+    ({}, "local[2]"),
+])
+def test_airflow_is_not_imported_when_it_cannot_matter(tmp_path, extra, master):
+    """A fresh process: with RSP_SPARK_MASTER set, or with no connection defined anywhere
+    Airflow could look, the setting is read without importing Airflow (which takes seconds)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "_AIRFLOW")) and k not in ("RSP_SPARK_MASTER", "RSP_SPARK_CONN_ID")}
+    env.update({"RSP_HOME": str(tmp_path), "AIRFLOW_CONN_RSP_SPARK": "spark://127.0.0.1:1"} if extra else
+               {"RSP_HOME": str(tmp_path)})
+    env.update(extra)
+    code = ("import sys; from rsp_jobs import settings; "
+            "print(settings.spark_master(), 'airflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [master, "False"]
+
+
+# --- the engine on a standalone cluster ---
+
+@pytest.fixture(scope="module")
+def csrbench_stream(data_dir, tmp_path_factory) -> Path:
+    from rsp_jobs.ingest import csrbench
+
+    return csrbench.write_stream(tmp_path_factory.mktemp("csrbench") / "csrbench.nq")
+
+
+class _Evaluation:
+    """``rsp evaluate`` of the CSRBench query in a subprocess on ``master``."""
+
+    def __init__(self, master: str, stream: Path, home: Path):
+        from rsp_jobs.ingest import csrbench
+
+        self.master = master
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "RSP_SPARK_CONN"))}
+        env.update({"RSP_SPARK_MASTER": master, "RSP_HOME": str(home)})
+        self.process = subprocess.Popen(
+            [RSP, "evaluate", str(csrbench.query_path(QUERY)), "--stream", f"{csrbench.STREAM}={stream}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def windows(self) -> list[dict]:
+        try:
+            out, err = self.process.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, err = self.process.communicate()
+            pytest.fail(f"rsp evaluate on {self.master} did not finish in {RUN_TIMEOUT} s\n{err[-4000:]}")
+        assert self.process.returncode == 0, f"rsp evaluate on {self.master} failed:\n{err[-4000:]}"
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+@pytest.fixture(scope="module")
+def local_evaluation(csrbench_stream, tmp_path_factory):
+    """The local-mode run, started before the cluster so that the two overlap."""
+    evaluation = _Evaluation("local[2]", csrbench_stream, tmp_path_factory.mktemp("home-local"))
+    yield evaluation
+    evaluation.stop()
+
+
+@pytest.mark.skipif(java_missing() is not None, reason=java_missing() or "")
+def test_cluster_gives_the_answers_of_local_mode(local_evaluation, spark_cluster, csrbench_stream,  # noqa: F811
+                                                 tmp_path):
+    assert spark_cluster.status()["aliveworkers"] == 1
+    on_cluster = _Evaluation(spark_cluster.master_url, csrbench_stream, tmp_path / "home-cluster")
+    try:
+        cluster_windows = on_cluster.windows()
+    finally:
+        on_cluster.stop()
+    local_windows = local_evaluation.windows()
+
+    assert local_windows, "local mode reported no windows"
+    assert any(w["bindings"] for w in local_windows), "local mode found no answers"
+    assert cluster_windows == local_windows
+
+    # the answers came from the cluster: the master ran an application `rsp` to its end, and
+    # the worker started an executor for it
+    app = spark_cluster.wait_for_application("rsp")
+    assert app["state"] == "FINISHED", app
+    executors = list((spark_cluster.directory / "work" / app["id"]).glob("*/stderr"))
+    assert executors, f"no executor ran for {app['id']} on the worker\n{spark_cluster.logs()}"
