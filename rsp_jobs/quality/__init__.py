@@ -1,0 +1,9 @@
+"""Great Expectations quality gates (GX Core 1.x, run inside tasks): suites for ingested and
+output batches (``suites``), numeric ranges per property from ``ontology/quality.ttl``
+(``ranges``), running them with Data Docs under the project home (``validate``), and the gate
+that records, quarantines and fails the run (``gate``)."""
+from rsp_jobs.quality.gate import (QualityGateError, QualityOutcome, check_input_batch, check_output_batch,
+                                   lake_rows, require)
+
+__all__ = ["QualityGateError", "QualityOutcome", "check_input_batch", "check_output_batch", "lake_rows",
+           "require"]

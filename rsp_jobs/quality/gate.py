@@ -1,0 +1,170 @@
+"""The quality gate: check a batch, record the check, quarantine a failing input batch, and
+fail the run with a message that names what failed.
+
+Every check, passed or failed, is a ``quality_check`` activity in the store with one
+``quality_results`` row per expectation, and a page in the GX Data Docs under ``<home>/gx``.
+A failing input batch is quarantined whole (nothing of it is accepted), one ``quarantine`` row
+per frame with its triples as N-Quads, so that rows = accepted + quarantined always holds.
+A failing output batch is withheld (counted as quarantined) but not copied into the quarantine
+table: window results are recomputed from their inputs.
+
+Plain values in, a small value out, for Airflow tasks and ingest code::
+
+    outcome = check_input_batch(lake_rows(batch.elements), stream=batch.stream, source=batch.source,
+                                interval=(start, end), engine=db.engine(), batch_id="...")
+    require(outcome)  # raises QualityGateError naming the failed expectations
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from operator import attrgetter
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pandas as pd
+from sqlalchemy import Connection, Engine, delete, insert, select
+
+from rsp_jobs.errors import RspError
+from rsp_jobs.ingest.rdf_stream import Element
+from rsp_jobs.quality import suites
+from rsp_jobs.quality.ranges import load_ranges
+from rsp_jobs.quality.validate import Checked, run_suite
+from rsp_jobs.store.db import write_transaction
+from rsp_jobs.store.frames import register_stream
+from rsp_jobs.store.models import ActivityUsed, QualityResult, QuarantinedInput, Stream
+from rsp_jobs.store.provenance import ActivityRecord, file_checksum, write_activity
+
+BATCH_BASE = "urn:rsp:batch:"
+Interval = Optional[tuple[datetime, datetime]]
+
+
+@dataclass(frozen=True)
+class QualityOutcome:
+    batch: str  # the batch's IRI
+    suite: str
+    success: bool
+    expectations: tuple[Checked, ...]  # every expectation evaluated, in the suite's order
+    rows: int
+    accepted_rows: int
+    quarantined_rows: int  # rows == accepted_rows + quarantined_rows
+    docs: Path  # the Data Docs index
+    activity: Optional[str] = None  # the quality_check activity's IRI; None without a store
+
+    @property
+    def failed(self) -> tuple[Checked, ...]:
+        return tuple(e for e in self.expectations if not e.success)
+
+    def summary(self) -> str:
+        if self.success:
+            return f"batch <{self.batch}> passed {self.suite}: {len(self.expectations)} expectations, {self.rows} rows"
+        where = f"; activity <{self.activity}>" if self.activity else ""
+        return (f"batch <{self.batch}> failed {self.suite}: {len(self.failed)} of {len(self.expectations)} "
+                f"expectations failed: {'; '.join(map(str, self.failed))}. {self.quarantined_rows} of "
+                f"{self.rows} rows quarantined, {self.accepted_rows} accepted{where}; Data Docs: {self.docs}")
+
+
+class QualityGateError(RspError):
+    """A batch failed its quality checks; the message names the failed expectations."""
+
+    def __init__(self, outcome: QualityOutcome):
+        self.outcome = outcome
+        super().__init__(outcome.summary())
+
+
+def require(outcome: QualityOutcome) -> QualityOutcome:
+    """The outcome if the batch passed; otherwise raise ``QualityGateError`` to fail the run."""
+    if not outcome.success:
+        raise QualityGateError(outcome)
+    return outcome
+
+
+def lake_rows(elements: Iterable[Element]) -> pd.DataFrame:
+    """Stream elements as rows of the lake's columns (what ``check_input_batch`` reads)."""
+    rows = pd.DataFrame(map(attrgetter(*suites.LAKE_COLUMNS), elements), columns=list(suites.LAKE_COLUMNS))
+    return rows.astype({"ts": "datetime64[us, UTC]", "o_time": "datetime64[us, UTC]", "o_num": "float64"})
+
+
+def check_input_batch(rows: pd.DataFrame, *, stream: str, batch_id: str, source: Optional[str] = None,
+                      interval: Interval = None, engine: Optional[Engine] = None,
+                      background: Iterable[str | Path] = ()) -> QualityOutcome:
+    """Check the rows of one ingested batch of ``stream`` (lake columns, in batch order):
+    required columns present and non-null, well-formed terms, timestamps in ``interval`` =
+    [start, end) (None: unchecked) and not decreasing frame by frame, no duplicate frames,
+    readings inside the ranges of ``ontology/quality.ttl``; ``background`` files type the
+    observed properties those ranges name (CityBench: SensorRepository.n3). ``source`` is the
+    file (or IRI) the batch came from; with ``engine``, the check is recorded in that store and
+    a failing batch quarantined there."""
+    batch = BATCH_BASE + batch_id
+    record = ActivityRecord("quality_check", datetime.now(timezone.utc),
+                            used=[(batch, "lake_file", None), *([_source_entity(source)] if source else [])])
+    view = suites.input_view(rows, load_ranges(), background)
+    present = set(view["range_property"].dropna())  # a range no row falls under would pass vacuously
+    suite = suites.input_suite(stream, interval, [r for r in load_ranges() if r.shape in present])
+    return _gate(suite, view, batch_id, record, interval, engine, (stream, source or batch, rows))
+
+
+def check_output_batch(windows: pd.DataFrame, *, query_iri: str, t0_us: int, range_us: int, step_us: int,
+                       batch_id: str, interval: Interval = None, engine: Optional[Engine] = None) -> QualityOutcome:
+    """Check the windows one evaluation run reported (columns query_iri, window_open,
+    window_close, row_count): each close on the query's schedule t0 + RANGE + k*STEP, k >= 0
+    (µs since the epoch; RANGE is the first close's offset from t0, see spark/windows.py),
+    inside ``interval`` = (after, until] (None: unchecked), counts not negative, one row per
+    query and close."""
+    record = ActivityRecord("quality_check", datetime.now(timezone.utc), query_iri=query_iri,
+                            used=[(query_iri, "query", None), (BATCH_BASE + batch_id, "result", None)])
+    view = suites.output_view(windows, t0_us, range_us, step_us)
+    return _gate(suites.output_suite(query_iri, interval), view, batch_id, record, interval, engine, None)
+
+
+def _gate(suite, view: pd.DataFrame, batch_id: str, record: ActivityRecord, interval: Interval,
+          engine: Optional[Engine], input_batch: Optional[tuple[str, str, pd.DataFrame]]) -> QualityOutcome:
+    """What both checks share: run the suite, judge the batch, and record the check (the
+    activity, its results and, for an input batch (stream, source, rows), its quarantine) in
+    one transaction."""
+    checked, docs = run_suite(suite, view, batch_id)
+    success = all(c.success for c in checked)
+    rows = len(view)
+    outcome = QualityOutcome(BATCH_BASE + batch_id, suite.name, success, tuple(checked), rows,
+                             rows if success else 0, 0 if success else rows, docs)
+    if engine is None:
+        return outcome
+    record.status = "success" if success else "failed"
+    if interval:
+        record.window_open, record.window_close = interval
+    with write_transaction(engine) as conn:
+        activity_id = write_activity(conn, record)
+        conn.execute(insert(QualityResult.__table__), [
+            {"activity_id": activity_id, "suite": c.suite, "expectation": c.label, "success": c.success,
+             "details": c.details} for c in outcome.expectations])
+        if input_batch is not None:
+            _quarantine(conn, activity_id, outcome, *input_batch)
+    return replace(outcome, activity=record.iri)
+
+
+def _source_entity(source: str) -> tuple[str, str, Optional[str]]:
+    """What the batch was read from, named as the ingest activity names it (a file:// IRI with
+    the file's checksum) when it is a file."""
+    if os.path.isfile(source):
+        return f"file://{os.path.abspath(source)}", "lake_file", file_checksum(source)
+    return source, "lake_file", None
+
+
+def _quarantine(conn: Connection, activity_id: int, outcome: QualityOutcome, stream: str, source: str,
+                rows: pd.DataFrame) -> None:
+    """What earlier checks of this batch quarantined is replaced: by nothing if it passed now,
+    else by one row per frame (rows grouped by frame and timestamp, in batch order)."""
+    earlier = select(ActivityUsed.activity_id).where(ActivityUsed.entity_iri == outcome.batch,
+                                                     ActivityUsed.activity_id != activity_id)
+    conn.execute(delete(QuarantinedInput).where(QuarantinedInput.activity_id.in_(earlier)))
+    if outcome.success or rows.empty:
+        return
+    stream_id = conn.scalar(select(Stream.id).where(Stream.iri == stream)) or register_stream(conn, stream)
+    reason = "; ".join(map(str, outcome.failed))
+    terms = rows.reindex(columns=["frame", "ts", "s", "p", "o"]).astype(object)
+    conn.execute(insert(QuarantinedInput.__table__), [
+        {"stream_id": stream_id, "source_file": source, "line": None, "reason": reason, "triples": len(frame),
+         "activity_id": activity_id, "text": f"# frame <{iri}> at {ts}\n" + "".join(
+             f"{s} {p} {o} <{iri}> .\n" for s, p, o in zip(frame["s"], frame["p"], frame["o"]))}
+        for (iri, ts), frame in terms.groupby(["frame", "ts"], sort=False, dropna=False)])
