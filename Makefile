@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 RSP_DATA_DIR ?= $(abspath ../shared/data)
 export RSP_DATA_DIR
 
-.PHONY: setup test demo bench lock clean
+.PHONY: setup test demo bench airflow lock clean
 
 setup:
 	@scripts/bootstrap.sh
@@ -20,6 +20,9 @@ demo: setup
 bench: setup
 	$(VENV)/bin/python -m rsp_jobs.bench --output bench-results/engine.json
 	$(VENV)/bin/python -m rsp_jobs.store.bench --output bench-results/store.json
+
+airflow: setup
+	scripts/airflow.sh
 
 lock:
 	$(VENV)/bin/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock --no-header -q

@@ -1,0 +1,169 @@
+"""Airflow's configuration on the embedded defaults: its home, metadata database (SQLite) and
+logs under the project home, the project's ``dags/`` folder, LocalExecutor, no example DAGs, an
+API server on localhost, and a login for the UI (simple auth manager, one admin user, password
+file under the Airflow home; ``simple_auth_manager_all_admins`` off: on, it opens the UI to all).
+
+Every value is a default: a variable already set in the environment wins, so production points
+Airflow at PostgreSQL and its own users with the usual ``AIRFLOW__SECTION__KEY`` variables.
+Must be applied before Airflow is first imported in a process (Airflow reads its config once).
+
+``python -m rsp_jobs.orchestrate.airflow_env`` (``make airflow``) prepares all of it and runs the
+components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
+standalone``: its Ctrl-C can hang on a component that does not exit (seen with the DAG processor),
+so ``stop`` escalates to SIGKILL; the test deployment (tests/orchestrate) runs the same way.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Optional
+
+from rsp_jobs import settings
+
+PASSWORDS_FILE = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment Airflow processes of this project run with (values in ``current`` win)."""
+    home = Path(home) if home else settings.home_dir()
+    airflow_home = Path(current.get("AIRFLOW_HOME") or home / "airflow")
+    user = current.get("RSP_AIRFLOW_USER") or "admin"
+    port = current.get("AIRFLOW__API__PORT") or "8080"
+    defaults = {
+        "RSP_HOME": str(home),
+        "RSP_AIRFLOW_USER": user,
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.REPO_ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": port,
+        # workers send task state to the API server: it must be this port, not the default 8080
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{port}/execution/",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{user}:admin",
+        PASSWORDS_FILE: str(airflow_home / "passwords.json"),
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "20",
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        "GX_ANALYTICS_ENABLED": "false",
+    }
+    return {key: current.get(key) or value for key, value in defaults.items()}
+
+
+def configure(home: Optional[Path] = None) -> dict[str, str]:
+    """Apply ``environment()`` to this process (before importing Airflow); returns it."""
+    env = environment(home)
+    os.environ.update(env)
+    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def airflow_command(*args: str) -> list[str]:
+    """The ``airflow`` CLI of this interpreter's environment."""
+    return [str(Path(sys.executable).with_name("airflow")), *args]
+
+
+def migrate(env: dict[str, str]) -> None:
+    """Create or upgrade Airflow's metadata database (``airflow db migrate``)."""
+    subprocess.run(airflow_command("db", "migrate"), env={**os.environ, **env}, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def ensure_password(env: dict[str, str], password: Optional[str] = None) -> Path:
+    """Give the UI user a password in the simple auth manager's file (JSON ``{user: password}``):
+    ``password`` or ``RSP_AIRFLOW_PASSWORD`` when given, else a random one made once and kept.
+    Returns the file, readable by its owner only, since the password is stored in clear."""
+    path = Path(env[PASSWORDS_FILE])
+    passwords = json.loads(path.read_text() or "{}") if path.exists() else {}
+    user = env["RSP_AIRFLOW_USER"]
+    password = (password or os.environ.get("RSP_AIRFLOW_PASSWORD") or passwords.get(user)
+                or secrets.token_urlsafe(12))
+    if passwords.get(user) != password:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**passwords, user: password}) + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def start(env: dict[str, str], logs: Path) -> dict[str, subprocess.Popen]:
+    """Start every component with its output in ``logs/<component>.log``, each in its own process
+    group so that stopping it also stops the task processes and Spark JVMs it started."""
+    logs.mkdir(parents=True, exist_ok=True)
+    processes = {}
+    for name in COMPONENTS:
+        with (logs / f"{name}.log").open("ab") as log:
+            processes[name] = subprocess.Popen(airflow_command(name), env={**os.environ, **env},
+                                               stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+    return processes
+
+
+def stop(processes: Iterable[subprocess.Popen], grace: float = 20.0) -> None:
+    """SIGTERM every process group, then SIGKILL whatever is left after ``grace`` seconds."""
+    processes = list(processes)
+    for process in processes:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def healthy(url: str) -> bool:
+    """Whether the API server answers and says the metadata DB and every component are healthy."""
+    import httpx
+
+    try:
+        health = httpx.get(f"{url}/api/v2/monitor/health", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return False
+    return all(health.get(part, {}).get("status") == "healthy"
+               for part in ("metadatabase", "scheduler", "triggerer", "dag_processor"))
+
+
+def main() -> int:
+    """Configure, migrate, make sure of the login, run the components until Ctrl-C or one dies."""
+    # the components have their own process groups: a `kill` or a closed terminal must stop them too
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda *_: sys.exit(0))
+    env = configure()
+    migrate(env)
+    passwords = ensure_password(env)
+    logs = Path(env["AIRFLOW_HOME"]) / "logs"
+    url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
+    processes = start(env, logs)
+    print(f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
+          f"{logs}/<component>.log; Ctrl-C stops it.", flush=True)
+    try:
+        ready = False
+        while not (dead := [name for name, p in processes.items() if p.poll() is not None]):
+            if not ready and (ready := healthy(url)):
+                print(f"Airflow is ready: {url}  login: {env['RSP_AIRFLOW_USER']}, password in "
+                      f"{passwords}", flush=True)
+            time.sleep(1)
+        print(f"{', '.join(dead)} exited: see {logs}/{dead[0]}.log; stopping Airflow", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop(processes.values())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

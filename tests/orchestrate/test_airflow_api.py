@@ -1,0 +1,98 @@
+"""The Airflow UI and REST API v2, end to end: a real deployment (API server, scheduler, DAG
+processor, triggerer, as ``make airflow`` runs them) on the project's ``dags/``, behind a login;
+a query DAG run triggered through the API evaluates its data interval in Spark, and the asset
+event it emits for its output stream says which windows, how many rows and which provenance
+activity."""
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from rsp_jobs.store import db
+from rsp_jobs.store.models import Activity, WindowResult
+from rsp_jobs.orchestrate.deployment import Deployment, airflow_deployment
+from tests.orchestrate.conftest import DAY, TRAFFIC, land
+
+PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings",
+                "congested_segments", "congestion_alert", "ingest_aarhus_traffic"}
+QUERY_DAG = "congestion_by_segment"  # RANGE 1h STEP 5m over the Aarhus traffic, 15-min batches
+OUTPUT_STREAM = "urn:rsp:query:congestion_by_segment/stream"
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory, request):
+    """One deployment for the module. Only the runs a test triggers run: a scheduled run would
+    hold the query DAG's single active run slot, waiting for a watermark of today."""
+    home = tmp_path_factory.mktemp("airflow-deployment")
+    with airflow_deployment(home, {"AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False"}) as deployment:
+        failed = request.session.testsfailed
+        yield deployment
+        if request.session.testsfailed > failed:  # show what Airflow said about the failure
+            with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+                print(f"\n{deployment.log_tails()}", file=sys.stderr)
+
+
+def listed_dags(airflow: Deployment) -> set[str]:
+    """The DAG ids of ``GET /api/v2/dags`` once the DAG processor has parsed the project's."""
+    def dag_ids():
+        ids = {d["dag_id"] for d in airflow.client.get("/api/v2/dags", params={"limit": 100})
+               .raise_for_status().json()["dags"]}
+        return ids if PROJECT_DAGS <= ids else None
+    return airflow.wait_for(dag_ids, 120, f"DAGs {sorted(PROJECT_DAGS)} listed")
+
+
+def test_the_api_and_ui_need_a_login(airflow):
+    assert httpx.get(f"{airflow.url}/api/v2/dags").status_code in (401, 403)
+    assert airflow.login(airflow.user, "not the password").status_code == 401
+    assert httpx.get(f"{airflow.url}/auth/token").status_code == 403  # no token without credentials
+    assert airflow.login(airflow.user, airflow.password).status_code == 201
+
+
+def test_the_project_dags_are_listed_without_import_errors(airflow):
+    assert listed_dags(airflow) == PROJECT_DAGS
+    errors = airflow.client.get("/api/v2/importErrors").raise_for_status().json()
+    assert errors["total_entries"] == 0, errors
+
+
+def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_interval(
+        airflow, traffic, monkeypatch):
+    monkeypatch.setenv("RSP_HOME", airflow.env["RSP_HOME"])  # the deployment's lake and store
+    monkeypatch.delenv("RSP_STORE_URL", raising=False)
+    from rsp_jobs.orchestrate.ingest import ingest_landing
+
+    land(traffic(0, 60))  # 06:00-07:00: the watermark passes 06:45 + 5 min allowed lateness
+    assert ingest_landing(TRAFFIC).as_dict()["loaded"] == 1
+    listed_dags(airflow)
+
+    after, until = DAY + timedelta(minutes=30), DAY + timedelta(minutes=45)  # one batch: 3 closes
+    dag = f"/api/v2/dags/{QUERY_DAG}"
+    airflow.client.patch(dag, json={"is_paused": False}).raise_for_status()
+    run = airflow.client.post(f"{dag}/dagRuns", json={
+        "dag_run_id": "api_e2e", "logical_date": after.isoformat(),
+        "data_interval_start": after.isoformat(), "data_interval_end": until.isoformat(),
+    }).raise_for_status().json()
+
+    def finished():
+        state = airflow.client.get(f"{dag}/dagRuns/{run['dag_run_id']}").raise_for_status().json()["state"]
+        return state if state in ("success", "failed") else None
+    assert airflow.wait_for(finished, 600, f"run {run['dag_run_id']} finished") == "success"
+
+    events = airflow.client.get("/api/v2/assets/events", params={
+        "source_dag_id": QUERY_DAG, "source_run_id": run["dag_run_id"]}).raise_for_status().json()
+    (event,) = events["asset_events"]
+    assert event["uri"] == f"x-rsp:{OUTPUT_STREAM}" and event["source_task_id"] == "evaluate"
+    extra = event["extra"]
+    assert (extra["after"], extra["until"], extra["windows"]) == (after.isoformat(), until.isoformat(), 3)
+    assert extra["query"] == "urn:rsp:query:congestion_by_segment"
+    assert extra["rows"] > 0  # per window, a row per traffic sensor with readings
+
+    with db.engine().connect() as conn:  # what the event says is what the store holds
+        activity = conn.execute(select(Activity).where(Activity.iri == extra["activity"])).one()
+        results = conn.scalars(select(WindowResult.payload).where(WindowResult.query_iri == extra["query"])).all()
+    assert len(results) == 3 and sum(len(r["bindings"]) for r in results) == extra["rows"]
+    assert (activity.dag_id, activity.run_id, activity.task_id, activity.status) == (
+        QUERY_DAG, run["dag_run_id"], "evaluate", "success")
