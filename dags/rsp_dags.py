@@ -40,9 +40,8 @@ def describe(rq: registry.RegisteredQuery) -> str:
 def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     upstream = [stream_asset(s) for s in rq.streams if s in derived]
     output = stream_asset(rq.output_stream)
-    schedule = upstream or DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us))
-    start = registry.DEFAULT_START if upstream else rq.first_batch_end()
-    with DAG(dag_id=rq.dag_id, schedule=schedule, start_date=start, catchup=False,
+    timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
+    with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
              max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query", rq.application]) as dag:
         wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
 

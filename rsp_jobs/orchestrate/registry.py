@@ -32,12 +32,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 DEFAULT_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 
-def schedule_start() -> datetime:
-    """When scheduled runs of query DAGs begin: ``RSP_SCHEDULE_START`` (ISO 8601), default 2000.
-    With catchup off the scheduler runs only the latest interval; a start in the future leaves
-    a deployment to explicitly triggered runs (a replay of history, the demo)."""
-    text = os.environ.get("RSP_SCHEDULE_START")
-    return _time(text, Path("RSP_SCHEDULE_START")) if text else DEFAULT_START
+def scheduled_runs() -> bool:
+    """``RSP_SCHEDULED_RUNS`` (default true): whether query DAGs over input streams run on their
+    timetable. Off, they run only when triggered with an interval (a replay of history, the
+    demo); chained queries still run on their upstream's asset events."""
+    return os.environ.get("RSP_SCHEDULED_RUNS", "true").strip().lower() not in ("0", "false", "no", "off")
 
 
 def queries_dir() -> Path:
@@ -102,7 +101,7 @@ class RegisteredQuery:
         """The first batch boundary at or after ``not_before`` on the query's close grid
         (``t0 + RANGE + k*STEP``), so that every run's interval ends on a window close."""
         phase = (self.t0_us + self.range_us) % self.step_us
-        us = to_us(not_before or schedule_start())
+        us = to_us(not_before or DEFAULT_START)
         return from_us(us + (phase - us) % self.step_us)
 
 

@@ -3,7 +3,6 @@ registered queries (the repository's or a copy to change), hours of real CityBen
 landing files, and Airflow's metadata database for real DAG runs."""
 from __future__ import annotations
 
-import os
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path

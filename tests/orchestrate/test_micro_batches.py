@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from rdflib import URIRef
 from rdflib.namespace import PROV
 from sqlalchemy import func, select
 
 from rsp_jobs.engine import Interval, evaluate
+from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.orchestrate.registry import to_us
 from rsp_jobs.store import db
 from rsp_jobs.store.lineage import prov_graph
-from rsp_jobs.store.models import Activity, ActivityGenerated, LateArrival, QuarantinedInput, WindowResult
+from rsp_jobs.quality import QualityGateError
+from rsp_jobs.store.models import (Activity, ActivityGenerated, Frame, LateArrival, QuarantinedInput,
+                                   WindowResult)
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 
 QUERY = registry.queries_dir() / "citybench" / "congestion_by_segment.rsp"
@@ -109,3 +113,21 @@ def test_late_frames_are_reevaluated_as_a_revision_under_the_reevaluate_policy(h
     graph = prov_graph(db.engine(), frame)
     assert (URIRef(revision.iri), PROV.wasInformedBy, URIRef(revision.revision_of)) in graph
     assert (URIRef(frame), PROV.wasGeneratedBy, URIRef(revision.iri)) in graph
+
+
+def test_a_landing_file_that_fails_its_quality_checks_is_quarantined_whole_and_fails_the_run(home, traffic):
+    good = traffic(0, 10).read_text()
+    future = good.replace("2014-08-02T06:05:00", "2099-08-02T06:05:00")  # one frame from the future
+    path = registry.stream_config(TRAFFIC).landing_dir / "bad.nq"
+    path.parent.mkdir(parents=True)
+    path.write_text(future)
+    triples = len(read_stream_file(path, TRAFFIC).elements)
+    with pytest.raises(QualityGateError, match=r"failed rsp_input_batch.*ts") as failure:
+        ingest_landing(TRAFFIC)
+    assert failure.value.outcome.quarantined_rows == failure.value.outcome.rows == triples
+    assert not path.exists() and (path.parent / "rejected" / "bad.nq").exists()
+    with db.engine().connect() as conn:
+        assert conn.scalar(select(func.sum(QuarantinedInput.triples))) == triples
+        assert conn.scalar(select(func.count()).select_from(Frame)) == 0
+        assert conn.scalar(select(func.count()).select_from(Activity).where(
+            Activity.kind == "quality_check", Activity.status == "failed")) == 1
