@@ -13,12 +13,14 @@
 """
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 from airflow.sdk import DAG, Asset, DeltaDataIntervalTimetable, DeltaTriggerTimetable, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from rsp_jobs.errors import RspError
+from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
@@ -62,7 +64,8 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
 
 def ingest_dag(config: registry.StreamConfig) -> DAG:
     asset = stream_asset(config.iri)
-    with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(timedelta(minutes=1)),
+    every = timedelta(milliseconds=parse_duration(os.environ.get("RSP_INGEST_EVERY", "5m")))
+    with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(every),
              start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1,
              doc_md=f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`.",
              tags=["rsp", "ingest"]) as dag:

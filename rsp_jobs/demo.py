@@ -1,16 +1,22 @@
-"""``rsp demo`` (``make demo``): the engine's main job on the embedded defaults (local Spark, the
-lake under the project home), on real data when ``../shared/data`` is there:
+"""``rsp demo`` (``make demo``): the platform's main job on the embedded defaults (local Spark,
+SQLite store, Airflow on its own SQLite, all under ``<RSP_HOME>/demo``), on real data when
+``../shared/data`` is there:
 
 1. CSRBench's seven queries over its stream, checked against the published answers;
-2. the registered CityBench queries in ``queries/citybench/`` over six hours of the 33 Aarhus
-   traffic streams with the sensor repository as background.
+2. two hours of the 33 Aarhus traffic streams dropped in the landing directory and replayed
+   through real DAG runs: the ingest DAG, every registered query over a fixed half hour, the
+   traffic chain (two derived streams and an alert query run on their upstream's asset events);
+   then a summary: runs, windows, derived frames, quality results, alerts, and the provenance
+   of one alert.
 
-Without the shared data it says so and runs the CityBench queries on a generated sample.
+Without the shared data it says so and replays a generated sample instead.
 """
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -56,20 +62,42 @@ def demo_csrbench(home: Path) -> bool:
     return ok
 
 
-def demo_citybench(home: Path, stream_file: Path, repository: Path) -> None:
-    say(f"CityBench: registered queries over {stream_file.name}")
-    batch = read_stream_file(stream_file, citybench.TRAFFIC)
-    lake = Lake(home / "citybench-lake")
-    lake.write(batch, batch_id="citybench")
-    say(f"  loaded {len(batch.elements)} triples in {batch.frames} frames "
-        f"({batch.rejected_triples} rejected)")
-    for path in sorted((settings.REPO_ROOT / "queries" / "citybench").glob("*.rsp")):
-        windows = run_query(path, lake, [str(repository)], home)
-        busiest = max(windows, key=lambda w: len(w.get("bindings", [])), default=None)
-        if busiest and busiest.get("bindings"):
-            first = busiest["bindings"][0]
-            shown = ", ".join(f"{k}={v['value'].rsplit('#', 1)[-1][:40]}" for k, v in first.items())
-            say(f"  {'':<24} e.g. window closing {busiest['window_close']}: {shown}")
+def demo_airflow(home: Path, traffic_files: list[Path]) -> bool:
+    """The registered queries through real DAG runs over a fixed range, with a summary."""
+    from rsp_jobs.orchestrate.deployment import airflow_deployment
+    from rsp_jobs.orchestrate.replay import replay
+    from rsp_jobs.store import db
+    from rsp_jobs.store.lineage import prov_graph
+
+    os.environ.update(RSP_HOME=str(home), RSP_STORE_URL=f"sqlite:///{home / 'store.sqlite'}",
+                      RSP_SCHEDULED_RUNS="false")  # only the replay's runs
+    after, until = DAY + timedelta(hours=1), DAY + timedelta(hours=1, minutes=30)
+    say(f"Airflow: replaying {len(traffic_files)} traffic files through the DAGs, windows closing in "
+        f"({after:%Y-%m-%d %H:%M}, {until:%H:%M}] UTC (starting Airflow: about a minute)")
+    with airflow_deployment(home) as airflow:
+        say(f"  Airflow UI at {airflow.url} (user {airflow.user}) while the demo runs")
+        summary = replay(airflow, {str(citybench.TRAFFIC): traffic_files}, after, until, say)
+    say("\nSummary")
+    for dag_id, states in summary.runs.items():
+        say(f"  {dag_id:<24} runs: " + ", ".join(f"{n} {state}" for state, n in states.items()))
+    for dag_id, windows in summary.windows.items():
+        derived = summary.derived_frames.get(dag_id)
+        say(f"  {dag_id:<24} {windows:>3} windows evaluated" + (f", {derived} derived frames" if derived else ""))
+    say(f"  quality: {summary.quality.get('checks', 0)} checks, {summary.quality.get('passed', 0)} expectations "
+        f"passed, {summary.quality.get('failed', 0)} failed")
+    say(f"  alerts: {len(summary.alerts)} windows with congestion alerts")
+    for alert in summary.alerts[:5]:
+        for row in alert["bindings"][:3]:
+            say(f"    {alert['window_close']}  {row['sensor']['value'].rsplit('#', 1)[-1]}  "
+                f"peak {row['peak']['value']}  readings {row['readings']['value']}")
+    if summary.alerts:
+        frame = summary.alerts[0]["frame"]
+        graph = prov_graph(db.engine(), frame)
+        say(f"\nProvenance of {frame} ({len(graph)} PROV-O triples; rsp provenance '{frame}'):")
+        say("\n".join("  " + line for line in graph.serialize(format="turtle").splitlines()[:40]))
+        say("  ...")
+    failed = sum(states.get("failed", 0) for states in summary.runs.values())
+    return failed == 0
 
 
 def generated_sample(home: Path) -> tuple[Path, Path]:
@@ -101,18 +129,25 @@ def generated_sample(home: Path) -> tuple[Path, Path]:
 
 def main() -> int:
     home = settings.home_dir() / "demo"
-    home.mkdir(parents=True, exist_ok=True)
+    if home.exists():
+        shutil.rmtree(home)  # a replay starts from an empty store and Airflow
+    home.mkdir(parents=True)
     started = time.perf_counter()
     ok = True
     if settings.data_dir().is_dir():
         ok = demo_csrbench(home)
         say()
-        stream = citybench.merged_traffic(DAY, DAY + timedelta(hours=HOURS), home / "citybench-traffic.nq")
-        demo_citybench(home, stream, citybench.sensor_repository_path())
+        files = [citybench.merged_traffic(DAY + timedelta(hours=h), DAY + timedelta(hours=h + 1),
+                                          home / f"traffic-{h:02d}.nq") for h in range(2)]
     else:
         say(f"The shared data is not at {settings.data_dir()} (set RSP_DATA_DIR): running on a generated sample.")
-        stream, repository = generated_sample(home)
-        demo_citybench(home, stream, repository)
+        sample = home / "sample-data"
+        stream, repository = generated_sample(sample)
+        (sample / "citybench" / "background").mkdir(parents=True)
+        repository.rename(sample / "citybench" / "background" / repository.name)
+        os.environ["RSP_DATA_DIR"] = str(sample)
+        files = [stream]
+    ok &= demo_airflow(home, files)
     say(f"\nDone in {time.perf_counter() - started:.0f} s; results under {home}")
     return 0 if ok else 1
 

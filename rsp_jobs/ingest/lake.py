@@ -115,3 +115,10 @@ def _spark_schema():
         T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
         T.StructField("o_num", T.DoubleType()), T.StructField("o_time", T.TimestampType()),
     ])
+
+
+def project_lake() -> "Lake":
+    """The lake of the project home (``<RSP_HOME>/lake``): what DAG runs read and write."""
+    from rsp_jobs import settings
+
+    return Lake(settings.home_dir() / "lake")

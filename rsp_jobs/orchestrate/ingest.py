@@ -17,10 +17,10 @@ from typing import Optional
 
 from sqlalchemy import insert, select, update
 
+from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.ingest.rdf_stream import FORMATS, read_stream_file
 from rsp_jobs.orchestrate import late, registry
 from rsp_jobs.orchestrate.registry import StreamConfig
-from rsp_jobs.orchestrate.tasks import lake
 from rsp_jobs.store import db
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import register_stream

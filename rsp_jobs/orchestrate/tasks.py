@@ -16,9 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from rsp_jobs import settings
 from rsp_jobs.engine import Interval, evaluate
-from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
 from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query, to_us
 from rsp_jobs.spark.results import iso_ms
@@ -41,10 +40,6 @@ class RunSummary:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def lake() -> Lake:
-    return Lake(settings.home_dir() / "lake")
 
 
 def evaluate_run(query_path: str, after: datetime, until: datetime, store_url: Optional[str] = None) -> RunSummary:

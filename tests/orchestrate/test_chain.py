@@ -1,0 +1,96 @@
+"""Real DAG runs on a Spark standalone cluster: a deployment whose tasks get Spark from the
+Airflow connection ``rsp_spark`` (a master and worker started from the installed pyspark).
+
+- Chaining: triggering the root of the traffic chain (``congestion_readings``, REGISTER STREAM)
+  makes the scheduler run ``congested_segments`` (REGISTER STREAM over its output) and then the
+  alert query ``congestion_alert`` on the asset events, each over the interval the events carry;
+  the results equal a local-mode evaluation of each stage over the same lake.
+- Watermarks: a run whose interval the inputs have not reached yet waits deferred (in the
+  triggerer, holding no worker slot) and completes once an ingest moves the watermark past it."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from rsp_jobs.engine import Interval, evaluate
+from rsp_jobs.orchestrate import registry, tasks
+from rsp_jobs.orchestrate.registry import to_us
+from rsp_jobs.store import db
+from rsp_jobs.store.models import Stream, WindowResult
+from rsp_jobs.orchestrate.replay import run_states, trigger, unpause_all, wait_for_run
+from rsp_jobs.orchestrate.deployment import airflow_deployment
+from tests.orchestrate.conftest import DAY, TRAFFIC, land
+from tests.support.spark_cluster import spark_cluster  # noqa: F401  (fixture)
+
+CHAIN = ("congestion_readings", "congested_segments", "congestion_alert")
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory, traffic, spark_cluster):
+    """The deployment, its project home holding 06:30-08:00 of traffic (watermark 07:55)."""
+    home = tmp_path_factory.mktemp("chain") / "home"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RSP_HOME", str(home))
+        env.delenv("RSP_STORE_URL", raising=False)
+        from rsp_jobs.orchestrate.ingest import ingest_landing
+
+        land(traffic(30, 120))
+        ingest_landing(TRAFFIC)
+        overrides = {"AIRFLOW_CONN_RSP_SPARK": spark_cluster.master_url,
+                     "RSP_SCHEDULED_RUNS": "false"}  # no scheduled runs, only ours
+        with airflow_deployment(home, overrides) as deployment:
+            unpause_all(deployment, CHAIN + ("congestion_by_segment", "ingest_aarhus_traffic"))
+            yield deployment
+
+
+def test_a_chain_of_three_runs_on_asset_events_on_a_spark_cluster(airflow, spark_cluster, spark):
+    after, until = DAY + timedelta(minutes=45), DAY + timedelta(minutes=75)
+    root = registry.load_query(registry.queries_dir() / "traffic" / "congestion_readings.rsp")
+    for a in (after, after + timedelta(minutes=15)):
+        run_id = trigger(airflow, CHAIN[0], a, a + timedelta(microseconds=root.batch_us))
+        assert wait_for_run(airflow, CHAIN[0], run_id, 900) == "success"
+
+    def evaluated_through_until():
+        with db.engine().connect() as conn:
+            marks = dict(conn.execute(select(Stream.iri, Stream.watermark)).all())
+        evaluated = all(marks.get(f"urn:rsp:query:{q}/stream") and marks[f"urn:rsp:query:{q}/stream"] >= until
+                        for q in CHAIN)
+        return evaluated and all(state in ("success", "failed") for q in CHAIN for state in run_states(airflow, q))
+    airflow.wait_for(evaluated_through_until, 900, "the chained queries evaluated up to 07:15")
+
+    for dag_id in CHAIN[1:]:
+        runs = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns").raise_for_status().json()["dag_runs"]
+        assert runs and {r["run_type"] for r in runs} == {"asset_triggered"}
+        assert {r["state"] for r in runs} == {"success"}
+        events = airflow.client.get("/api/v2/assets/events", params={"source_dag_id": dag_id}).json()
+        spans = sorted((e["extra"]["after"], e["extra"]["until"]) for e in events["asset_events"])
+        assert spans[0][0] == after.isoformat() and spans[-1][1] == until.isoformat()
+    apps = spark_cluster.status()["completedapps"] + spark_cluster.status()["activeapps"]
+    assert len([a for a in apps if a["name"] == "rsp"]) >= 3  # every stage ran on the cluster
+
+    with db.engine().connect() as conn:
+        for dag_id in CHAIN:
+            rq = registry.load_query(registry.queries_dir() / "traffic" / f"{dag_id}.rsp")
+            stored = [r.payload for r in conn.execute(
+                select(WindowResult.payload).where(WindowResult.query_iri == rq.iri)
+                .where(WindowResult.window_close > after).order_by(WindowResult.window_close))]
+            local = list(evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us,
+                                  Interval(to_us(after), to_us(until))))
+            assert stored == local and stored, dag_id
+
+
+def test_a_run_ahead_of_its_inputs_waits_deferred_until_the_ingest_dag_moves_the_watermark(airflow, traffic):
+    dag = "congestion_by_segment"  # needs the watermark at 08:00 + 5 min allowed lateness
+    run_id = trigger(airflow, dag, DAY + timedelta(minutes=105), DAY + timedelta(minutes=120))
+    wait = f"/api/v2/dags/{dag}/dagRuns/{run_id}/taskInstances/wait_for_inputs"
+    airflow.wait_for(lambda: airflow.client.get(wait).json().get("state") == "deferred", 300,
+                     "the watermark wait deferred")
+    assert airflow.client.get(f"/api/v2/dags/{dag}/dagRuns/{run_id}").json()["state"] == "running"
+    land(traffic(120, 135), name="late-morning.nq")  # frames up to 08:10, picked up by the ingest DAG
+    trigger(airflow, "ingest_aarhus_traffic")  # or its every-minute run gets there first
+    assert wait_for_run(airflow, dag, run_id, 900) == "success"
+    events = airflow.client.get("/api/v2/assets/events", params={"source_dag_id": "ingest_aarhus_traffic"}).json()
+    loaded = [e["extra"] for e in events["asset_events"]]
+    assert [(x["files"], x["watermark"][:16]) for x in loaded] == [(1, "2014-08-02T08:10")]
