@@ -67,7 +67,7 @@ def demo_airflow(home: Path, traffic_files: list[Path]) -> bool:
     from rsp_jobs.orchestrate.deployment import airflow_deployment
     from rsp_jobs.orchestrate.replay import replay
     from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import prov_graph
+    from rsp_jobs.store.lineage import lineage
 
     os.environ.update(RSP_HOME=str(home), RSP_STORE_URL=f"sqlite:///{home / 'store.sqlite'}",
                       RSP_SCHEDULED_RUNS="false")  # only the replay's runs
@@ -92,10 +92,13 @@ def demo_airflow(home: Path, traffic_files: list[Path]) -> bool:
                 f"peak {row['peak']['value']}  readings {row['readings']['value']}")
     if summary.alerts:
         frame = summary.alerts[0]["frame"]
-        graph = prov_graph(db.engine(), frame)
-        say(f"\nProvenance of {frame} ({len(graph)} PROV-O triples; rsp provenance '{frame}'):")
-        say("\n".join("  " + line for line in graph.serialize(format="turtle").splitlines()[:40]))
-        say("  ...")
+        say(f"\nProvenance of the alert {frame}\n  (all of it as PROV-O: rsp provenance '{frame}'; "
+            f"re-check it: rsp audit '{frame}')")
+        for step in lineage(db.engine(), frame):
+            a = step.activity
+            what = a.query_iri or "landing file"
+            say(f"  {a.kind:<18} {what:<40} DAG {a.dag_id} run {a.run_id} task {a.task_id}: used "
+                f"{len(step.used)}, generated {len(step.generated)}, Spark {a.spark_app_id or '-'}")
     failed = sum(states.get("failed", 0) for states in summary.runs.values())
     return failed == 0
 
