@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
+from rsp_jobs.reasoning.entailment import REGIMES
 
 
 def parse_time(text: str) -> int:
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="report windows closing after this time")
     ev.add_argument("--to", dest="until", type=parse_time, default=None,
                     help="report windows closing at or before this time")
+    ev.add_argument("--entailment", choices=REGIMES, default="simple",
+                    help="entailment regime: the background closed with owlrl, stream triples entailed per "
+                         "frame (default: simple, no reasoning)")
     ev.add_argument("--output", type=Path, default=None, help="write JSON lines here (default: stdout)")
     ev.add_argument("--lake", type=Path, default=None,
                     help="load the streams into this lake and keep it (default: a temporary one)")
@@ -157,7 +161,7 @@ def cmd_evaluate(args) -> int:
         started = datetime.now(timezone.utc)
         try:
             interval = Interval(args.after, args.until)
-            for window in evaluate(query, lake, args.background, args.t0, interval):
+            for window in evaluate(query, lake, args.background, args.t0, interval, entailment=args.entailment):
                 out.write(json.dumps(window, ensure_ascii=False) + "\n")
                 progress.tick(window["window_close"])
                 if windows is not None:

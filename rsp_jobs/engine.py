@@ -17,6 +17,7 @@ from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.language.parser import parse_query
+from rsp_jobs.reasoning.entailment import check_regime, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
@@ -37,9 +38,10 @@ class Interval:
 
 
 def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str] = (),
-             t0_us: int = 0, interval: Interval = Interval()) -> Iterator[dict]:
+             t0_us: int = 0, interval: Interval = Interval(), entailment: str = "simple") -> Iterator[dict]:
     """Evaluate ``query`` over the streams in ``lake``; yields one JSON-ready dict per reported
-    window, in time order."""
+    window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++`` (the background is
+    closed once, stream triples are entailed per frame; see ``rsp_jobs.reasoning``)."""
     spark = get_spark()
     sched = windows.schedule(query, t0_us)
     after = interval.after
@@ -49,12 +51,15 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     start = None if after is None or lookback is None else _moment(after - lookback)
     end = None if interval.until is None else _moment(interval.until)
     elements = lake.read(spark, [w.stream for w in query.windows], start, end)
+    background = Background.for_query(query.graphs, background_files, query.source)
+    if check_regime(entailment) != "simple":
+        background, schema = background.closed(entailment)
+        elements = entail(elements, schema)
     rows = windows.assign(elements, query, sched, after, interval.until).cache()
     try:
         from pyspark.sql import functions as F
 
         active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
-        background = Background.for_query(query.graphs, background_files, query.source)
         evaluator = Evaluator(query, rows, active, background)
         solutions = evaluator.evaluate(query.plan)
         frame = result_frame(query, evaluator, solutions, sched)

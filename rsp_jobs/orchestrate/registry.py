@@ -23,6 +23,7 @@ from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.errors import InputError, RspError, UnsupportedConstruct
 from rsp_jobs.language.parser import parse_duration, parse_query
+from rsp_jobs.reasoning.entailment import check_regime
 
 MS = 1000  # µs per ms
 
@@ -64,6 +65,7 @@ class RegisteredQuery:
     batch_us: int  # a run's data interval: a whole number of steps
     t0_us: int
     background: tuple[str, ...] = field(default=())
+    entailment: str = "simple"  # or rdfs, rdfs++ (``entailment = "rdfs"`` in the query's .toml)
 
     @property
     def dag_id(self) -> str:
@@ -138,7 +140,8 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
                          f"({step // MS} ms), got {batch // MS} ms")
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
-    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)))
+    entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")
+    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)), entailment)
 
 
 def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:

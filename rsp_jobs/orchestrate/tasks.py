@@ -63,7 +63,7 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
 
     started_at = datetime.now(timezone.utc)
     windows = list(evaluate(registered.query, lake(), registered.background, registered.t0_us,
-                            Interval(to_us(after), to_us(until))))
+                            Interval(to_us(after), to_us(until)), entailment=registered.entailment))
     outcome = gate.check_output_batch(
         _windows_frame(registered.iri, windows), query_iri=registered.iri, t0_us=registered.t0_us,
         range_us=registered.range_us, step_us=registered.step_us, interval=(after, until),

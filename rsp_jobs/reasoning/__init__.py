@@ -1,0 +1,2 @@
+"""Reasoning: entailment regimes over background knowledge and stream frames (DESIGN.md,
+"Reasoning")."""

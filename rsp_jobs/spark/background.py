@@ -112,9 +112,27 @@ class Background:
             self._frame = spark.createDataFrame(sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema).cache()
         return self._frame
 
+    def closed(self, regime: str) -> tuple["Background", object]:
+        """This background under an entailment regime (each graph closed once per content, see
+        ``rsp_jobs.reasoning``), and the schema that entails stream triples."""
+        from rsp_jobs.reasoning.entailment import closed, schema_of
+
+        closure, schema = schema_of(self.default + [g for gs in self.named.values() for g in gs], regime)
+        default = [closed(_merged(self.default), regime)] if self.default else []
+        named = {iri: [closed(_merged(gs), regime)] for iri, gs in self.named.items()}
+        return Background(default, named), schema
+
     @property
     def empty(self) -> bool:
         return not self.default and not self.named
+
+
+def _merged(graphs: list[Graph]) -> Graph:
+    merged = Graph()
+    for graph in graphs:
+        for triple in graph:
+            merged.add(triple)
+    return merged
 
 
 def _iri_stem(iri: str) -> str:

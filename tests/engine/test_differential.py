@@ -85,7 +85,7 @@ CASES = {
 }
 
 
-def run_engine(tmp_path, query_text, elements, background_files=()):
+def run_engine(tmp_path, query_text, elements, background_files=(), entailment="simple"):
     lake = Lake(tmp_path / "lake")
     for stream in {e.stream for e in elements}:
         batch = StreamBatch(stream=stream, source="generated")
@@ -94,7 +94,7 @@ def run_engine(tmp_path, query_text, elements, background_files=()):
                 ts = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=e.ts_ms)
                 batch.elements.append(Element(stream, ts, f"{stream}/f{e.ts_ms}", e.s, e.p, e.o, None, None))
         lake.write(batch, batch_id=f"b{abs(hash(stream))}")
-    return list(evaluate(compile_query(query_text), lake, list(background_files)))
+    return list(evaluate(compile_query(query_text), lake, list(background_files), entailment=entailment))
 
 
 def close_ms(window) -> int:

@@ -66,7 +66,8 @@ def test_a_query_that_does_not_parse_is_an_import_error_naming_its_file_and_line
 
 
 @pytest.mark.parametrize("options, problem", [('batch = "7m"', "whole number of STEPs"),
-                                              ('batch = "soon"', "not a duration")])
+                                              ('batch = "soon"', "not a duration"),
+                                              ('entailment = "owl-full"', "unknown entailment regime")])
 def test_a_bad_batch_setting_is_an_import_error_naming_the_file(queries, options, problem):
     (queries / "citybench" / "congested_pairs.toml").write_text(options + "\n")
     bag = dag_bag()
