@@ -96,3 +96,33 @@ def test_an_unknown_regime_is_refused_by_name(tmp_path, spark):
     with pytest.raises(InputError, match="unknown entailment regime 'owl-full'"):
         run_engine(tmp_path, f"REGISTER QUERY q AS SELECT * FROM STREAM <{EX}s> [RANGE 1s STEP 1s] WHERE {{ ?s ?p ?o }}",
                    [Elem(f"{EX}s", 0, f"<{EX}a>", f"<{EX}b>", f"<{EX}c>")], entailment="owl-full")
+
+
+RDFS_PLUS = f"""
+@prefix ex: <{EX}> . @prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:hasPart owl:inverseOf ex:partOf . ex:partOf rdfs:subPropertyOf ex:within .
+ex:near a owl:SymmetricProperty .
+"""
+
+
+@pytest.mark.parametrize("pattern", ["?x ex:within ?y", "?x ex:near ?y", "?x ex:partOf ?y"])
+def test_rdfs_plus_adds_inverse_and_symmetric_properties_as_owlrl_does(pattern, tmp_path, spark):
+    schema = tmp_path / "plus.ttl"
+    schema.write_text(RDFS_PLUS)
+    stream = f"{EX}stream/one"
+    elements = [Elem(stream, 1000, f"<{EX}car>", f"<{EX}hasPart>", f"<{EX}wheel>"),
+                Elem(stream, 1500, f"<{EX}a0>", f"<{EX}near>", f"<{EX}a1>"),
+                Elem(stream, 2500, f"<{EX}a2>", f"<{EX}partOf>", f"<{EX}a3>")]
+    query = f"PREFIX ex: <{EX}>\nSELECT ?x ?y WHERE {{ {pattern} }}"
+    rsp = (f"REGISTER QUERY q AS PREFIX ex: <{EX}>\nSELECT ?x ?y\nFROM STREAM <{stream}> [RANGE 2s STEP 1s]\n"
+           f"FROM <{EX}plus.ttl>\nWHERE {{ {pattern} }}")
+    reference = {}
+    for close, content in window_contents(elements, [WindowSpec(stream, 2000, 1000)]).items():
+        window = Graph().parse(schema)
+        for _, e in content:
+            window.add((nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o)))
+        reference[close] = rdflib_answer(query, [], [closed(window, "rdfs++")])
+    ours = run_engine(tmp_path / "engine", rsp, elements, [str(schema)], entailment="rdfs++")
+    assert any(reference.values())
+    assert_same(ours, reference, "SELECT", ordered=False)
