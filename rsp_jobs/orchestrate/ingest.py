@@ -71,10 +71,14 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     from rsp_jobs.quality.gate import QualityGateError
 
     config = registry.stream_config(stream_iri)
+    files = landing_files(config)
+    if files:
+        db.upgrade(store_url)
+    queries, _ = registry.discover()  # once: which queries each file may be late for
     reports, failures = [], []
-    for path in landing_files(config):
+    for path in files:
         try:
-            reports.append(ingest_file(path, config, store_url))
+            reports.append(ingest_file(path, config, store_url, queries))
         except QualityGateError as exc:
             reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows))
             failures.append(exc)
@@ -83,12 +87,13 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     return LandingReport(stream_iri, reports)
 
 
-def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = None) -> FileReport:
-    """Load one stream file (see the module doc); returns what happened to it."""
+def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = None,
+                queries: Optional[list[registry.RegisteredQuery]] = None) -> FileReport:
+    """Load one stream file into an upgraded store (see the module doc); ``queries``: the
+    registered queries (default: discovered now). Returns what happened to the file."""
     from rsp_jobs.quality import gate
 
     engine = db.engine(store_url)
-    db.upgrade(store_url)
     checksum = file_checksum(path)
     if _already_loaded(engine, config.iri, checksum):
         return FileReport(str(path), "skipped")
@@ -104,7 +109,8 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         rejected.mkdir(exist_ok=True)
         shutil.move(str(path), rejected / path.name)
     gate.require(outcome)
-    queries, _ = registry.discover()
+    if queries is None:
+        queries, _ = registry.discover()
     with write_transaction(engine) as conn:
         stream_id = _configure_stream(conn, config)
         late_frames = late.find_late(conn, batch, queries)

@@ -131,7 +131,7 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     if len(steps) > 1:
         raise UnsupportedConstruct(str(path), "streams with different STEPs in one query")
     step = steps.pop()
-    options = _options(path.with_suffix(".toml"))
+    options = _catalog(path.with_suffix(".toml"))
     t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
     batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
         else default_batch_us(step)
@@ -156,10 +156,15 @@ def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[P
     return loaded, errors
 
 
-@functools.cache
 def _catalog(path: Path) -> dict:
+    """A TOML file's content (empty when absent), parsed once per version of the file."""
     if not path.is_file():
         return {}
+    return _parsed(path, path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _parsed(path: Path, _version: int) -> dict:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -211,10 +216,6 @@ def background_files(query: ContinuousQuery) -> list[str]:
         if clause.iri in table:
             files.append(f"{clause.iri}={_resolve(table[clause.iri])}")
     return files
-
-
-def _options(path: Path) -> dict:
-    return _catalog(path) if path.is_file() else {}
 
 
 def _duration_us(text: str, path: Path, key: str) -> int:

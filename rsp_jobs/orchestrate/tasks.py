@@ -91,12 +91,13 @@ def _windows_frame(query_iri: str, windows: list[dict]):
 def _write_derived(registered: RegisteredQuery, windows: list[dict]) -> None:
     """The derived stream into the lake, one part per window close, so that a re-run or a
     revision replaces exactly the frames it recomputed."""
-    batch, _ = result_batch(registered.query, windows)
+    batch, frame_of = result_batch(registered.query, windows)
+    by_frame: dict[str, list] = {}
+    for element in batch.elements:
+        by_frame.setdefault(element.frame, []).append(element)
     target = lake()
-    for window in windows:
-        close = window["window_close"]
-        part = type(batch)(batch.stream, batch.source,
-                           [e for e in batch.elements if e.frame.endswith(f"/frame/{close}")])
+    for close, frame in frame_of.items():
+        part = type(batch)(batch.stream, batch.source, by_frame[frame])
         target.write(part, batch_id=f"{registered.dag_id}-{close.replace(':', '')}")
 
 

@@ -88,14 +88,13 @@ class Schema:
                    inverse)
 
 
-def schema_of(graphs: Sequence[Graph], regime: str) -> tuple[Graph, Schema]:
-    """The merged background closed under ``regime``, and its schema."""
-    merged = Graph()
+def merged(graphs: Sequence[Graph]) -> Graph:
+    """One graph holding the triples of ``graphs``."""
+    union = Graph()
     for graph in graphs:
         for triple in graph:
-            merged.add(triple)
-    closure = closed(merged, regime)
-    return closure, Schema.of(closure, regime)
+            union.add(triple)
+    return union
 
 
 def entail(elements, schema: Schema):

@@ -115,24 +115,19 @@ class Background:
     def closed(self, regime: str) -> tuple["Background", object]:
         """This background under an entailment regime (each graph closed once per content, see
         ``rsp_jobs.reasoning``), and the schema that entails stream triples."""
-        from rsp_jobs.reasoning.entailment import closed, schema_of
+        from rsp_jobs.reasoning.entailment import Schema, closed, merged
 
-        closure, schema = schema_of(self.default + [g for gs in self.named.values() for g in gs], regime)
-        default = [closed(_merged(self.default), regime)] if self.default else []
-        named = {iri: [closed(_merged(gs), regime)] for iri, gs in self.named.items()}
-        return Background(default, named), schema
+        everything = closed(merged(self.default + [g for gs in self.named.values() for g in gs]), regime)
+        if self.named:
+            default = [closed(merged(self.default), regime)] if self.default else []
+        else:  # the default graph is everything: its closure is computed once
+            default = [everything] if self.default else []
+        named = {iri: [closed(merged(gs), regime)] for iri, gs in self.named.items()}
+        return Background(default, named), Schema.of(everything, regime)
 
     @property
     def empty(self) -> bool:
         return not self.default and not self.named
-
-
-def _merged(graphs: list[Graph]) -> Graph:
-    merged = Graph()
-    for graph in graphs:
-        for triple in graph:
-            merged.add(triple)
-    return merged
 
 
 def _iri_stem(iri: str) -> str:

@@ -87,22 +87,15 @@ class _Daemon:
             return
         self.stopped = True
         pgid = self.process.pid  # start_new_session: the group is led by the process
-        _signal_group(pgid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        deadline = time.monotonic() + grace
-        while _group_exists(pgid) and time.monotonic() < deadline:
-            time.sleep(0.2)  # executors and Python workers stopping after the worker
-        _signal_group(pgid, signal.SIGKILL)
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        deadline = time.monotonic() + grace
-        while _group_exists(pgid) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            _signal_group(pgid, sig)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+            deadline = time.monotonic() + grace
+            while _group_exists(pgid) and time.monotonic() < deadline:
+                time.sleep(0.2)  # executors and Python workers stopping after the worker
 
 
 def _signal_group(pgid: int, sig: int) -> None:
