@@ -145,8 +145,8 @@ def main() -> int:
     else:
         say(f"The shared data is not at {settings.data_dir()} (set RSP_DATA_DIR): running on a generated sample.")
         sample = home / "sample-data"
-        stream, repository = generated_sample(sample)
         (sample / "citybench" / "background").mkdir(parents=True)
+        stream, repository = generated_sample(sample)
         repository.rename(sample / "citybench" / "background" / repository.name)
         os.environ["RSP_DATA_DIR"] = str(sample)
         files = [stream]
