@@ -118,7 +118,7 @@ def generated_sample(home: Path) -> tuple[Path, Path]:
     with stream.open("w") as out:
         for step in range(HOURS * 12):
             moment = DAY + timedelta(minutes=5 * step)
-            frame = f"<{citybench.TRAFFIC}/frame/{step}>"
+            frame = f"<{citybench.TRAFFIC}/frame/{moment:%Y-%m-%dT%H:%M:%SZ}>"  # sorts by time
             out.write(f'{frame} <http://www.w3.org/ns/prov#generatedAtTime> '
                       f'"{moment:%Y-%m-%dT%H:%M:%SZ}"^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n')
             for s in sensors:
