@@ -9,7 +9,7 @@ the file, the line where known, the reason and how many triples it held, so that
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -126,7 +126,14 @@ def _frames_to_elements(dataset: Dataset, batch: StreamBatch) -> None:
     for frame, _, stamp in default.triples((None, PROV_GENERATED_AT, None)):
         stamps.setdefault(frame, []).append(stamp)
     seen_times: dict[datetime, str] = {}
-    for graph in sorted(_named_graphs(dataset), key=lambda g: str(g.identifier)):
+
+    def time_order(graph: Graph) -> tuple:
+        """Frames leave in time order (the input gate checks it), ties and untimed by IRI."""
+        times = stamps.get(graph.identifier, [])
+        ts = time_value(times[0]) if len(times) == 1 and isinstance(times[0], Literal) else None
+        return (ts is None, ts or datetime.min.replace(tzinfo=timezone.utc), str(graph.identifier))
+
+    for graph in sorted(_named_graphs(dataset), key=time_order):
         frame = graph.identifier
         triples = len(graph)
         if not triples:

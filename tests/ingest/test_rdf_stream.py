@@ -31,6 +31,17 @@ def test_frames_become_elements_with_their_times_and_typed_values(tmp_path):
     assert by_frame["http://ex/f1"].o_num == 1.0 and by_frame["http://ex/f2"].o_num == 2.5
 
 
+def test_frames_leave_in_time_order_whatever_their_iris_sort_as(tmp_path):
+    lines = []
+    for second in (9, 10, 2, 30):  # frame/10 sorts before frame/2 and frame/9 as text
+        lines.append(f'<http://ex/frame/{second}> {AT} "2014-08-01T07:50:{second:02d}Z"^^{DT} .')
+        lines.append(f"<http://ex/s> <http://ex/p> <http://ex/o{second}> <http://ex/frame/{second}> .")
+    path = tmp_path / "s.nq"
+    path.write_text("\n".join(lines) + "\n")
+    batch = read_stream_file(path, "http://ex/stream")
+    assert [e.frame for e in batch.elements] == [f"http://ex/frame/{s}" for s in (2, 9, 10, 30)]
+
+
 def test_a_malformed_nquads_line_is_rejected_with_its_line_and_the_rest_kept(tmp_path):
     path = tmp_path / "s.nq"
     lines = GOOD.splitlines()
