@@ -1,5 +1,9 @@
 """Logical plan nodes: SPARQL 1.1 algebra (W3C SPARQL 1.1 Query, section 18.2) evaluated per
-window, plus the window operators of C-SPARQL (Barbieri et al., EDBT 2010, section 3).
+window, plus the window operators of C-SPARQL (Barbieri et al., EDBT 2010, section 3) and the
+event operators of EP-SPARQL (Anicic et al., WWW 2011, section 3.2).
+
+In an EP-SPARQL pattern every solution carries an interval [ta, tw]: a stream triple is an
+atomic event [t, t], Join takes [min ta, max tw], and the operators below relate intervals.
 
 A ``ContinuousQuery`` is the root: the stream windows that feed the default and named graphs,
 the background graphs, and the algebra expression evaluated at every window close.
@@ -30,6 +34,48 @@ class Join:
 
 @dataclass(frozen=True)
 class LeftJoin:
+    left: "Node"
+    right: "Node"
+    expr: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class SeqJoin:
+    """EP-SPARQL 3.2, SeqJoin(Ω1, Ω2): compatible μ1 ∪ μ2 where μ1 ends before μ2 starts
+    (tw1 < ta2); the result spans [ta1, tw2]. Written ``P1 SEQ P2``."""
+
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class EqJoin:
+    """EP-SPARQL 3.2, EqJoin(Ω1, Ω2): compatible μ1 ∪ μ2 over the same interval (ta1 = ta2 and
+    tw1 = tw2). Written ``P1 EQUALS P2``."""
+
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class SeqLeftJoin:
+    """``P1 OPTIONALSEQ P2``: Filter(expr, SeqJoin(Ω1, Ω2)) ∪ Diff, the SeqJoin counterpart of
+    LeftJoin (EP-SPARQL 3.2); μ1 stays alone when no compatible μ2 follows it with expr true.
+    Restricted for streams: a μ2 counts only if μ1 ∪ μ2 lasts at most the pattern's bound
+    (``ContinuousQuery.bound_us``), so μ2's absence is known once the bound has passed (see
+    ``rsp_jobs.spark.events``)."""
+
+    left: "Node"
+    right: "Node"
+    expr: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class EqLeftJoin:
+    """``P1 EQUALSOPTIONAL P2``: Filter(expr, EqJoin(Ω1, Ω2)) ∪ Diff (EP-SPARQL 3.2); μ1 stays
+    alone when no compatible μ2 has its interval with expr true. As for SeqLeftJoin, a μ2
+    counts only within the pattern's bound."""
+
     left: "Node"
     right: "Node"
     expr: Optional[Expr] = None
@@ -95,15 +141,17 @@ class Slice:
     limit: Optional[int] = None
 
 
-Node = Union[BGP, Join, LeftJoin, Minus, Union_, Filter, Extend, Group, OrderBy, Project, Distinct, Slice]
+Node = Union[BGP, Join, LeftJoin, SeqJoin, EqJoin, SeqLeftJoin, EqLeftJoin, Minus, Union_, Filter, Extend,
+             Group, OrderBy, Project, Distinct, Slice]
 
 
 @dataclass(frozen=True)
 class StreamWindow:
-    """The window operator over one input stream (C-SPARQL's ``FROM STREAM ... [..]``)."""
+    """The window operator over one input stream (C-SPARQL's ``FROM STREAM ... [..]``); an
+    EP-SPARQL pattern reads its streams whole (``window`` None)."""
 
     stream: str
-    window: ast.Window
+    window: Optional[ast.Window]
     graph: Optional[str] = None  # None: the default graph; else the name GRAPH/WINDOW patterns use
 
 
@@ -121,3 +169,7 @@ class ContinuousQuery:
     computed_every_ms: Optional[int] = None
     source: str = "<query>"
     text: str = ""
+    # EP-SPARQL: the query uses an event operator or an interval built-in, and the longest a match
+    # may last (µs) from a top-level FILTER conjunct getDURATION() < d or <= d; None: unbounded.
+    pattern: bool = False
+    bound_us: Optional[int] = None

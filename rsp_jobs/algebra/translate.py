@@ -1,6 +1,8 @@
 """AST → logical plan, following the translation of W3C SPARQL 1.1 Query section 18.2:
 group patterns (18.2.2), then aggregation (18.2.4.1), the select expressions, ORDER BY,
 projection, DISTINCT and slice (18.2.5). Windows come from the FROM STREAM clauses.
+EP-SPARQL's event operators (Anicic et al., WWW 2011, section 3.2) become SeqJoin, EqJoin and
+their optional variants; such pattern queries read streams without windows.
 """
 from __future__ import annotations
 
@@ -11,11 +13,17 @@ from typing import Optional
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.language.parser import parse_duration
+
+INTERVAL_BUILTINS = frozenset({"getduration", "getstarttime", "getendtime"})
+DURATION_TYPES = frozenset({ast.XSD + "duration", ast.XSD + "dayTimeDuration"})
 
 
 def translate(query: ast.Query) -> P.ContinuousQuery:
     if not query.streams:
         raise QueryError(f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])")
+    pattern = is_pattern(query)
+    _check_windows(query, pattern)
     fresh = (ast.Var(f"__agg{i}") for i in itertools.count())
     node = translate_group(query.where, None)
 
@@ -91,7 +99,91 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         computed_every_ms=reg.computed_every_ms if reg else None,
         source=query.source,
         text=query.text,
+        pattern=pattern,
+        bound_us=duration_bound_us(query.where) if pattern else None,
     )
+
+
+def is_pattern(query: ast.Query) -> bool:
+    """Whether the query is an EP-SPARQL pattern: it uses an event operator or an interval
+    built-in anywhere."""
+    exprs = [i.expr for i in query.projection or () if i.expr is not None]
+    exprs += list(query.having) + [c.expr for c in query.order_by] + [c.expr for c in query.group_by]
+    return _group_is_pattern(query.where) or any(_uses_interval(e) for e in exprs)
+
+
+def _group_is_pattern(group: ast.GroupPattern) -> bool:
+    for element in group.elements:
+        if isinstance(element, ast.EventPattern):
+            return True
+        if isinstance(element, (ast.Filter, ast.Bind)) and _uses_interval(element.expr):
+            return True
+        if isinstance(element, (ast.OptionalPattern, ast.MinusPattern, ast.GraphPattern)):
+            if _group_is_pattern(element.group):
+                return True
+        elif isinstance(element, ast.GroupPattern) and _group_is_pattern(element):
+            return True
+        elif isinstance(element, ast.UnionPattern) and any(map(_group_is_pattern, element.alternatives)):
+            return True
+    return False
+
+
+def _uses_interval(expr) -> bool:
+    if isinstance(expr, ast.FunctionCall) and expr.name in INTERVAL_BUILTINS:
+        return True
+    found = []
+    _map_children(expr, lambda e: found.append(_uses_interval(e)) or e)
+    return any(found)
+
+
+def _check_windows(query: ast.Query, pattern: bool) -> None:
+    """A window bounds a C-SPARQL query; an EP-SPARQL pattern is bounded by getDURATION()
+    instead, so each kind of query must read its streams its own way."""
+    for stream in query.streams:
+        where = f":{stream.position.line}:{stream.position.column}" if stream.position else ""
+        if pattern and stream.window is not None:
+            raise QueryError(f"{query.source}{where}: stream <{stream.iri}> has a window, but a pattern is "
+                             "bounded by getDURATION(), not a window (drop the [..])")
+        if not pattern and stream.window is None:
+            raise QueryError(f"{query.source}{where}: stream <{stream.iri}> has no window; add one, e.g. "
+                             "[RANGE 10s STEP 5s] (only EP-SPARQL patterns read a stream without one)")
+
+
+def duration_bound_us(where: ast.GroupPattern) -> Optional[int]:
+    """The longest a match may last, from the conjuncts ``getDURATION() < d`` or ``<= d`` (or
+    ``d > getDURATION()``, ``d >= getDURATION()``) of the WHERE clause's top-level FILTERs;
+    None when there is none. A bound elsewhere (inside an OPTIONAL, say) does not bound matches."""
+    bounds = []
+    for element in where.elements:
+        if isinstance(element, ast.Filter):
+            for conjunct in _conjuncts(element.expr):
+                bound = _duration_bound(conjunct)
+                if bound is not None:
+                    bounds.append(bound)
+    return min(bounds) if bounds else None
+
+
+def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
+    if isinstance(expr, ast.BinaryOp) and expr.op == "&&":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return [expr]
+
+
+def _duration_bound(expr: ast.Expr) -> Optional[int]:
+    if not isinstance(expr, ast.BinaryOp):
+        return None
+    flipped = {">": "<", ">=": "<="}
+    op, left, right = expr.op, expr.left, expr.right
+    if op in flipped:
+        op, left, right = flipped[op], right, left
+    if op not in ("<", "<=") or left != ast.FunctionCall("getduration", ()):
+        return None
+    if not isinstance(right, ast.Literal) or right.datatype not in DURATION_TYPES:
+        return None
+    try:
+        return parse_duration(right.lexical) * 1000
+    except ValueError:
+        return None
 
 
 def translate_group(group: ast.GroupPattern, graph) -> P.Node:
@@ -121,6 +213,8 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
             for alt in alternatives[1:]:
                 union = P.Union_(union, alt)
             node = join(union)
+        elif isinstance(element, ast.EventPattern):
+            node = join(_translate_event(element, graph))
         elif isinstance(element, ast.GraphPattern):
             node = join(translate_group(element.group, element.name))
         elif isinstance(element, ast.GroupPattern):
@@ -134,6 +228,22 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
     for expr in filters:
         node = P.Filter(expr, node)
     return node
+
+
+_EVENT_JOINS = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
+_EVENT_LEFT_JOINS = {"OPTIONALSEQ": P.SeqLeftJoin, "EQUALSOPTIONAL": P.EqLeftJoin}
+
+
+def _translate_event(element: ast.EventPattern, graph) -> P.Node:
+    """EP-SPARQL 3.2: SEQ → SeqJoin, EQUALS → EqJoin; the optional variants take the right
+    group's filter as their condition, as OPTIONAL does (SPARQL 18.2.2.6)."""
+    left, right = translate_group(element.left, graph), translate_group(element.right, graph)
+    if element.op in _EVENT_JOINS:
+        return _EVENT_JOINS[element.op](left, right)
+    expr = None
+    if isinstance(right, P.Filter):
+        right, expr = right.input, right.expr
+    return _EVENT_LEFT_JOINS[element.op](left, right, expr)
 
 
 def _empty(graph) -> P.BGP:
@@ -171,6 +281,8 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
         elif isinstance(element, ast.UnionPattern):
             for alt in element.alternatives:
                 found |= _in_scope(alt)
+        elif isinstance(element, ast.EventPattern):
+            found |= _in_scope(element.left) | _in_scope(element.right)
         elif isinstance(element, ast.GraphPattern):
             found |= _in_scope(element.group)
             if isinstance(element.name, ast.Var):

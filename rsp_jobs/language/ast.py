@@ -163,6 +163,17 @@ class UnionPattern:
 
 
 @dataclass(frozen=True)
+class EventPattern:
+    """EP-SPARQL's ``left op right`` (Anicic et al., WWW 2011, section 3.1), ``op`` one of
+    SEQ (right happens strictly after left), EQUALS (both over the same interval), OPTIONALSEQ
+    and EQUALSOPTIONAL (their OPTIONAL variants)."""
+
+    op: str
+    left: "GroupPattern"
+    right: "GroupPattern"
+
+
+@dataclass(frozen=True)
 class GraphPattern:
     """``GRAPH g { ... }`` and RSP-QL's ``WINDOW w { ... }``: the group matched against the named
     graph (a FROM NAMED background graph, a FROM NAMED STREAM's window, or a named window)."""
@@ -180,7 +191,8 @@ class GroupPattern:
 
 
 PatternElement = Union[
-    TriplesBlock, Filter, Bind, OptionalPattern, MinusPattern, UnionPattern, GraphPattern, GroupPattern
+    TriplesBlock, Filter, Bind, OptionalPattern, MinusPattern, UnionPattern, EventPattern, GraphPattern,
+    GroupPattern,
 ]
 
 
@@ -208,11 +220,11 @@ Window = Union[TimeWindow, CountWindow]
 @dataclass(frozen=True)
 class StreamClause:
     """``FROM [NAMED] STREAM <iri> [window]`` or RSP-QL ``FROM NAMED WINDOW <w> ON <iri> [..]``.
-    ``graph`` is None when the window's triples join the default graph, otherwise the IRI that
+    ``window`` is None for an EP-SPARQL pattern's stream, which no window bounds. ``graph`` is None when the window's triples join the default graph, otherwise the IRI that
     ``GRAPH``/``WINDOW`` patterns name it by (the stream IRI, or the window IRI)."""
 
     iri: str
-    window: Window
+    window: Optional[Window]
     graph: Optional[str] = None
     position: Optional[Position] = field(default=None, compare=False)
 

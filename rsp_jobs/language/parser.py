@@ -121,6 +121,8 @@ _BUILTINS: dict[str, tuple[int, Optional[int]]] = {
     **dict.fromkeys(["concat", "coalesce"], (0, None)),  # any number
     "bnode": (0, 1), "regex": (2, 3), "substr": (2, 3), "replace": (3, 4), "if": (3, 3),
     "timestamp": (3, 3),
+    # EP-SPARQL's interval built-ins (section 3.1): the duration, start and end of a match.
+    **dict.fromkeys(["getduration", "getstarttime", "getendtime"], (0, 0)),
 }
 
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
@@ -256,6 +258,7 @@ class _AstBuilder(Transformer):
 
     @v_args(meta=True)
     def from_stream(self, meta, children):
+        """``window`` is None for an EP-SPARQL pattern's stream; the algebra checks that."""
         iri, window = children
         return ast.StreamClause(iri.value, window, None, _position(meta))
 
@@ -340,7 +343,17 @@ class _AstBuilder(Transformer):
         raise self._unsupported(meta, "subquery")
 
     def group_or_union(self, children):
-        return children[0] if len(children) == 1 else ast.UnionPattern(tuple(children))
+        return _fold_operators(children)
+
+    def event_operator(self, children):
+        return children[0].upper()
+
+    def bare_where(self, children):
+        """``WHERE {..} SEQ {..} FILTER (..)`` as the paper writes it: the same as the braced
+        ``WHERE { {..} SEQ {..} FILTER (..) }``."""
+        chain = [c for c in children if not isinstance(c, ast.Filter)]
+        filters = [c for c in children if isinstance(c, ast.Filter)]
+        return ast.GroupPattern((_fold_operators(chain), *filters))
 
     def optional_pattern(self, children):
         return ast.OptionalPattern(children[0])
@@ -524,6 +537,23 @@ class _AstBuilder(Transformer):
 
     def anonymous_blank_node(self, _):
         return self._fresh_bnode()
+
+
+def _fold_operators(chain: list) -> Union[ast.GroupPattern, ast.UnionPattern, ast.EventPattern]:
+    """``g (op g)*`` folded left to right, all operators at one precedence (EP-SPARQL 3.1);
+    a chain of UNIONs alone stays one ``UnionPattern``, as plain SPARQL has it."""
+    node = chain[0]
+    for op, right in zip(chain[1::2], chain[2::2]):
+        if op == "UNION":
+            alternatives = node.alternatives if isinstance(node, ast.UnionPattern) else (_as_group(node),)
+            node = ast.UnionPattern((*alternatives, right))
+        else:
+            node = ast.EventPattern(op, _as_group(node), right)
+    return node
+
+
+def _as_group(node) -> ast.GroupPattern:
+    return node if isinstance(node, ast.GroupPattern) else ast.GroupPattern((node,))
 
 
 # RFC 3986 appendix B: scheme, authority, path, query, fragment.

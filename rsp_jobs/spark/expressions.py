@@ -26,6 +26,7 @@ class Value:
     num: Optional[Column] = None  # double
     rank: Optional[Column] = None  # numeric type rank, with num
     boolean: Optional[Column] = None
+    duration: Optional[Column] = None  # µs, for xsd:duration constants and getDURATION()
 
     @staticmethod
     def of_term(term: Column) -> "Value":
@@ -62,13 +63,16 @@ class Value:
 
 class Scope:
     """Resolves variables to columns; ``timestamp`` resolves C-SPARQL timestamp() calls to the
-    column the evaluator joined in for them."""
+    column the evaluator joined in for them; ``interval`` gives an EP-SPARQL solution's start
+    and end (µs columns) to getDURATION(), getSTARTTIME() and getENDTIME()."""
 
     def __init__(self, columns: Callable[[str], Optional[Column]],
-                 timestamp: Optional[Callable[[ast.Timestamp], Column]] = None, source: str = "<query>"):
+                 timestamp: Optional[Callable[[ast.Timestamp], Column]] = None, source: str = "<query>",
+                 interval: Optional[Callable[[], tuple[Column, Column]]] = None):
         self.columns = columns
         self.timestamp = timestamp
         self.source = source
+        self.interval = interval
 
 
 def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
@@ -83,6 +87,8 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         if number is not None:
             value.num = F.lit(number)
             value.rank = F.lit(T.NUMERIC_RANK[str(rdf.datatype)])
+        if isinstance(expr, ast.Literal) and expr.datatype in _DURATION_TYPES:
+            value.duration = _duration_us(expr, scope)
         return value
     if isinstance(expr, ast.BinaryOp):
         return _binary(expr, scope)
@@ -141,6 +147,18 @@ def _compare(op: str, left: Value, right: Value) -> Column:
                ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}[op]
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return ordered(ln, rn)
+    if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
+        return ordered(left.duration, right.duration)
+    if left.num is not None or right.num is not None:
+        # One side is a number (a constant or arithmetic): only a numeric other side compares by
+        # value; any other term is a different term (= false, != true) or an error (ordering).
+        # Never rendering the number as a term keeps plans small (`?x < ?y * 0.7`).
+        known, other = (left, right) if left.num is not None else (right, left)
+        other_num = other.number()
+        mismatch = F.lit(op == "!=") if op in ("=", "!=") else F.lit(None).cast("boolean")
+        return (F.when(known.num.isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
+                .when(other_num.isNotNull(), ordered(ln, rn))
+                .otherwise(mismatch))
     lstr, rstr = ST.is_string_literal(lt), ST.is_string_literal(rt)
     ldt, rdt = ST.datatype(lt), ST.datatype(rt)
     ltime, rtime = ST.datetime_value(lt), ST.datetime_value(rt)
@@ -175,6 +193,10 @@ def _regex_flags(flags: Optional[str]) -> str:
 
 def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     name = expr.name
+    if name in _INTERVAL_CALLS:
+        if scope.interval is None:
+            raise UnsupportedConstruct(scope.source, f"{_INTERVAL_CALLS[name]}() outside an EP-SPARQL pattern")
+        return _interval_call(name, *scope.interval())
     if name == "bound":
         arg = expr.args[0]
         col = scope.columns(arg.name) if isinstance(arg, ast.Var) else None
@@ -230,6 +252,34 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     if name in _CASTS:
         return _CASTS[name](args[0])
     raise UnsupportedConstruct(scope.source, f"function {name}()")
+
+
+_INTERVAL_CALLS = {"getduration": "getDURATION", "getstarttime": "getSTARTTIME", "getendtime": "getENDTIME"}
+_DURATION_TYPES = {T.XSD + "duration", T.XSD + "dayTimeDuration"}
+
+
+def _duration_us(literal: ast.Literal, scope: Scope) -> Column:
+    """An xsd:duration constant in µs; years and months have no fixed length and are refused."""
+    from rsp_jobs.language.parser import parse_duration
+
+    try:
+        return F.lit(parse_duration(literal.lexical) * 1000)
+    except ValueError as err:
+        raise UnsupportedConstruct(scope.source, f"duration {literal.lexical!r}: {err}") from None
+
+
+def _interval_call(name: str, start: Column, end: Column) -> Value:
+    """EP-SPARQL 3.1: getDURATION() is tw - ta as an xsd:duration; getSTARTTIME() and
+    getENDTIME() are ta and tw as xsd:dateTime."""
+    if name == "getduration":
+        micros = end - start
+        seconds = F.regexp_replace(F.regexp_replace((micros / F.lit(1_000_000)).cast("decimal(24,6)").cast("string"),
+                                                    r"0+$", ""), r"\.$", "")
+        return Value(F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')), duration=micros)
+    moment = F.date_format(F.timestamp_micros(start if name == "getstarttime" else end),
+                           "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+    lexical = F.regexp_replace(F.regexp_replace(moment, r"0+$", ""), r"\.$", "")
+    return Value(F.concat(F.lit('"'), lexical, F.lit(f'Z"^^<{T.XSD_DATETIME}>')))
 
 
 def _lang_matches(tag: Column, pattern: Column) -> Column:

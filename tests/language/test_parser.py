@@ -598,10 +598,10 @@ def test_syntax_error_names_file_line_column_token_and_expected():
 
 def test_syntax_error_on_a_misplaced_keyword():
     with pytest.raises(QuerySyntaxError) as info:
-        parse_query("SELECT ?s FROM STREAM <s> WHERE { ?s ?p ?o }")
+        parse_query("SELECT ?s FROM STREAM <s> [RANGE 1s] WHERE { ?s ?p ?o }")
     err = info.value
-    assert (err.line, err.column) == (1, 27)
-    assert "unexpected 'WHERE'" in str(err) and err.expected == ["'['"]
+    assert (err.line, err.column) == (1, 36)
+    assert "unexpected ']'" in str(err) and err.expected == ["STEP", "TUMBLING"]
 
 
 def test_syntax_error_on_an_unknown_character():
