@@ -1,0 +1,336 @@
+"""Evaluate a DOTR rule over stream elements: per-instant SPARQL facts, combined in time.
+
+DOTR (Margara, Cugola, Collavini, Dell'Aglio, ESWC 2018) decouples the two kinds of reasoning
+(section 3, Fig. 2): ontological reasoning and event extraction happen per time instant, over
+that instant's graph plus the background, and a TESLA-like engine then reasons on the
+extracted events in time. Here:
+
+1. *Facts.* Each event's SELECT is run by the ordinary ``Evaluator`` with one "window" per
+   instant (``_win = _open = ts``), after per-frame RDFS entailment if the rule asks for it.
+   Each solution is a fact ``(label, ts, bindings)`` keyed ``label@ts#sha1(bindings)[:12]``.
+2. *Candidates (Spark).* For each trigger fact ``A`` at ``tA`` in ``(after, until]``, each
+   positive event ``B ... within d from R`` joins the facts of ``B`` with
+   ``tR - d <= tB < tR`` (TESLA's *within*: B occurs at most d before R, and before it; a
+   fact at the same instant as R does not count) that satisfy every ``with`` condition whose
+   events are bound by then. ``not C`` and aggregates are evaluated per full candidate.
+3. *Selection and consumption (driver).* Trigger facts are processed in time order (ties by
+   key); per prefix of the match, ``last`` keeps the latest candidate (ties: smallest key),
+   ``first`` the earliest (ties: smallest key), ``each`` all. A candidate consumed by an
+   earlier match (or an earlier batch: ``consumed``) is not usable; the facts a match uses of
+   the ``consuming`` events become consumed once its trigger has been processed. Selection
+   happens before negation and aggregate conditions are checked (T-Rex's order: the selected
+   sequence is then tested).
+
+Each match instantiates the ``define`` template, with a fresh IRI per match for its blank
+nodes and unassigned variables, and is timestamped with its trigger's time.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rsp_jobs import terms
+from rsp_jobs.algebra.rules import event_queries
+from rsp_jobs.language import ast
+from rsp_jobs.language.rules import SEP, Rule, expr_vars, parse_rule, split_qualified
+from rsp_jobs.reasoning.entailment import check_regime, entail
+from rsp_jobs.spark.background import Background
+from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
+from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.results import iso_ms
+
+__all__ = ["parse_rule", "evaluate_rule", "facts_frame", "fact_key"]
+
+
+def fact_key(label: str, ts_us: int, bindings: dict[str, str]) -> str:
+    """The key ``facts_frame`` computes in Spark, for callers and tests."""
+    text = "\n".join(f"{name}={value}" for name, value in sorted(bindings.items()))
+    return f"{label}@{ts_us}#{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
+def facts_frame(rule: Rule, elements: DataFrame, background: Background,
+                lo_us: Optional[int] = None, hi_us: Optional[int] = None) -> DataFrame:
+    """Every event's solutions per instant in ``[lo, hi]``: ``label, ts, b`` (variable →
+    N-Triples term, bound ones only), ``key`` and ``frames`` (the instant's frame IRIs)."""
+    elements = elements.where(F.col("stream").isin(list(rule.streams)))
+    if check_regime(rule.entailment, rule.source) != "simple":
+        background, schema = background.closed(rule.entailment)
+        elements = entail(elements, schema)
+    rows = elements.select(F.unix_micros("ts").alias("ts"), "frame", "s", "p", "o")
+    if lo_us is not None:
+        rows = rows.where(F.col("ts") >= lo_us)
+    if hi_us is not None:
+        rows = rows.where(F.col("ts") <= hi_us)
+    frames = rows.groupBy("ts").agg(F.array_sort(F.collect_set("frame")).alias("frames"))
+    # Not cached: every event's plan reads ``instants`` through the same shuffle, which Spark
+    # computes once per job (exchange reuse).
+    instants = (rows.select(F.col("ts").alias(WIN), F.col("ts").alias("_open"),
+                            F.lit(None).cast("string").alias("g"), "s", "p", "o", "ts")
+                .dropDuplicates([WIN, "s", "p", "o"]))
+    active = instants.groupBy(WIN).agg(F.min("_open").alias("_open"))
+    parts = []
+    for labels, query in _distinct_queries(rule):
+        evaluator = Evaluator(query, instants, active, background)
+        solutions = evaluator.to_dep(evaluator.evaluate(query.plan))
+        names = sorted(v.name for v in query.variables)
+        entries = F.filter(F.array(*[F.struct(F.lit(n).alias("k"), F.col(vcol(n)).alias("v")) for n in names]),
+                           lambda e: e["v"].isNotNull()) if names else F.array().cast("array<struct<k:string,v:string>>")
+        text = F.concat_ws("\n", *[F.when(F.col(vcol(n)).isNotNull(), F.concat(F.lit(n + "="), F.col(vcol(n))))
+                                   for n in names]) if names else F.lit("")
+        digest = solutions.select(F.col(WIN).alias("ts"), F.map_from_entries(entries).alias("b"),
+                                  F.substring(F.sha1(text), 1, 12).alias("_digest")).dropDuplicates(["ts", "_digest"])
+        # Events with the same SELECT (``last L = [q] ... and first F = [q]``) share one
+        # evaluation: its solutions are labelled once per event.
+        parts.append(digest.select(F.explode(F.array(*[F.lit(label) for label in labels])).alias("label"),
+                                   "ts", "b", "_digest"))
+    facts = parts[0]
+    for part in parts[1:]:
+        facts = facts.unionByName(part)
+    key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"))
+    return facts.select("label", "ts", "b", key.alias("key")).join(frames, "ts")
+
+
+def _distinct_queries(rule: Rule) -> list[tuple[list[str], object]]:
+    """``(labels, plan)`` per distinct event SELECT, in rule order."""
+    groups: list[tuple[list[str], object]] = []
+    for label, query in event_queries(rule).items():
+        same = next((g for g in groups if g[1].plan == query.plan and g[1].variables == query.variables), None)
+        if same is None:
+            groups.append(([label], query))
+        else:
+            same[0].append(label)
+    return groups
+
+
+def evaluate_rule(rule: Rule, elements: DataFrame, background: Background,
+                  after_us: Optional[int] = None, until_us: Optional[int] = None,
+                  consumed: frozenset[str] = frozenset()) -> tuple[list[dict], set[str]]:
+    """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
+    and the fact keys they newly consumed. ``elements`` must cover
+    ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys."""
+    lo = None if after_us is None else after_us - rule.bound_us
+    facts = facts_frame(rule, elements, background, lo, until_us).cache()
+    facts.count()  # one job computes every event's facts; the candidate job reads the cache
+    try:
+        return _combine(rule, facts, after_us, until_us, frozenset(consumed))
+    finally:
+        facts.unpersist()
+
+
+# ---------------------------------------------------------------------------- candidates
+
+def _c(label: str, what: str) -> str:
+    return f"{label}__{what}"
+
+
+def _side(rule: Rule, facts: DataFrame, label: str) -> DataFrame:
+    """The facts of ``label`` that satisfy the conditions mentioning ``label`` alone (pushed
+    below the joins: fewer candidates and small generated code per condition)."""
+    side = facts.where(F.col("label") == label).select(
+        F.col("ts").alias(_c(label, "ts")), F.col("b").alias(_c(label, "b")),
+        F.col("key").alias(_c(label, "key")), F.col("frames").alias(_c(label, "frames")),
+        *[F.col("b")[var].alias(_c(label, "v_" + var)) for var in _read(rule).get(label, ())])
+    return side.where(_test(rule, [c.expr for c in _own(rule, label)]))
+
+
+def _read(rule: Rule) -> dict[str, list[str]]:
+    """Label → the variables that conditions, assignments and aggregates read: taken out of
+    the bindings map into columns once, so that compiled expressions do not repeat map
+    lookups (whose generated code otherwise exceeds the JVM's 64 KB method limit)."""
+    out: dict[str, list[str]] = {}
+    exprs = [c.expr for c in rule.conditions] + [a.expr for a in rule.assignments]
+    names = [v.name for e in exprs for v in expr_vars(e)] + [f"{a.label}{SEP}{a.var}" for a in rule.aggregates]
+    for name in names:
+        parts = split_qualified(name)
+        if parts is not None and parts[1] not in out.setdefault(parts[0], []):
+            out[parts[0]].append(parts[1])
+    return out
+
+
+def _own(rule: Rule, label: str):
+    return [c for c in rule.conditions if c.labels == {label} and not c.aggregates]
+
+
+def _scope(rule: Rule) -> Scope:
+    def column(name: str) -> Optional[Column]:
+        parts = split_qualified(name)
+        if parts is not None:
+            return F.col(_c(parts[0], "v_" + parts[1]))
+        if name.startswith("__g"):
+            return F.col(name)
+        return None
+
+    return Scope(column, source=rule.source)
+
+
+def _test(rule: Rule, exprs) -> Column:
+    scope = _scope(rule)
+    out = F.lit(True)
+    for expr in exprs:
+        out = out & F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False))
+    return out
+
+
+def _in_scope(rule: Rule, label: str, within) -> Column:
+    t, ref = F.col(_c(label, "ts")), F.col(_c(within.ref, "ts"))
+    return (t >= ref - F.lit(within.us)) & (t < ref)
+
+
+def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozenset[str]):
+    """Candidates in one Spark job, selection on the driver.
+
+    The trigger facts are left-joined with each positive event in turn, so one frame holds
+    every candidate prefix: a row whose keys stop at level ``i`` is a prefix with no
+    extension. The driver reads the options of each level from it (distinct prefixes) and the
+    full candidates with their negation, aggregate and output columns."""
+    trigger = rule.trigger.label
+    positives = [p for p in rule.predicates if p.kind == "positive"]
+    plain = [c for c in rule.conditions if not c.aggregates and len(c.labels) != 1
+             and all(rule.predicate(l).kind in ("trigger", "positive") for l in c.labels)]
+    order = [trigger] + [p.label for p in positives]
+    level_of = {label: i for i, label in enumerate(order)}
+
+    def conditions_at(i: int):
+        return [c.expr for c in plain if max((level_of[l] for l in c.labels), default=0) == i]
+
+    cur = _side(rule, facts, trigger)
+    t = F.col(_c(trigger, "ts"))
+    if after_us is not None:
+        cur = cur.where(t > after_us)
+    if until_us is not None:
+        cur = cur.where(t <= until_us)
+    cur = cur.where(_test(rule, conditions_at(0)))
+    for i, p in enumerate(positives, 1):
+        on = (F.col(_c(order[i - 1], "key")).isNotNull() & _in_scope(rule, p.label, p.within)
+              & _test(rule, conditions_at(i)))
+        cur = cur.join(F.broadcast(_side(rule, facts, p.label)), on, "left")
+    complete = F.col(_c(order[-1], "key")).isNotNull()
+    cur = cur.withColumn("_id", F.when(complete, F.concat_ws("|", *[F.col(_c(l, "key")) for l in order])))
+    full = cur.where(complete)
+
+    ok = F.lit(True)
+    for n in (p for p in rule.predicates if p.kind == "negative"):
+        exprs = [c.expr for c in rule.conditions if n.label in c.labels and c.labels != {n.label}]
+        hits = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
+                .join(F.broadcast(_side(rule, facts, n.label)), _in_scope(rule, n.label, n.within))
+                .where(_test(rule, exprs)).select(F.col("_id").alias("_hit_id")).distinct()
+                .withColumn(f"_neg_{n.label}", F.lit(True)))
+        cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
+        ok = ok & F.col(f"_neg_{n.label}").isNull()
+    for agg in rule.aggregates:
+        cur = _attach_aggregate(rule, cur, full, facts, agg)
+    ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates])
+    scope = _scope(rule)
+    outputs = [compile_expr(a.expr, scope).term.alias(f"_out_{a.var}") for a in rule.assignments]
+    final = cur.select(*[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
+                       F.when(complete, ok).alias("_ok"), *outputs)
+    rows = final.collect()
+
+    options: list[set] = [set() for _ in order]
+    finals = {}
+    for r in rows:
+        keys = [r[_c(l, "key")] for l in order]
+        for i, label in enumerate(order):
+            if keys[i] is None:
+                break
+            options[i].add((tuple(keys[:i]), r[_c(label, "ts")], keys[i]))
+        else:
+            finals[tuple(keys)] = r
+    return _select(rule, order, positives, options, finals, consumed)
+
+
+def _attach_aggregate(rule: Rule, cur: DataFrame, full: DataFrame, facts: DataFrame, agg) -> DataFrame:
+    """``fn(G.?v within d from R)`` per candidate: over the G facts in scope that satisfy the
+    conditions mentioning G (SPARQL 18.5.1 aggregate semantics, empty COUNT/SUM/AVG = 0)."""
+    exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c.labels != {agg.label}]
+    scope = _scope(rule)
+    value = compile_expr(ast.Var(f"{agg.label}{SEP}{agg.var}"), scope)
+    name = f"_a_{agg.placeholder}"
+    joined = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
+              .join(F.broadcast(_side(rule, facts, agg.label)), _in_scope(rule, agg.label, agg.within))
+              .where(_test(rule, exprs))
+              .select("_id", value.term.alias(name + "_t"), value.number().alias(name + "_n"),
+                      value.number_rank().alias(name + "_r")))
+    columns, render, default = _aggregate(ast.Aggregate(agg.fn, ast.Var("x")), name, ("x",), rule.source)
+    values = joined.groupBy("_id").agg(*columns).select(F.col("_id").alias("_agg_id"),
+                                                          render.alias(agg.placeholder))
+    cur = cur.join(values, F.col("_id") == F.col("_agg_id"), "left").drop("_agg_id")
+    if default is not None:
+        cur = cur.withColumn(agg.placeholder, F.coalesce(F.col(agg.placeholder), F.lit(default)))
+    return cur
+
+
+# ---------------------------------------------------------------------------- selection
+
+def _select(rule: Rule, order: list[str], positives, options, finals: dict, consumed: frozenset[str]):
+    """Selection policies and consumption, trigger by trigger in time order (see module doc)."""
+    by_prefix: list[dict] = [{}]
+    for i in range(1, len(order)):
+        table: dict[tuple, set] = {}
+        for prefix, ts, key in options[i]:
+            table.setdefault(prefix, set()).add((ts, key))
+        by_prefix.append(table)
+    triggers = sorted((ts, key) for _, ts, key in options[0])
+    used_up = set(consumed)
+    newly: set[str] = set()
+    matches = []
+    for _, trigger_key in triggers:
+        if trigger_key in used_up:
+            continue
+        prefixes = [(trigger_key,)]
+        for i, p in enumerate(positives, 1):
+            extended = []
+            for prefix in prefixes:
+                candidates = [c for c in by_prefix[i].get(prefix, ()) if c[1] not in used_up]
+                if not candidates:
+                    continue
+                if p.policy == "last":
+                    chosen = [min(candidates, key=lambda c: (-c[0], c[1]))]
+                elif p.policy == "first":
+                    chosen = [min(candidates)]
+                else:
+                    chosen = sorted(candidates)
+                extended += [prefix + (key,) for _, key in chosen]
+            prefixes = extended
+        fired = [finals[f] for f in prefixes if f in finals and finals[f]["_ok"]]
+        for row in fired:
+            matches.append(_match(rule, order, row))
+            for label in rule.consumes:
+                key = row[_c(label, "key")]
+                used_up.add(key)
+                newly.add(key)
+    matches.sort(key=lambda m: (m["time_us"], m["triples"]))
+    return matches, newly
+
+
+def _match(rule: Rule, order: list[str], row) -> dict:
+    keys = {label: row[_c(label, "key")] for label in order}
+    digest = hashlib.sha1("|".join(sorted(keys.values())).encode()).hexdigest()[:12]
+    fresh = f"urn:rsp:rule:{rule.name}/match/{digest}"
+    outputs = {a.var: row[f"_out_{a.var}"] for a in rule.assignments}
+
+    def term(t) -> Optional[str]:
+        if isinstance(t, ast.BNode):
+            return f"<{fresh}/{t.label}>"
+        if isinstance(t, ast.Var):
+            parts = split_qualified(t.name)
+            if parts is not None:
+                return (row[_c(parts[0], "b")] or {}).get(parts[1])
+            if t.name in outputs:
+                return outputs[t.name]
+            return f"<{fresh}/{t.name}>"
+        return terms.ast_to_nt(t)
+
+    lines = set()
+    for t in rule.template:
+        s, p, o = term(t.subject), term(t.predicate), term(t.object)
+        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
+            continue
+        lines.add(f"{s} {p} {o} .")
+    time_us = row[_c(order[0], "ts")]
+    events = sorted({f for label in order for f in (row[_c(label, "frames")] or [])})
+    return {"time": iso_ms(time_us), "time_us": time_us, "triples": sorted(lines), "events": events,
+            "facts": keys}
