@@ -32,11 +32,23 @@ def stream_asset(iri: str) -> Asset:
 
 
 def describe(rq: registry.RegisteredQuery) -> str:
-    windows = "\n".join(f"- `<{w.stream}>` {w.window}" for w in rq.query.windows)
-    return (f"**{rq.query.form}** query `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n"
-            f"Each run covers {rq.batch_us // 1_000_000} s of window closes (STEP "
-            f"{rq.step_us // 1_000_000} s, RANGE {rq.range_us // 1_000_000} s); output stream "
-            f"`{rq.output_stream}`.\n\nWindows:\n{windows}\n\n```sparql\n{rq.query.text.strip()}\n```\n")
+    streams = "\n".join(f"- `<{s}>`" + (f" {w.window}" if (w := _window_of(rq, s)) else "") for s in rq.streams)
+    if rq.kind == "window":
+        scope = (f"Each run covers {rq.batch_us // 1_000_000} s of window closes (STEP "
+                 f"{rq.step_us // 1_000_000} s, RANGE {rq.range_us // 1_000_000} s)")
+        what = f"**{rq.query.form}** query"
+    else:
+        scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval, "
+                 f"reading back the pattern's bound of {rq.range_us / 1_000_000:g} s")
+        what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
+    return (f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
+            f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n")
+
+
+def _window_of(rq: registry.RegisteredQuery, stream: str):
+    if rq.kind == "rule":
+        return None
+    return next((w for w in rq.query.windows if w.stream == stream and w.window is not None), None)
 
 
 def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
@@ -44,8 +56,8 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     output = stream_asset(rq.output_stream)
     timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
     with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
-             max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query", rq.application]) as dag:
-        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
+             max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
+        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams, lookahead_us=rq.lookahead_us)
 
         @task(task_id="evaluate", outlets=[output])
         def evaluate(**context) -> dict:
@@ -95,7 +107,7 @@ class QueryImportError(DAG):
 
 def build() -> dict[str, DAG]:
     queries, errors = registry.discover()
-    derived = {rq.output_stream for rq in queries if rq.query.derives_stream}
+    derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags = {rq.dag_id: query_dag(rq, derived) for rq in queries}
     dags.update({f"ingest_{c.key}": ingest_dag(c) for c in registry.streams().values()})
     if errors:

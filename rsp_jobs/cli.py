@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="evaluate a continuous query over stream files",
                         description="Evaluate a C-SPARQL / RSP-QL query over stream files and write one "
-                                    "JSON object per reported window.")
+                                    "JSON object per reported window; for an EP-SPARQL pattern query or "
+                                    "a DOTR rule (.dotr), one JSON object per match.")
     ev.add_argument("query_file", type=Path)
     ev.add_argument("--stream", action="append", type=stream_spec, default=[], metavar="IRI=PATH",
                     help="a stream file (TriG or N-Quads, one named graph per frame) for the stream IRI")
@@ -127,15 +128,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from rsp_jobs.engine import Interval, compile_query, evaluate
+    from rsp_jobs.algebra.patterns import compile_file, is_pattern, pattern_streams
+    from rsp_jobs.engine import Interval, evaluate, match
     from rsp_jobs.errors import InputError
     from rsp_jobs.ingest.lake import Lake
     from rsp_jobs.ingest.rdf_stream import read_stream_file
 
     if not args.query_file.is_file():
         raise InputError(f"{args.query_file}: query file not found")
-    query = compile_query(args.query_file.read_text(encoding="utf-8"), str(args.query_file))
-    declared = {w.stream for w in query.windows}
+    query = compile_file(args.query_file)
+    pattern = is_pattern(query)
+    declared = set(pattern_streams(query))
     given = {iri for iri, _ in args.stream}
     missing = declared - given
     if missing:
@@ -161,11 +164,22 @@ def cmd_evaluate(args) -> int:
         started = datetime.now(timezone.utc)
         try:
             interval = Interval(args.after, args.until)
-            for window in evaluate(query, lake, args.background, args.t0, interval, entailment=args.entailment):
-                out.write(json.dumps(window, ensure_ascii=False) + "\n")
-                progress.tick(window["window_close"])
+            if pattern:  # one JSON object per match, reported at its end
+                matches, _ = match(query, lake, args.background, interval, args.entailment)
+                for m in matches:
+                    out.write(json.dumps(m, ensure_ascii=False) + "\n")
                 if windows is not None:
-                    windows.append(window)
+                    from rsp_jobs.store.results import matches_as_results
+
+                    windows += matches_as_results(matches)
+                    used = [f for m in matches for f in m["events"]]
+            else:
+                for window in evaluate(query, lake, args.background, args.t0, interval,
+                                       entailment=args.entailment):
+                    out.write(json.dumps(window, ensure_ascii=False) + "\n")
+                    progress.tick(window["window_close"])
+                    if windows is not None:
+                        windows.append(window)
         finally:
             progress.done()
             if args.output:
@@ -174,7 +188,8 @@ def cmd_evaluate(args) -> int:
             from rsp_jobs.spark.session import get_spark
             from rsp_jobs.store.results import store_evaluation
 
-            stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId)
+            stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId,
+                                      **(dict(kind="pattern_match", used_frames=used) if pattern else {}))
             print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
                   f"activity {stored.activity_iri}", file=sys.stderr)
     finally:

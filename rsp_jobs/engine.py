@@ -1,4 +1,5 @@
-"""The engine's entry point: query text → AST → algebra → Spark plan → window results.
+"""The engine's entry point: query text → AST → algebra → Spark plan → window results, and
+for temporal patterns (EP-SPARQL queries, DOTR rules) → matches.
 
     >>> query = compile_query(Path("queries/csrbench/q1.rsp").read_text())   # doctest: +SKIP
     >>> for window in evaluate(query, lake, background_files=[]):             # doctest: +SKIP
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterator, Optional, Sequence
 
+from rsp_jobs.algebra.patterns import pattern_lookahead_us, pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.ingest.lake import Lake
@@ -66,6 +68,37 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         yield from iter_windows(frame, query, interval.after)
     finally:
         rows.unpersist()
+
+
+def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
+          entailment: str = "simple", consumed: frozenset[str] = frozenset()) -> tuple[list[dict], set[str]]:
+    """The matches of ``pattern`` (an EP-SPARQL pattern query or a DOTR rule) whose final event
+    lies in ``(after, until]``, and the facts they consumed (DOTR ``consuming``; ``consumed``
+    are those earlier batches consumed).
+
+    A match is emitted by the one batch whose interval holds its end, so reading back as far as
+    the pattern's bounded duration is all a batch needs: no duplicates across batches and no
+    matches lost at their borders (DESIGN.md, "Windows and micro-batches")."""
+    spark = get_spark()
+    lookback = pattern_lookback_us(pattern)
+    start = None if interval.after is None else _moment(interval.after - lookback)
+    end = None if interval.until is None else _moment(interval.until + pattern_lookahead_us(pattern) + 1)
+    elements = lake.read(spark, pattern_streams(pattern), start, end)
+    background = Background.for_query(pattern.graphs, background_files, pattern.source)
+    if check_regime(entailment) != "simple":
+        background, schema = background.closed(entailment)
+        elements = entail(elements, schema)
+    elements = elements.cache()
+    try:
+        if isinstance(pattern, ContinuousQuery):
+            from rsp_jobs.spark.events import evaluate_events
+
+            return evaluate_events(pattern, elements, background, interval.after, interval.until), set()
+        from rsp_jobs.spark.rules import evaluate_rule
+
+        return evaluate_rule(pattern, elements, background, interval.after, interval.until, consumed)
+    finally:
+        elements.unpersist()
 
 
 def _moment(micros: int) -> datetime:

@@ -36,9 +36,8 @@ def evaluated_until(conn: Connection, query: RegisteredQuery) -> Optional[dateti
 
 
 def affected_closes(query: RegisteredQuery, ts: datetime, until: datetime) -> Optional[tuple[datetime, datetime]]:
-    """The evaluated closes (<= ``until``) whose windows hold a frame at ``ts``, or None."""
-    t = to_us(ts)
-    closes = query.closes(t, min(t + query.range_us, to_us(until)))
+    """The evaluated closes (<= ``until``) a frame at ``ts`` could change, or None."""
+    closes = query.affected_closes(to_us(ts), to_us(until))
     return (from_us(closes[0]), from_us(closes[-1])) if closes else None
 
 

@@ -1,10 +1,11 @@
 """The registered queries under ``queries/`` and the streams they read (``queries/streams.toml``),
 as plain values the DAG factory and the tasks share.
 
-A query file ``queries/<application>/<name>.rsp`` is registered as it is; an optional
+A query file ``queries/<application>/<name>.rsp`` (windows, or an EP-SPARQL pattern) or a DOTR
+rule ``<name>.dotr`` is registered as it is; an optional
 ``<name>.toml`` beside it sets its micro-batch (``batch = "10m"``, a whole number of STEPs) and
 window origin (``t0``). Without it a run covers the smallest multiple of STEP of at least one
-minute. ``queries/streams.toml`` names each input stream (the key is its landing directory and
+minute (patterns: one minute, since any batch works for them). ``queries/streams.toml`` names each input stream (the key is its landing directory and
 ingest DAG), its allowed lateness and late-data policy, and the files of background graphs.
 """
 from __future__ import annotations
@@ -20,9 +21,9 @@ from typing import Optional
 
 from rsp_jobs import settings
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.translate import translate
+from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookahead_us, pattern_streams
 from rsp_jobs.errors import InputError, RspError, UnsupportedConstruct
-from rsp_jobs.language.parser import parse_duration, parse_query
+from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.reasoning.entailment import check_regime
 
 MS = 1000  # µs per ms
@@ -82,27 +83,62 @@ class RegisteredQuery:
         return f"{self.iri}/stream"
 
     @property
+    def kind(self) -> str:
+        """``window`` (C-SPARQL windows), ``pattern`` (EP-SPARQL) or ``rule`` (DOTR)."""
+        if not isinstance(self.query, ContinuousQuery):
+            return "rule"
+        return "pattern" if self.query.pattern else "window"
+
+    @property
+    def derives_stream(self) -> bool:
+        """Whether downstream queries can read the output (REGISTER STREAM; a rule's events)."""
+        return self.kind == "rule" or self.query.derives_stream
+
+    @property
     def streams(self) -> list[str]:
-        return sorted({w.stream for w in self.query.windows})
+        return pattern_streams(self.query)
 
     @property
     def range_us(self) -> int:
+        """How far back a run reads: the widest window, or a pattern's bounded duration."""
+        if self.kind != "window":
+            return self.query.bound_us
         return max(w.window.range_ms for w in self.query.windows) * MS
 
     @property
     def step_us(self) -> int:
+        """The reporting grid: STEP, or for patterns the batch (a match is reported by the
+        batch that holds its end)."""
+        if self.kind != "window":
+            return self.batch_us
         return self.query.windows[0].window.step_ms * MS
+
+    @property
+    def lookahead_us(self) -> int:
+        """How far past a run's end its inputs must be complete (an optional pattern part)."""
+        return pattern_lookahead_us(self.query)
+
+    def affected_closes(self, ts_us: int, until_us: int) -> range:
+        """The evaluated closes a frame at ``ts_us`` could change: the windows that hold it, or
+        for patterns the batches holding a match end in ``[ts, ts + bound]``."""
+        if self.kind == "window":
+            return self.closes(ts_us, min(ts_us + self.range_us, until_us))
+        return self.closes(ts_us - 1, min(ts_us + self.range_us + self.step_us - 1, until_us))
+
+    def _phase(self) -> int:
+        offset = self.range_us if self.kind == "window" else 0
+        return (self.t0_us + offset) % self.step_us
 
     def closes(self, after_us: int, until_us: int) -> range:
         """The window closes ``c`` with ``after < c <= until`` (µs), on the query's grid."""
-        phase = (self.t0_us + self.range_us) % self.step_us
+        phase = self._phase()
         first = after_us + 1 + (phase - after_us - 1) % self.step_us
         return range(first, until_us + 1, self.step_us)
 
     def first_batch_end(self, not_before: Optional[datetime] = None) -> datetime:
         """The first batch boundary at or after ``not_before`` on the query's close grid
         (``t0 + RANGE + k*STEP``), so that every run's interval ends on a window close."""
-        phase = (self.t0_us + self.range_us) % self.step_us
+        phase = self._phase()
         us = to_us(not_before or DEFAULT_START)
         return from_us(us + (phase - us) % self.step_us)
 
@@ -124,13 +160,17 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     """Parse and check one registered query file; errors name the file and line. (No Spark
     here: the DAG processor calls this for every query file.)"""
     root = root or queries_dir()
-    query = translate(parse_query(path.read_text(encoding="utf-8"), str(path)))
-    if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
-        raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
-    steps = {w.window.step_ms * MS for w in query.windows}
-    if len(steps) > 1:
-        raise UnsupportedConstruct(str(path), "streams with different STEPs in one query")
-    step = steps.pop()
+    query = compile_file(path)
+    if isinstance(query, ContinuousQuery) and not query.pattern:
+        if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
+            raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
+        steps = {w.window.step_ms * MS for w in query.windows}
+        if len(steps) > 1:
+            raise UnsupportedConstruct(str(path), "streams with different STEPs in one query")
+        step = steps.pop()
+    else:  # a pattern reads back its bounded duration; any batch will do
+        check_batchable(query)  # an unbounded pattern cannot be micro-batched: refuse it here
+        step = MS
     options = _catalog(path.with_suffix(".toml"))
     t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
     batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
@@ -148,7 +188,7 @@ def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[P
     """Every query under ``root``: those that load, and the error of each that does not."""
     root = root or queries_dir()
     loaded, errors = [], {}
-    for path in sorted(root.rglob("*.rsp")):
+    for path in sorted([*root.rglob("*.rsp"), *root.rglob("*.dotr")]):
         try:
             loaded.append(load_query(path, root))
         except RspError as exc:

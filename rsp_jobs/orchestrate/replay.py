@@ -120,7 +120,7 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str]) -
         for q in queries:
             summary.windows[q.dag_id] = conn.scalar(select(func.count()).select_from(WindowResult)
                                                     .where(WindowResult.query_iri == q.iri))
-            if q.query.derives_stream:
+            if q.derives_stream:
                 summary.derived_frames[q.dag_id] = conn.scalar(
                     select(func.count()).select_from(Frame).join(Stream, Stream.id == Frame.stream_id)
                     .where(Stream.iri == q.output_stream))
@@ -128,7 +128,7 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str]) -
             summary.quality["passed" if success else "failed"] = count
         summary.quality["checks"] = conn.scalar(select(func.count()).select_from(Activity)
                                                 .where(Activity.kind == "quality_check"))
-        alert_queries = [q.iri for q in queries if q.application == "traffic" and not q.query.derives_stream]
+        alert_queries = [q.iri for q in queries if q.application == "traffic" and not q.derives_stream]
         rows = conn.execute(select(WindowResult.window_close, WindowResult.payload, Frame.frame_iri)
                             .join(Frame, Frame.id == WindowResult.frame_id)
                             .where(WindowResult.query_iri.in_(alert_queries), WindowResult.row_count > 0)

@@ -1,5 +1,6 @@
 """The micro-batch job of a query DAG run: every window close in ``(after, until]`` in one Spark
-job (reading the streams from ``after - RANGE``), checked by the output quality suite, stored as
+job (reading the streams from ``after - RANGE``) or, for a pattern, every match ending in
+``(after, until]`` (reading back its bounded duration), checked by the output quality suite, stored as
 frames of the query's output stream with provenance, and, for ``REGISTER STREAM``, written to
 the lake as the derived stream that downstream queries read.
 
@@ -12,17 +13,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
-from rsp_jobs.engine import Interval, evaluate
+from rsp_jobs.engine import Interval, evaluate, match
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
-from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query, to_us
+from rsp_jobs.orchestrate.registry import RegisteredQuery, from_us, load_query, to_us
 from rsp_jobs.spark.results import iso_ms
 from rsp_jobs.store import db
-from rsp_jobs.store.results import result_batch, store_evaluation
+from rsp_jobs.store.results import matches_as_results, result_batch, store_evaluation
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     from rsp_jobs.quality import gate
     from rsp_jobs.spark.session import get_spark
 
+    if registered.kind != "window":
+        return _match_and_store(registered, engine, after, until, revision_of)
     started_at = datetime.now(timezone.utc)
     windows = list(evaluate(registered.query, lake(), registered.background, registered.t0_us,
                             Interval(to_us(after), to_us(until)), entailment=registered.entailment))
@@ -72,9 +75,45 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     stored = store_evaluation(engine, registered.query, windows, started_at,
                               get_spark().sparkContext.applicationId,
                               evaluated_until=None if revision_of else until, revision_of=revision_of)
-    if registered.query.derives_stream:
+    if registered.derives_stream:
         _write_derived(registered, windows)
     return windows, stored
+
+
+def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until: datetime,
+                     revision_of: Optional[str] = None):
+    """A pattern's batch: the matches ending in ``(after, until]`` (reading back its bounded
+    duration), reported as results closing at their end time, with the exact frames they used
+    and, for a rule that consumes, the consumed facts stored in the same transaction."""
+    from rsp_jobs.quality import gate
+    from rsp_jobs.spark.session import get_spark
+    from rsp_jobs.store.consumption import consumed_before, fact_time, replace_consumed
+
+    started_at = datetime.now(timezone.utc)
+    consumed = consumed_before(engine, registered.iri, after) if registered.kind == "rule" else frozenset()
+    matches, newly = match(registered.query, lake(), registered.background,
+                           Interval(to_us(after), to_us(until)), registered.entailment, consumed)
+    results = matches_as_results(matches)
+    outcome = gate.check_output_batch(
+        _windows_frame(registered.iri, results), query_iri=registered.iri, t0_us=0, range_us=0, step_us=1,
+        interval=(after, until), engine=engine,
+        batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
+    gate.require(outcome)
+    ended = {key: m["time_us"] for m in matches for key in m.get("facts", {}).values()}
+    facts = [(key, fact_time(key), from_us(ended[key])) for key in sorted(newly)]
+
+    def record_consumed(conn, activity_iri: str) -> None:
+        if registered.kind == "rule":
+            replace_consumed(conn, registered.iri, after, until, facts, activity_iri)
+
+    stored = store_evaluation(engine, registered.query, results, started_at,
+                              get_spark().sparkContext.applicationId,
+                              evaluated_until=None if revision_of else until, revision_of=revision_of,
+                              kind="pattern_match", used_frames=[f for m in matches for f in m["events"]],
+                              also=record_consumed)
+    if registered.derives_stream:
+        _write_derived(registered, results)
+    return results, stored
 
 
 def _windows_frame(query_iri: str, windows: list[dict]):
@@ -107,6 +146,8 @@ def _revise_late_windows(registered: RegisteredQuery, engine, store_url) -> int:
     if span is None:
         return 0
     after, until = late.revision_interval(span)
+    if registered.kind != "window":  # whole batches: a match is reported by the batch holding its end
+        after = span[0] - timedelta(microseconds=registered.step_us)
     frames = [f"{registered.output_stream}/frame/{iso_ms(c)}" for c in registered.closes(to_us(after), to_us(until))]
     previous = late.revised_activity(engine, frames)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until, revision_of=previous)

@@ -271,3 +271,19 @@ class LateArrival(Base):
     source_file: Mapped[str] = mapped_column(Text)
     revision_activity: Mapped[Optional[str]] = mapped_column(Text)
     arrived_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ConsumedFact(Base):
+    """A fact a rule's match consumed (DOTR ``consuming``): later matches may not use it again.
+    Kept per rule with the match time, so a re-run of an interval first forgets what the
+    interval's own matches consumed, and a run loads only what earlier matches consumed."""
+
+    __tablename__ = "consumed_facts"
+    __table_args__ = (UniqueConstraint("query_iri", "fact_key"), Index(None, "query_iri", "match_time"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    query_iri: Mapped[str] = mapped_column(Text)
+    fact_key: Mapped[str] = mapped_column(Text)
+    fact_time: Mapped[datetime]
+    match_time: Mapped[datetime]
+    activity_iri: Mapped[Optional[str]] = mapped_column(Text)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from rdflib import BNode, Literal, URIRef
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select
 
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
@@ -96,18 +96,47 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
     return batch, frame_of
 
 
+def matches_as_results(matches: list[dict]) -> list[dict]:
+    """Matches as the results the store keeps per close: one per end time, opening at the
+    earliest start of the matches ending then."""
+    by_end: dict[int, list[dict]] = {}
+    for m in matches:
+        by_end.setdefault(m.get("end_us", m.get("time_us")), []).append(m)
+    results = []
+    for end, group in sorted(by_end.items()):
+        start = min(m.get("start_us", end) for m in group)
+        out = {"window_open": _iso_ms(start), "window_close": _iso_ms(end)}
+        if "bindings" in group[0]:
+            out["bindings"] = [m["bindings"] for m in group]
+        else:
+            out["triples"] = sorted({t for m in group for t in m["triples"]})
+        results.append(out)
+    return results
+
+
+def _iso_ms(micros: int) -> str:
+    from rsp_jobs.spark.results import iso_ms
+
+    return iso_ms(micros)
+
+
 def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
                      spark_app_id: Optional[str] = None, evaluated_until: Optional[datetime] = None,
-                     revision_of: Optional[str] = None) -> StoredEvaluation:
+                     revision_of: Optional[str] = None, kind: str = "window_evaluation",
+                     used_frames: Optional[Iterable[str]] = None,
+                     also: Optional[Callable[[Connection, str], None]] = None) -> StoredEvaluation:
     """Persist one evaluation run's windows with its provenance (one transaction).
 
     ``evaluated_until``: the run evaluated every close up to it, reported or not; the output
     stream's watermark moves there, which is how downstream runs and late-data handling know
-    what has been evaluated. ``revision_of``: the activity this re-evaluation revises."""
+    what has been evaluated. ``revision_of``: the activity this re-evaluation revises.
+    Patterns (``kind="pattern_match"``) report matches as "windows" closing at their end time;
+    they name the exact frames they used (``used_frames``) and may write state in the same
+    transaction (``also(conn, activity_iri)``, e.g. the facts a rule consumed)."""
     windows = list(windows)
     q_iri, stream = query_iri(query), output_stream_iri(query)
     batch, frame_of = result_batch(query, windows)
-    record = ActivityRecord("window_evaluation", started_at, query_iri=q_iri, spark_app_id=spark_app_id,
+    record = ActivityRecord(kind, started_at, query_iri=q_iri, spark_app_id=spark_app_id,
                             revision_of=revision_of)
     with write_transaction(engine) as conn:
         record.query_text_hash = register_query(conn, q_iri, query.text)
@@ -121,7 +150,10 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[d
             record.window_open = min(_parse_time(w["window_open"]) for w in windows)
             record.window_close = max(_parse_time(w["window_close"]) for w in windows)
             record.used = _input_frames(conn, [w.stream for w in query.windows],
-                                        record.window_open, record.window_close)
+                                        record.window_open, record.window_close) if used_frames is None \
+                else _frames_named(conn, sorted(set(used_frames)))
+        if also is not None:
+            also(conn, record.iri)
         record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
         record.generated = [(iri, "frame", checksum) for iri, (_, checksum) in frames.items()]
         write_activity(conn, record)
@@ -145,6 +177,15 @@ def _upsert_result(conn, q_iri: str, form: str, window: dict, frame_id: int) -> 
     conn.execute(statement.on_conflict_do_update(
         index_elements=[table.c.query_iri, table.c.window_close],
         set_={k: statement.excluded[k] for k in ("window_open", "form", "payload", "row_count", "frame_id")}))
+
+
+def _frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
+    """The stored frames with these IRIs (what a pattern's matches used), with checksums."""
+    found = []
+    for start in range(0, len(iris), 500):
+        rows = conn.execute(select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(iris[start:start + 500])))
+        found += [(r.frame_iri, "frame", r.checksum) for r in rows]
+    return found
 
 
 def _input_frames(conn, streams: list[str], start: datetime, end: datetime) -> list[tuple[str, str, str]]:

@@ -74,3 +74,20 @@ def test_a_bad_batch_setting_is_an_import_error_naming_the_file(queries, options
     (message,) = bag.import_errors.values()
     assert "congested_pairs.toml" in message and problem in message
     assert "congestion_by_segment" in bag.dag_ids
+
+
+def test_patterns_and_rules_are_dags_that_wait_for_their_bound_and_unbounded_ones_are_refused(queries):
+    from tests.orchestrate.test_pattern_runs import FIRE, RISE, UNBOUNDED
+
+    (queries / "alarms").mkdir()
+    (queries / "alarms" / "fire.dotr").write_text(FIRE)
+    (queries / "alarms" / "rise.rsp").write_text(RISE.replace("\nSEQ {", "\nOPTIONALSEQ {"))
+    (queries / "alarms" / "forever.rsp").write_text(UNBOUNDED)
+    bag = dag_bag()
+    fire, rise = bag.dags.get("Fire"), bag.dags.get("rise")
+    assert {"rsp", "pattern", "alarms"} <= set(fire.tags) and "**DOTR rule**" in fire.doc_md
+    assert fire.timetable.delta == timedelta(minutes=1) and "bound of 40 s" in fire.doc_md
+    assert rise.get_task("wait_for_inputs").lookahead_us == 30_000_000  # the optional part's bound
+    assert fire.get_task("wait_for_inputs").lookahead_us == 0
+    errors = "\n".join(bag.import_errors.values())
+    assert "forever.rsp" in errors and "unbounded" in errors
