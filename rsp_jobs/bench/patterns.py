@@ -1,0 +1,136 @@
+"""``make bench``, pattern workload: DOTR's default scenario (Margara et al. 2018, section 6) on
+the engine. Ten rules, each a sequence of two event types in the same area within 30 s, over a
+stream of sensor observations and a background of 10k triples (sensors, their areas, their
+types). The stream is evaluated as one batch and as consecutive micro-batches (the
+schedule a DAG would run); both must give the same matches. Reported: events (stream triples)
+per second and seconds per batch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from rdflib import RDF, Graph, Literal, Namespace
+
+from rsp_jobs import settings
+from rsp_jobs.engine import Interval, match
+from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.language.rules import parse_rule
+
+EX = Namespace("http://example.org/bench#")
+STREAM = "http://example.org/bench/stream"
+BACKGROUND = "urn:rsp:bench:sensors"
+START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+RULES, EVENT_TYPES, AREAS = 10, 11, 50
+S = 1_000_000
+
+
+def background(sensors: int = 2_000) -> Graph:
+    """10k triples: each sensor has a type (under a small hierarchy), an area, a label, a model."""
+    graph = Graph()
+    for i in range(sensors):
+        sensor = EX[f"sensor{i}"]
+        graph.add((sensor, RDF.type, EX[f"SensorType{i % 20}"]))
+        graph.add((sensor, EX.inArea, EX[f"area{i % AREAS}"]))
+        graph.add((sensor, EX.label, Literal(f"sensor {i}")))
+        graph.add((sensor, EX.model, EX[f"model{i % 7}"]))
+        graph.add((sensor, EX.installed, Literal(2000 + i % 20)))
+    return graph
+
+
+def stream(minutes: int, per_second: int, sensors: int = 2_000, seed: int = 7) -> StreamBatch:
+    """One frame per second with ``per_second`` observations: an event type and its sensor."""
+    rng = random.Random(seed)
+    batch = StreamBatch(stream=STREAM, source="generated")
+    for second in range(minutes * 60):
+        ts = START + timedelta(seconds=second)
+        frame = f"{STREAM}/frame/{second}"
+        for k in range(per_second):
+            obs = f"<{EX}obs{second}_{k}>"
+            batch.elements.append(Element(STREAM, ts, frame, obs, f"<{RDF.type}>",
+                                          f"<{EX}E{rng.randrange(EVENT_TYPES)}>", None, None))
+            batch.elements.append(Element(STREAM, ts, frame, obs, f"<{EX}by>",
+                                          f"<{EX}sensor{rng.randrange(sensors)}>", None, None))
+    return batch
+
+
+def rule_text(i: int) -> str:
+    """Rule i: an event of type E(i+1) after one of type Ei in the same area within 30 s."""
+    return f"""PREFIX : <{EX}>
+FROM STREAM <{STREAM}>
+FROM <{BACKGROUND}>
+define Seq{i} {{ [] a :Alarm{i} ; :area ?area }}
+from A = [SELECT ?area WHERE {{ ?o a :E{i + 1} ; :by ?s . ?s :inArea ?area }}]
+and last B = [SELECT ?area WHERE {{ ?o a :E{i} ; :by ?s . ?s :inArea ?area }}] within 30 s from A
+with A.?area = B.?area, ?area = A.?area
+"""
+
+
+def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
+    work = settings.home_dir() / "bench-patterns"
+    work.mkdir(parents=True, exist_ok=True)
+    graph = background()
+    bg_path = work / "sensors.nt"
+    graph.serialize(bg_path, format="nt", encoding="utf-8")
+    batch = stream(minutes, per_second)
+    lake = Lake(work / f"lake-{minutes}-{per_second}")
+    if not any(lake.root.glob("stream_key=*")):
+        lake.write(batch, batch_id="bench")
+    rules = [parse_rule(rule_text(i), f"<bench rule {i}>") for i in range(RULES)]
+    files = [f"{BACKGROUND}={bg_path}"]
+    end = minutes * 60 * S
+    origin = int(START.timestamp()) * S
+
+    def evaluate(cuts: list[int]) -> tuple[list, list[float]]:
+        found, seconds = [], []
+        for after, until in zip(cuts, cuts[1:]):
+            t = time.perf_counter()
+            for rule in rules:
+                matches, _ = match(rule, lake, files, Interval(origin + after, origin + until))
+                found += [(rule.name, m["time"], tuple(m["triples"])) for m in matches]
+            seconds.append(time.perf_counter() - t)
+        return sorted(found), seconds
+
+    match(rules[0], lake, files, Interval(origin, origin + S))  # warm up Spark and the background
+    whole, whole_s = evaluate([-1, end])
+    step = end // batches
+    batched, batch_s = evaluate([-1] + [step * k for k in range(1, batches)] + [end])
+    triples = len(batch.elements)
+    report = {
+        "workload": {"rules": RULES, "within_seconds": 30, "background_triples": len(graph),
+                     "stream_minutes": minutes, "frames": batch.frames, "stream_triples": triples,
+                     "events": minutes * 60 * per_second},
+        "one_batch": {"seconds": round(whole_s[0], 2), "matches": len(whole),
+                      "stream_triples_per_second": round(triples / whole_s[0])},
+        "micro_batches": {"batches": batches, "batch_minutes": round(minutes / batches, 2),
+                          "seconds_per_batch": round(sum(batch_s) / len(batch_s), 2),
+                          "max_seconds_per_batch": round(max(batch_s), 2),
+                          "stream_triples_per_second": round(triples / sum(batch_s)),
+                          "matches": len(batched)},
+        "same_matches": whole == batched,
+    }
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.patterns", description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=Path("bench-results/patterns.json"))
+    parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--per-second", type=int, default=5)
+    parser.add_argument("--batches", type=int, default=4)
+    args = parser.parse_args(argv)
+    report = run(args.output, args.minutes, args.per_second, args.batches)
+    print(json.dumps(report, indent=2))
+    return 0 if report["same_matches"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
