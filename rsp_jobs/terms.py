@@ -144,3 +144,16 @@ def nt_to_rdflib(text: str) -> Node:
     datatype = term.get("datatype")
     return Literal(term["value"], lang=term.get("xml:lang"),
                    datatype=URIRef(datatype) if datatype else None)
+
+
+def template_lines(template, term_of) -> list[str]:
+    """A CONSTRUCT-style template instantiated once (SPARQL 16.2): ``term_of`` gives each
+    position's N-Triples text or None; triples with an unbound position, a literal subject or a
+    non-IRI predicate are left out."""
+    lines = set()
+    for t in template:
+        s, p, o = term_of(t.subject), term_of(t.predicate), term_of(t.object)
+        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
+            continue
+        lines.add(f"{s} {p} {o} .")
+    return sorted(lines)

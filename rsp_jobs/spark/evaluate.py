@@ -46,6 +46,28 @@ def var_name(term: ast.Term) -> Optional[str]:
     return None
 
 
+def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, str]]:
+    """The condition a ``g, s, p, o`` row meets to match ``triple`` in ``graph`` (None: the
+    default graph; an IRI; a variable), and the column each variable binds."""
+    conds, binds = [], {}
+    if graph is None:
+        conds.append(F.col("g").isNull())
+    elif isinstance(graph, ast.IRI):
+        conds.append(F.col("g") == f"<{graph.value}>")
+    else:
+        conds.append(F.col("g").isNotNull())
+        binds[graph.name] = "g"
+    for column, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object)):
+        name = var_name(term)
+        if name is None:
+            conds.append(F.col(column) == terms.ast_to_nt(term))
+        elif name in binds:
+            conds.append(F.col(column) == F.col(binds[name]))
+        else:
+            binds[name] = column
+    return functools.reduce(lambda a, b: a & b, conds), binds
+
+
 @dataclass(frozen=True)
 class Solutions:
     """A multiset of solutions in two parts: ``dep`` rows belong to the window ``_win``,
@@ -108,23 +130,8 @@ class Evaluator:
         graph_var = graph.name if isinstance(graph, ast.Var) else None
 
         def match(frame: DataFrame) -> DataFrame:
-            conds, binds = [], {}
-            if graph is None:
-                conds.append(F.col("g").isNull())
-            elif isinstance(graph, ast.IRI):
-                conds.append(F.col("g") == f"<{graph.value}>")
-            else:
-                conds.append(F.col("g").isNotNull())
-                binds[graph_var] = "g"
-            for column, term in positions:
-                name = var_name(term)
-                if name is None:
-                    conds.append(F.col(column) == terms.ast_to_nt(term))
-                elif name in binds:
-                    conds.append(F.col(column) == F.col(binds[name]))
-                else:
-                    binds[name] = column
-            out = frame.where(functools.reduce(lambda a, b: a & b, conds))
+            condition, binds = triple_match(triple, graph)
+            out = frame.where(condition)
             keep = [WIN] if WIN in frame.columns else []
             return out.select(*keep, *[F.col(c).alias(vcol(v)) for v, c in binds.items()])
 

@@ -44,7 +44,7 @@ from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.evaluate import _constants, _join_order, var_name, vcol
+from rsp_jobs.spark.evaluate import _constants, _join_order, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.results import iso_ms
 
@@ -210,13 +210,7 @@ def _instantiate(query: P.ContinuousQuery, ta: int, tw: int, nt: dict[str, str])
             return f"_:b{stamp}_{term.label}"
         return terms.ast_to_nt(term)
 
-    lines = set()
-    for t in query.template:
-        s, p, o = position(t.subject), position(t.predicate), position(t.object)
-        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
-            continue
-        lines.add(f"{s} {p} {o} .")
-    return sorted(lines)
+    return terms.template_lines(query.template, position)
 
 
 def _split_triple(line: str) -> tuple[str, str, str]:
@@ -263,24 +257,7 @@ class _Evaluator:
         return acc
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> _Solutions:
-        positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
-        conds, binds = [], {}
-        if graph is None:
-            conds.append(F.col("g").isNull())
-        elif isinstance(graph, ast.IRI):
-            conds.append(F.col("g") == f"<{graph.value}>")
-        else:
-            conds.append(F.col("g").isNotNull())
-            binds[graph.name] = "g"
-        for column, term in positions:
-            name = var_name(term)
-            if name is None:
-                conds.append(F.col(column) == terms.ast_to_nt(term))
-            elif name in binds:
-                conds.append(F.col(column) == F.col(binds[name]))
-            else:
-                binds[name] = column
-        condition = functools.reduce(lambda a, b: a & b, conds)
+        condition, binds = triple_match(triple, graph)
         columns = [F.col(c).alias(vcol(v)) for v, c in binds.items()]
         frame = self.events.where(condition).select(TA, TW, EV, *columns)
         if self.background.may_match(triple, graph):

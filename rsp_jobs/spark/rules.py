@@ -324,13 +324,8 @@ def _match(rule: Rule, order: list[str], row) -> dict:
             return f"<{fresh}/{t.name}>"
         return terms.ast_to_nt(t)
 
-    lines = set()
-    for t in rule.template:
-        s, p, o = term(t.subject), term(t.predicate), term(t.object)
-        if s is None or p is None or o is None or s.startswith('"') or not p.startswith("<"):
-            continue
-        lines.add(f"{s} {p} {o} .")
+    lines = terms.template_lines(rule.template, term)
     time_us = row[_c(order[0], "ts")]
     events = sorted({f for label in order for f in (row[_c(label, "frames")] or [])})
-    return {"time": iso_ms(time_us), "time_us": time_us, "triples": sorted(lines), "events": events,
+    return {"time": iso_ms(time_us), "time_us": time_us, "triples": lines, "events": events,
             "facts": keys}
