@@ -70,6 +70,12 @@ def ast_to_nt(term: ast.Term) -> str:
     return to_nt(ast_to_rdflib(term))
 
 
+def iso_ms(micros: int) -> str:
+    """µs since the epoch as ISO 8601 UTC with milliseconds, how results name their times."""
+    moment = datetime.fromtimestamp(micros // 1000 / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(micros // 1000) % 1000:03d}Z"
+
+
 def datetime_lexical(value: datetime) -> str:
     """The shortest xsd:dateTime lexical form of a time, in UTC with ``Z`` (naive means UTC):
     microseconds only when there are any, without trailing zeros."""

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rsp_jobs import settings
+from rsp_jobs.bench import close_ms, cores
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
 from rsp_jobs.engine import compile_query, evaluate
 from rsp_jobs.ingest import citybench
@@ -51,7 +52,7 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
                            "frames": batch.frames, "mapping_seconds": round(mapping_s, 2),
                            "ingest_seconds": round(ingest_s, 2),
                            "ingest_triples_per_second": round(triples / ingest_s)},
-              "machine": {"cores": _cores(), "python": platform.python_version()},
+              "machine": {"cores": cores(), "python": platform.python_version()},
               "queries": {}}
     for name in QUERIES:
         path = settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
@@ -86,23 +87,12 @@ def _rdflib_side(path, contents, engine_windows, triples, window_triples, reposi
     t = time.perf_counter()
     answers = {close: rdflib_answer(sparql, content, background) for close, content in contents.items()}
     rdflib_s = time.perf_counter() - t
-    same = sorted(answers) == [_close_ms(w) for w in engine_windows] and all(
-        same_bindings(w["bindings"], [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[_close_ms(w)]])
+    same = sorted(answers) == [close_ms(w) for w in engine_windows] and all(
+        same_bindings(w["bindings"], [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[close_ms(w)]])
         for w in engine_windows)
     return ({"seconds": round(rdflib_s, 2), "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
              "stream_triples_per_second": round(triples / rdflib_s),
              "window_triples_per_second": round(window_triples / rdflib_s)}, same)
-
-
-def _close_ms(window: dict) -> int:
-    moment = datetime.fromisoformat(window["window_close"].replace("Z", "+00:00"))
-    return round(moment.timestamp() * 1000)
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 def main(argv=None) -> int:

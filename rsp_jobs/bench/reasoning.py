@@ -28,6 +28,7 @@ from rdflib import Graph, Namespace, URIRef
 from rdflib.namespace import RDF, RDFS, XSD
 
 from rsp_jobs import settings
+from rsp_jobs.bench import close_ms, cores
 
 EX = Namespace("http://example.org/bench/")
 STREAM = str(EX["stream/observations"])
@@ -166,14 +167,14 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     t = time.perf_counter()
     theirs = rdflib_answer(f"SELECT ?x WHERE {{ ?x a <{top}> }}", [], [closed(window_graph, regime)])
     reference_s = time.perf_counter() - t
-    ours = next(w for w in windows if _close_ms(w) == close)
+    ours = next(w for w in windows if close_ms(w) == close)
     same = sorted(b["x"]["value"] for b in ours["bindings"]) == sorted(str(b["x"]) for b in theirs)
 
     report = {
         "workload": {"classes": classes, "background_triples": len(graph), "closed_background_triples": len(closure),
                      "regime": regime, "frames": frames, "stream_triples": triples,
                      "query": "instances of ex:C1 (a child of the root) per [RANGE 10s STEP 10s] window"},
-        "machine": {"cores": _cores(), "python": platform.python_version()},
+        "machine": {"cores": cores(), "python": platform.python_version()},
         "background_closure": {"cold_seconds": round(cold_s, 2), "cached_seconds": round(cached_s, 3)},
         "entailment": {"entailed_triples": entailed, "seconds": round(entail_s, 2),
                        "stream_triples_per_second": round(triples / entail_s)},
@@ -190,17 +191,6 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
     return report
-
-
-def _close_ms(window: dict) -> int:
-    moment = datetime.fromisoformat(window["window_close"].replace("Z", "+00:00"))
-    return round(moment.timestamp() * 1000)
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 def main(argv=None) -> int:

@@ -68,6 +68,18 @@ def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, st
     return functools.reduce(lambda a, b: a & b, conds), binds
 
 
+def joined_columns(shared: list[str], names: tuple[str, ...]):
+    """Variables in a join condition (OPTIONAL's expression): a shared one is whichever side
+    binds it (the right side's columns are renamed ``_r_v_<name>``)."""
+    def column(name: str) -> Optional[Column]:
+        if name in shared:
+            return F.coalesce(F.col(vcol(name)), F.col("_r_" + vcol(name)))
+        if name in names:
+            return F.col(vcol(name))
+        return None
+    return column
+
+
 @dataclass(frozen=True)
 class Solutions:
     """A multiset of solutions in two parts: ``dep`` rows belong to the window ``_win``,
@@ -186,14 +198,8 @@ class Evaluator:
             else:
                 conds.append(lc == rc)
         if expr is not None:
-            def column(name: str) -> Optional[Column]:
-                if name in shared:
-                    return F.coalesce(F.col(vcol(name)), F.col("_r_" + vcol(name)))
-                if name in a.vars or name in b.vars:
-                    return F.col(vcol(name))
-                return None
-            conds.append(F.coalesce(compile_expr(expr, Scope(column, source=self.query.source)).ebv(),
-                                    F.lit(False)))
+            scope = Scope(joined_columns(shared, a.vars + b.vars), source=self.query.source)
+            conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
         condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
         joined = left.join(right, on=condition, how=how)
         win = [F.col(WIN)] if WIN in left.columns else ([F.col(WIN)] if WIN in right.columns else [])

@@ -35,7 +35,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -44,9 +44,9 @@ from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.evaluate import _constants, _join_order, triple_match, vcol
+from rsp_jobs.spark.evaluate import _constants, _join_order, joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.spark.results import iso_ms
+from rsp_jobs.terms import iso_ms
 
 TA, TW, EV = "_ta", "_tw", "_ev"
 EVENT_SCHEMA = T.StructType([
@@ -310,13 +310,8 @@ class _Evaluator:
         else:
             start, end = F.least(ta1, ta2), F.greatest(tw1, tw2)
         if expr is not None:
-            def column(name: str) -> Optional[Column]:
-                if name in shared:
-                    return F.coalesce(F.col(vcol(name)), F.col("_r_" + vcol(name)))
-                if name in a.vars or name in b.vars:
-                    return F.col(vcol(name))
-                return None
-            scope = Scope(column, source=self.query.source, interval=lambda: (start, end))
+            scope = Scope(joined_columns(shared, a.vars + b.vars), source=self.query.source,
+                          interval=lambda: (start, end))
             conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
         if optional and kind != "join" and self.query.bound_us is not None:
             # Bounded optional parts (module docstring): a timeless combination has no duration.

@@ -5,7 +5,6 @@ Only results reach the driver, one window at a time through ``toLocalIterator``.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Iterator, Optional
 
 from pyspark.sql import DataFrame
@@ -13,6 +12,7 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
+from rsp_jobs.terms import iso_ms
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
@@ -98,9 +98,4 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
             out["bindings"] = [{n: terms.nt_to_json(r[vcol(n)]) for n in names if r[vcol(n)] is not None}
                                for r in items]
         yield out
-
-
-def iso_ms(micros: int) -> str:
-    moment = datetime.fromtimestamp(micros // 1000 / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(micros // 1000) % 1000:03d}Z"
 

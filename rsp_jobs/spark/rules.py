@@ -40,7 +40,7 @@ from rsp_jobs.reasoning.entailment import check_regime, entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.spark.results import iso_ms
+from rsp_jobs.terms import iso_ms
 
 __all__ = ["parse_rule", "evaluate_rule", "facts_frame", "fact_key"]
 

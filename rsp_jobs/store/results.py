@@ -24,7 +24,7 @@ from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, WindowResult
 from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
-from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
+from rsp_jobs.terms import iso_ms, numeric_value, nt_to_rdflib, time_value, to_nt
 
 RSP = "urn:rsp:ns:"
 
@@ -105,19 +105,13 @@ def matches_as_results(matches: list[dict]) -> list[dict]:
     results = []
     for end, group in sorted(by_end.items()):
         start = min(m.get("start_us", end) for m in group)
-        out = {"window_open": _iso_ms(start), "window_close": _iso_ms(end)}
+        out = {"window_open": iso_ms(start), "window_close": iso_ms(end)}
         if "bindings" in group[0]:
             out["bindings"] = [m["bindings"] for m in group]
         else:
             out["triples"] = sorted({t for m in group for t in m["triples"]})
         results.append(out)
     return results
-
-
-def _iso_ms(micros: int) -> str:
-    from rsp_jobs.spark.results import iso_ms
-
-    return iso_ms(micros)
 
 
 def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
