@@ -31,6 +31,9 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
 
 WIN, RANK = "_win", "_rank"
+# _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
+# hold in every window
+KEY, ANY_WINDOW = "_key", -(2 ** 63)
 
 
 def vcol(name: str) -> str:
@@ -167,30 +170,52 @@ class Evaluator:
 
     def _join_solutions(self, a: Solutions, b: Solutions) -> Solutions:
         dep_parts = []
-        if a.dep is not None and b.dep is not None:
+        if a.dep is not None and b.dep is not None and b.indep is not None:
+            dep_parts.append(self._join_either(a.dep, b.dep, b.indep, a, b))
+        elif a.dep is not None and b.dep is not None:
             dep_parts.append(self._join_frames(a.dep, b.dep, a, b))
-        if a.dep is not None and b.indep is not None:
+        elif a.dep is not None and b.indep is not None:
             dep_parts.append(self._join_frames(a.dep, b.indep, a, b))
         if a.indep is not None and b.dep is not None:
             dep_parts.append(self._join_frames(a.indep, b.dep, a, b))
         indep = self._join_frames(a.indep, b.indep, a, b) if a.indep is not None and b.indep is not None else None
         return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b))
 
+    def _join_either(self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame,
+                     a: Solutions, b: Solutions) -> DataFrame:
+        """``left ⋈ b_dep ∪ left ⋈ b_indep`` as one join. As two joins, ``left`` (the solutions
+        joined so far) would be in the plan twice, so a BGP of n patterns that match both window
+        and background triples would build a plan of 2^n copies of its first pattern (CityBench
+        Q4's twelve patterns took Catalyst minutes before any data was read). Instead each
+        ``left`` row is keyed twice: by its window, to meet window rows, and by ANY_WINDOW, to
+        meet the window-independent rows, which carry that key."""
+        left = left.withColumn(KEY, F.explode(F.array(F.col(WIN), F.lit(ANY_WINDOW))))
+        columns = [c for c in b_indep.columns if c != KEY]
+        right = (b_dep.select(F.col(WIN).alias(KEY), *columns)
+                 .unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *columns)))
+        return self._join_frames(left, right, a, b)
+
     def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
                      how: str = "inner", expr: Optional[ast.Expr] = None) -> DataFrame:
         """Join two solution frames on compatible bindings (SPARQL 18.3): equal where both
-        sides are certainly bound, equal-or-unbound where either side may be unbound."""
+        sides are certainly bound, equal-or-unbound where either side may be unbound; on the
+        window where both have one, on ``KEY`` where both have that (``_join_either``)."""
         shared = [v for v in a.vars if v in b.vars]
         both_windowed = WIN in left.columns and WIN in right.columns
+        keyed = KEY in left.columns and KEY in right.columns
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
         if both_windowed:
             renamed[WIN] = "_r_" + WIN
+        if keyed:
+            renamed[KEY] = "_r_" + KEY
         if RANK in right.columns:
             right = right.drop(RANK)
         right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
         conds = []
         if both_windowed:
             conds.append(F.col(WIN) == F.col("_r_" + WIN))
+        if keyed:
+            conds.append(F.col(KEY) == F.col("_r_" + KEY))
         for v in shared:
             lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
             if v in a.maybe or v in b.maybe:
@@ -319,7 +344,9 @@ class Evaluator:
         def apply(frame):
             return None if frame is None else frame.where(F.coalesce(test, F.lit(False))).drop(*hidden)
 
-        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep))
+        # what passes FILTER(bound(?x) && ..) has ?x bound: later joins on ?x are equi-joins
+        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep),
+                       maybe=sols.maybe - _asserted_bound(node.expr))
 
     def _extend(self, node: P.Extend) -> Solutions:
         sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
@@ -515,6 +542,16 @@ def _join_order(var_sets: list[set], constants: list[int]) -> list[int]:
         bound |= var_sets[nxt]
         remaining.remove(nxt)
     return order
+
+
+def _asserted_bound(expr: ast.Expr) -> frozenset[str]:
+    """The variables a filter's top-level conjuncts ``bound(?x)`` require to be bound."""
+    if isinstance(expr, ast.BinaryOp) and expr.op == "&&":
+        return _asserted_bound(expr.left) | _asserted_bound(expr.right)
+    if isinstance(expr, ast.FunctionCall) and expr.name == "bound" and len(expr.args) == 1 \
+            and isinstance(expr.args[0], ast.Var):
+        return frozenset({expr.args[0].name})
+    return frozenset()
 
 
 def _timestamp_calls(expr) -> list[ast.Timestamp]:

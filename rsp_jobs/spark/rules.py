@@ -167,11 +167,34 @@ def _scope(rule: Rule) -> Scope:
 
 
 def _test(rule: Rule, exprs) -> Column:
+    """The conjunction of ``exprs``. Each ``L.?a = M.?b`` between two events also compares
+    their ``_join_key``s: a necessary condition Spark can hash-join on, where the SPARQL
+    comparison alone makes it test every pair of facts (a nested-loop join)."""
     scope = _scope(rule)
     out = F.lit(True)
     for expr in exprs:
+        left, right = _equated_events(expr)
+        if left is not None:
+            out = out & (_join_key(scope.columns(left)) == _join_key(scope.columns(right)))
         out = out & F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False))
     return out
+
+
+def _equated_events(expr) -> tuple[Optional[str], Optional[str]]:
+    """``(L·a, M·b)`` when ``expr`` is ``L.?a = M.?b`` for two different events, else Nones."""
+    if isinstance(expr, ast.BinaryOp) and expr.op == "=" and isinstance(expr.left, ast.Var) \
+            and isinstance(expr.right, ast.Var):
+        a, b = split_qualified(expr.left.name), split_qualified(expr.right.name)
+        if a is not None and b is not None and a[0] != b[0]:
+            return expr.left.name, expr.right.name
+    return None, None
+
+
+def _join_key(term: Column) -> Column:
+    """IRIs and blank nodes are equal (SPARQL ``=``) only when their N-Triples texts are, and
+    never equal a literal; literals may be equal with different texts (``"1"^^xsd:integer =
+    "1.0"^^xsd:decimal``), so they all share one key and the SPARQL test decides."""
+    return F.when(term.startswith("<") | term.startswith("_:"), term).otherwise(F.lit('"'))
 
 
 def _in_scope(rule: Rule, label: str, within) -> Column:
@@ -207,6 +230,8 @@ def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozens
         on = (F.col(_c(order[i - 1], "key")).isNotNull() & _in_scope(rule, p.label, p.within)
               & _test(rule, conditions_at(i)))
         cur = cur.join(F.broadcast(_side(rule, facts, p.label)), on, "left")
+        if i == 1:  # a trigger with no candidate for the first event can neither fire nor consume
+            cur = cur.where(F.col(_c(p.label, "key")).isNotNull())
     complete = F.col(_c(order[-1], "key")).isNotNull()
     cur = cur.withColumn("_id", F.when(complete, F.concat_ws("|", *[F.col(_c(l, "key")) for l in order])))
     full = cur.where(complete)

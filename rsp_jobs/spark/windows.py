@@ -9,10 +9,15 @@ Count windows ``[TRIPLES n]`` hold the last n triples (ordered by time, then by 
 each evaluation: the time grid of the query's other windows or COMPUTED EVERY, or else each
 arrival of the stream (then the arriving frame is included).
 
+Exploding multiplies every element by RANGE / STEP, so before it the triples no pattern of the
+query can match (by predicate) are dropped, and after it only triples that the slice holds more
+than once go through the de-duplication that makes each window's content a set.
+
 All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -70,24 +75,79 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
            after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
     """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
     close in ``(after_us, until_us]``, one row per distinct triple of a window's graph."""
-    parts = []
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
-    for sw in query.windows:
-        rows = elements.where(F.col("stream") == sw.stream).select(
-            F.unix_micros("ts").alias("ts"), "s", "p", "o")
-        if isinstance(sw.window, ast.TimeWindow):
-            part = _time_window(rows, sw.window, sched, after_us, until_us, max_range)
-        else:
-            part = _count_window(rows, sw.window, sched, after_us, until_us)
+    used = _used_predicates(query) if all(isinstance(w.window, ast.TimeWindow) for w in query.windows) else None
+    tagged = None
+    for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
-        parts.append(part.select("_win", "_open", graph.alias("g"), "s", "p", "o", "ts"))
+        rows = elements.where(F.col("stream") == sw.stream).select(
+            F.unix_micros("ts").alias("ts"), graph.alias("g"), "s", "p", "o", F.lit(i).alias("_part"))
+        if used is not None:
+            rows = _prune(rows, used)
+        tagged = rows if tagged is None else tagged.unionByName(rows)
+    # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
+    # with its latest arrival (what timestamp() reports). Only a triple that the slice read
+    # holds more than once (in one graph) can be twice in a window, so only those go through
+    # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
+    tagged = tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
+    # Streams under the same time window are windowed in one pass: a pass per stream would put
+    # ``tagged``, which reads every stream, into the plan once per stream (CityBench Q10_8's
+    # eight streams: 2,358 plan nodes for the window rows, which each triple pattern reads).
+    # A count window holds the last triples of its own stream, so each is a pass of its own.
+    passes: dict = {}
+    for i, sw in enumerate(query.windows):
+        key = sw.window if isinstance(sw.window, ast.TimeWindow) else i
+        passes.setdefault(key, []).append(i)
+    parts = []
+    for key, members in passes.items():
+        rows = tagged.where(F.col("_part").isin(members)).drop("_part")
+        if isinstance(key, ast.TimeWindow):
+            part = _time_window(rows, key, sched, after_us, until_us, max_range)
+        else:
+            part = _count_window(rows, query.windows[key].window, sched, after_us, until_us)
+        parts.append(part.select("_win", "_open", "g", "s", "p", "o", "ts", "_once"))
     out = parts[0]
     for part in parts[1:]:
         out = out.unionByName(part)
-    # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
-    # with its latest arrival (what timestamp() reports).
-    return out.groupBy("_win", "g", "s", "p", "o").agg(F.min("_open").alias("_open"), F.max("ts").alias("ts"))
+    columns = ["_win", "g", "s", "p", "o", "_open", "ts"]
+    once = out.where(F.col("_once")).select(*columns)
+    repeated = out.where(~F.col("_once")).groupBy("_win", "g", "s", "p", "o").agg(
+        F.min("_open").alias("_open"), F.max("ts").alias("ts"))
+    return once.unionByName(repeated)
+
+
+def _used_predicates(query: ContinuousQuery) -> Optional[frozenset[str]]:
+    """The predicates (N-Triples) of every triple pattern and timestamp() call of the query;
+    None when one of them is a variable (then any triple may match)."""
+    found: set[str] = set()
+
+    def walk(node) -> bool:
+        if isinstance(node, (ast.TriplePattern, ast.Timestamp)):
+            if not isinstance(node.predicate, ast.IRI):
+                return False
+            found.add(f"<{node.predicate.value}>")
+            return True
+        if isinstance(node, (tuple, list)):
+            return all(walk(item) for item in node)
+        if dataclasses.is_dataclass(node):
+            return all(walk(getattr(node, f.name)) for f in dataclasses.fields(node))
+        return True
+
+    return frozenset(found) if walk(query.plan) else None
+
+
+def _prune(rows: DataFrame, used: frozenset[str]) -> DataFrame:
+    """Only triples with a predicate the query names can match a pattern, so the others are
+    dropped before windows multiply them. A time all of whose triples are dropped keeps one
+    placeholder row (NULL s, p, o: it matches no pattern), so that the windows holding it still
+    hold data and report, as without pruning."""
+    keep = F.col("p").isin(sorted(used))
+    empty = (rows.groupBy("ts", "g", "_part").agg(F.max(keep.cast("int")).alias("_kept"))
+             .where(F.col("_kept") == 0))
+    nothing = F.lit(None).cast("string")
+    placeholders = empty.select("ts", "g", nothing.alias("s"), nothing.alias("p"), nothing.alias("o"), "_part")
+    return rows.where(keep).unionByName(placeholders)
 
 
 def _floor_div(x, d: int):
@@ -108,7 +168,8 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
     exploded = rows.where(k_lo <= k_hi).select(
         "*", F.explode(F.sequence(k_lo, k_hi)).alias("_k"))
     close = F.lit(t0 + rng) + F.col("_k") * F.lit(step)
-    return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"), "s", "p", "o", "ts")
+    return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"),
+                           *rows.columns)
 
 
 def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
@@ -145,4 +206,4 @@ def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
                                                            F.col("_m"))).alias("_seq"))
     joined = members.join(seq, "_seq")
     opened = joined.select("*", F.min("ts").over(W.partitionBy("_win")).alias("_open"))
-    return opened.select("_win", "_open", "s", "p", "o", "ts")
+    return opened.select("_win", "_open", *rows.columns)
