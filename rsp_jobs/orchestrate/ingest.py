@@ -6,6 +6,12 @@ suite (a failing file is quarantined whole and moved to ``rejected/``; the run f
 failed expectations), apply the stream's late-data policy, then write lake and store and record
 the file as loaded, in one store transaction. A file whose content was loaded before is skipped,
 whatever its name. Input triples = accepted + quarantined, always.
+
+A stream with a raw ``format`` (``queries/streams.toml``; ``rsp_jobs.ingest.sources``) also takes
+raw files (DART ``.txt``): each is mapped to ``mapped/<stem>.trig`` in its landing directory,
+which is then loaded as above on behalf of the raw file (its checksum says whether it was loaded,
+the ingest activity used it). The rows the mapping rejected are quarantined with the parser's
+rejections, each raw line counted as one quarantined input, like a malformed N-Quads line.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from typing import Optional
 
 from sqlalchemy import insert, select, update
 
+from rsp_jobs.ingest import sources
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.ingest.rdf_stream import FORMATS, read_stream_file
 from rsp_jobs.orchestrate import late, registry
@@ -40,6 +47,7 @@ class FileReport:
     late_frames: int = 0
     late_dropped: int = 0
     watermark: Optional[str] = None
+    mapped: Optional[str] = None  # the TriG file a raw file was mapped to
 
 
 @dataclass
@@ -61,7 +69,8 @@ class LandingReport:
 
 def landing_files(config: StreamConfig) -> list[Path]:
     config.landing_dir.mkdir(parents=True, exist_ok=True)
-    return sorted(p for p in config.landing_dir.iterdir() if p.is_file() and p.suffix.lower() in FORMATS)
+    suffixes = {*FORMATS, *sources.raw_suffixes(config.format)}
+    return sorted(p for p in config.landing_dir.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
 
 
 def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingReport:
@@ -98,7 +107,9 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     if _already_loaded(engine, config.iri, checksum):
         return FileReport(str(path), "skipped")
     started = datetime.now(timezone.utc)
-    batch = read_stream_file(path, config.iri)
+    stream_file, mapping_rejections = sources.to_stream_file(path, config.format, config.iri)
+    batch = read_stream_file(stream_file, config.iri)
+    batch.rejections[:0] = mapping_rejections
     read_triples = len(batch.elements) + batch.rejected_triples
     outcome = gate.check_input_batch(gate.lake_rows(batch.elements), stream=config.iri, source=str(path),
                                      interval=(registry.EPOCH, started + FUTURE_SKEW), engine=engine,
@@ -125,7 +136,8 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     assert len(batch.elements) + quarantined == read_triples, "ingest lost triples"
     return FileReport(str(path), "loaded", batch.frames, len(batch.elements), quarantined,
                       len({f.frame for f in late_frames}), dropped,
-                      watermark.isoformat() if watermark else None)
+                      watermark.isoformat() if watermark else None,
+                      str(stream_file) if stream_file != path else None)
 
 
 def _already_loaded(engine, stream_iri: str, checksum: str) -> bool:
