@@ -6,6 +6,8 @@
   close of its interval in one Spark job.
 - A query over a stream another query derives (REGISTER STREAM) runs on that stream's asset and
   takes its interval from the asset events.
+- A query with an ``[alert]`` table gets an alert DAG on its output's asset: its new results
+  become stored, notified alerts.
 - Every query run emits an asset event for its output stream; every ingest that loaded data, one
   for its input stream. Extras: the interval, counts and the provenance activity.
 - A query file that does not parse or cannot be scheduled appears as an import error of this
@@ -74,6 +76,30 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     return dag
 
 
+def alert_dag(rq: registry.RegisteredQuery) -> DAG:
+    """Runs on each asset event of the query's output: its new results become alerts."""
+    source, alerts = stream_asset(rq.output_stream), stream_asset(f"{rq.iri}/alerts")
+    with DAG(dag_id=f"alert_{rq.dag_id}", schedule=[source], start_date=registry.DEFAULT_START, catchup=False,
+             max_active_runs=1, tags=["rsp", "alert", rq.application],
+             doc_md=(f"Raises **{rq.alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
+                     f"`?{rq.alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
+                     "and delivers the new ones through the configured notifiers (`RSP_NOTIFIERS`).")) as dag:
+
+        @task(task_id="raise_alerts", outlets=[alerts])
+        def raise_alerts(**context) -> dict:
+            from rsp_jobs.orchestrate.alerting import alert_run
+
+            after, until = run_interval(context)
+            summary = alert_run(str(rq.path), after, until, airflow_context=context).as_dict()
+            context["outlet_events"][alerts].extra = {
+                "after": summary["after"], "until": summary["until"], "alerts": summary["alerts"],
+                "activity": summary["activity"]}
+            return summary
+
+        raise_alerts()
+    return dag
+
+
 def ingest_dag(config: registry.StreamConfig) -> DAG:
     asset = stream_asset(config.iri)
     every = timedelta(milliseconds=parse_duration(os.environ.get("RSP_INGEST_EVERY", "5m")))
@@ -109,6 +135,7 @@ def build() -> dict[str, DAG]:
     queries, errors = registry.discover()
     derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags = {rq.dag_id: query_dag(rq, derived) for rq in queries}
+    dags.update({f"alert_{rq.dag_id}": alert_dag(rq) for rq in queries if rq.alert is not None})
     dags.update({f"ingest_{c.key}": ingest_dag(c) for c in registry.streams().values()})
     if errors:
         dags["rsp_query_errors"] = QueryImportError(

@@ -4,9 +4,11 @@ as plain values the DAG factory and the tasks share.
 A query file ``queries/<application>/<name>.rsp`` (windows, or an EP-SPARQL pattern) or a DOTR
 rule ``<name>.dotr`` is registered as it is; an optional
 ``<name>.toml`` beside it sets its micro-batch (``batch = "10m"``, a whole number of STEPs) and
-window origin (``t0``). Without it a run covers the smallest multiple of STEP of at least one
+window origin (``t0``), and an ``[alert]`` table makes its results raise alerts
+(``rsp_jobs.alerts.build``). Without it a run covers the smallest multiple of STEP of at least one
 minute (patterns: one minute, since any batch works for them). ``queries/streams.toml`` names each input stream (the key is its landing directory and
-ingest DAG), its allowed lateness and late-data policy, and the files of background graphs.
+ingest DAG), its allowed lateness and late-data policy, the raw ``format`` its landing directory
+also accepts (``rsp_jobs.ingest.sources``), and the files of background graphs.
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ from pathlib import Path
 from typing import Optional
 
 from rsp_jobs import settings
+from rsp_jobs.alerts.build import AlertConfig
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookahead_us, pattern_streams
 from rsp_jobs.errors import InputError, RspError, UnsupportedConstruct
+from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.reasoning.entailment import check_regime
 
@@ -52,6 +56,7 @@ class StreamConfig:
     iri: str
     allowed_lateness_us: int = 0
     late_policy: str = "drop"  # or "reevaluate"
+    format: Optional[str] = None  # a raw format of rsp_jobs.ingest.sources ("dart"); None: TriG/N-Quads
 
     @property
     def landing_dir(self) -> Path:
@@ -67,6 +72,7 @@ class RegisteredQuery:
     t0_us: int
     background: tuple[str, ...] = field(default=())
     entailment: str = "simple"  # or rdfs, rdfs++ (``entailment = "rdfs"`` in the query's .toml)
+    alert: Optional[AlertConfig] = None  # an ``[alert]`` table: its results raise alerts
 
     @property
     def dag_id(self) -> str:
@@ -181,7 +187,9 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
     entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")
-    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)), entailment)
+    alert = AlertConfig.from_table(options["alert"], path.with_suffix(".toml")) if "alert" in options else None
+    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)), entailment,
+                           alert)
 
 
 def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:
@@ -227,7 +235,8 @@ def streams() -> dict[str, StreamConfig]:
         if policy not in ("drop", "reevaluate"):
             raise InputError(f"{where}: late_policy must be drop or reevaluate, got {policy!r}")
         lateness = _duration_us(entry.get("allowed_lateness", "0ms"), path, f"streams.{key}.allowed_lateness")
-        found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy)
+        fmt = check_format(entry.get("format"), f"{where}.format")
+        found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy, fmt)
     return found
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.registry import RegisteredQuery
+from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Activity, Frame, QualityResult, Stream, WindowResult
 
@@ -30,7 +31,7 @@ class ReplaySummary:
     windows: dict[str, int] = field(default_factory=dict)  # query -> windows stored
     derived_frames: dict[str, int] = field(default_factory=dict)
     quality: dict[str, int] = field(default_factory=dict)  # passed / failed expectations
-    alerts: list[dict] = field(default_factory=list)
+    alerts: list[dict] = field(default_factory=list)  # the stored alerts (rsp alerts --json)
 
 
 def run_states(airflow, dag_id: str) -> list[str]:
@@ -71,8 +72,10 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
         raise RuntimeError("; ".join(str(e) for e in errors.values()))
     streams = registry.streams()
     ingest_dags = [f"ingest_{streams[iri].key}" for iri in stream_files]
-    roots = [q for q in queries if not set(q.streams) & {p.output_stream for p in queries}]
-    unpause_all(airflow, ingest_dags + [q.dag_id for q in queries])
+    queries = downstream_of(queries, set(stream_files))
+    roots = [q for q in queries if set(q.streams) <= set(stream_files)]
+    alert_dags = [f"alert_{q.dag_id}" for q in queries if q.alert is not None]
+    unpause_all(airflow, ingest_dags + [q.dag_id for q in queries] + alert_dags)
 
     for iri, files in stream_files.items():
         landing = streams[iri].landing_dir
@@ -88,8 +91,23 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
         say(f"  {q.dag_id}: {len(run_ids)} runs over ({after:%H:%M}, {until:%H:%M}]")
         for run_id in run_ids:
             wait_for_run(airflow, q.dag_id, run_id, timeout)
-    airflow.wait_for(lambda: _evaluated_through(airflow, queries, until), timeout, "the chained queries")
-    return summarize(airflow, queries, ingest_dags)
+    airflow.wait_for(lambda: _evaluated_through(airflow, queries, until, alert_dags), timeout,
+                     "the chained queries and alerts")
+    return summarize(airflow, queries, ingest_dags, alert_dags)
+
+
+def downstream_of(queries: list[RegisteredQuery], streams: set[str]) -> list[RegisteredQuery]:
+    """The queries that read only ``streams`` or streams derived from them (a replay of some
+    input streams runs exactly these)."""
+    chosen, known, grew = [], set(streams), True
+    while grew:
+        grew = False
+        for q in queries:
+            if q not in chosen and set(q.streams) <= known:
+                chosen.append(q)
+                known.add(q.output_stream)
+                grew = True
+    return [q for q in queries if q in chosen]
 
 
 def batches(q: RegisteredQuery, after: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
@@ -102,18 +120,20 @@ def batches(q: RegisteredQuery, after: datetime, until: datetime) -> list[tuple[
     return edges
 
 
-def _evaluated_through(airflow, queries: list[RegisteredQuery], until: datetime) -> bool:
-    """Every query evaluated up to ``until`` and none of their runs still going."""
+def _evaluated_through(airflow, queries: list[RegisteredQuery], until: datetime, alert_dags: Sequence[str] = ()) -> bool:
+    """Every query evaluated up to ``until`` and none of their (or the alert DAGs') runs still going."""
     with db.engine().connect() as conn:
         marks = dict(conn.execute(select(Stream.iri, Stream.watermark)
                                   .where(Stream.iri.in_([q.output_stream for q in queries]))).all())
     evaluated = all(marks.get(q.output_stream) and marks[q.output_stream] >= until for q in queries)
-    return evaluated and all(s in TERMINAL for q in queries for s in run_states(airflow, q.dag_id))
+    dag_ids = [q.dag_id for q in queries] + list(alert_dags)
+    return evaluated and all(s in TERMINAL for dag_id in dag_ids for s in run_states(airflow, dag_id))
 
 
-def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str]) -> ReplaySummary:
+def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
+              alert_dags: Sequence[str] = ()) -> ReplaySummary:
     summary = ReplaySummary()
-    for dag_id in ingest_dags + [q.dag_id for q in queries]:
+    for dag_id in ingest_dags + [q.dag_id for q in queries] + list(alert_dags):
         states = run_states(airflow, dag_id)
         summary.runs[dag_id] = {s: states.count(s) for s in sorted(set(states))}
     with db.engine().connect() as conn:
@@ -128,11 +148,5 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str]) -
             summary.quality["passed" if success else "failed"] = count
         summary.quality["checks"] = conn.scalar(select(func.count()).select_from(Activity)
                                                 .where(Activity.kind == "quality_check"))
-        alert_queries = [q.iri for q in queries if q.application == "traffic" and not q.derives_stream]
-        rows = conn.execute(select(WindowResult.window_close, WindowResult.payload, Frame.frame_iri)
-                            .join(Frame, Frame.id == WindowResult.frame_id)
-                            .where(WindowResult.query_iri.in_(alert_queries), WindowResult.row_count > 0)
-                            .order_by(WindowResult.window_close)).all()
-        summary.alerts = [{"window_close": r.window_close.isoformat(), "frame": r.frame_iri,
-                           "bindings": r.payload.get("bindings", [])} for r in rows]
+        summary.alerts = [a for a in list_alerts(db.engine()) if a["query_iri"] in {q.iri for q in queries}]
     return summary

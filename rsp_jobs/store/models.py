@@ -287,3 +287,26 @@ class ConsumedFact(Base):
     fact_time: Mapped[datetime]
     match_time: Mapped[datetime]
     activity_iri: Mapped[Optional[str]] = mapped_column(Text)
+
+
+class Alert(Base):
+    """An alert an alert DAG raised from a registered query's results: what, about which
+    subject (a sensor), when it happened and was reported, its payload (the triggering solution
+    and the enrichment: places to warn, an alternative route), its frame of the alerts stream
+    (with the provenance activity), and when it was notified (re-runs notify only new alerts)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (UniqueConstraint("alert_iri"), Index(None, "event_time"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    alert_iri: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(32))
+    query_iri: Mapped[str] = mapped_column(Text)
+    subject: Mapped[str] = mapped_column(Text)
+    event_time: Mapped[datetime]
+    reported_at: Mapped[datetime]
+    message: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]]
+    frame_id: Mapped[Optional[int]] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
+    activity_iri: Mapped[Optional[str]] = mapped_column(Text)
+    notified_at: Mapped[Optional[datetime]]

@@ -145,7 +145,7 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[d
             record.window_close = max(_parse_time(w["window_close"]) for w in windows)
             record.used = _input_frames(conn, [w.stream for w in query.windows],
                                         record.window_open, record.window_close) if used_frames is None \
-                else _frames_named(conn, sorted(set(used_frames)))
+                else frames_named(conn, sorted(set(used_frames)))
         if also is not None:
             also(conn, record.iri)
         record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
@@ -173,7 +173,7 @@ def _upsert_result(conn, q_iri: str, form: str, window: dict, frame_id: int) -> 
         set_={k: statement.excluded[k] for k in ("window_open", "form", "payload", "row_count", "frame_id")}))
 
 
-def _frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
+def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
     """The stored frames with these IRIs (what a pattern's matches used), with checksums."""
     found = []
     for start in range(0, len(iris), 500):

@@ -17,8 +17,10 @@ from rsp_jobs.store.models import Activity, WindowResult
 from rsp_jobs.orchestrate.deployment import Deployment, airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 
-PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings",
-                "congested_segments", "congestion_alert", "ingest_aarhus_traffic"}
+PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings", "congested_segments",
+                "congestion_alert", "congestion_rising", "segment_silent", "dart_mean10", "dart_prediction",
+                "dart_pairs", "tsunami_detection", "alert_congestion_alert", "alert_congestion_rising", "alert_segment_silent",
+                "alert_tsunami_detection", "ingest_aarhus_traffic", "ingest_dart_21418", "ingest_dart_21401"}
 QUERY_DAG = "congestion_by_segment"  # RANGE 1h STEP 5m over the Aarhus traffic, 15-min batches
 OUTPUT_STREAM = "urn:rsp:query:congestion_by_segment/stream"
 

@@ -18,11 +18,16 @@ def dag_bag():
     return DagBag(dag_folder=str(settings.REPO_ROOT / "dags"))
 
 
+PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings", "congested_segments",
+                "congestion_alert", "congestion_rising", "segment_silent", "dart_mean10", "dart_prediction",
+                "dart_pairs", "tsunami_detection", "alert_congestion_alert", "alert_congestion_rising", "alert_segment_silent",
+                "alert_tsunami_detection", "ingest_aarhus_traffic", "ingest_dart_21418", "ingest_dart_21401"}
+
+
 def test_every_registered_query_is_a_dag_scheduled_on_its_step(queries):
     bag = dag_bag()
     assert bag.import_errors == {}
-    assert set(bag.dag_ids) == {"congestion_by_segment", "congested_pairs", "congestion_readings",
-                                "congested_segments", "congestion_alert", "ingest_aarhus_traffic"}
+    assert set(bag.dag_ids) == PROJECT_DAGS
     dag = bag.dags.get("congestion_by_segment")
     assert dag.timetable.delta == timedelta(minutes=15)  # its .toml: three STEPs per run
     assert {"rsp", "query", "citybench"} <= set(dag.tags)
@@ -53,6 +58,17 @@ def test_a_query_over_a_derived_stream_runs_on_that_streams_asset():
     for dag_id, upstream in (("congested_segments", "congestion_readings"), ("congestion_alert", "congested_segments")):
         assets = [a.name for a in dags[dag_id].timetable.asset_condition.objects]
         assert assets == [f"urn:rsp:query:{upstream}/stream"]
+
+
+def test_an_alerting_query_gets_an_alert_dag_on_its_output_asset():
+    dags = dag_bag().dags
+    for query, kind in (("tsunami_detection", "tsunami"), ("congestion_rising", "congestion"),
+                        ("segment_silent", "silence"), ("congestion_alert", "congestion")):
+        dag = dags[f"alert_{query}"]
+        assert [a.name for a in dag.timetable.asset_condition.objects] == [f"urn:rsp:query:{query}/stream"]
+        assert [t.task_id for t in dag.topological_sort()] == ["raise_alerts"]
+        assert {"rsp", "alert"} <= set(dag.tags) and f"**{kind}** alerts" in dag.doc_md
+    assert not any(d.startswith("alert_") for d in dags if d[6:] in ("dart_mean10", "congestion_readings"))
 
 
 def test_a_query_that_does_not_parse_is_an_import_error_naming_its_file_and_line(queries):
