@@ -111,6 +111,27 @@ def build_parser() -> argparse.ArgumentParser:
     tq.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     tq.set_defaults(run=cmd_query)
 
+    al = sub.add_parser("alerts", help="list the stored alerts",
+                        description="The alerts the alert DAGs raised (tsunami detections, congestion, silent "
+                                    "segments), oldest first, with their provenance frame.")
+    al.add_argument("--since", type=parse_time, default=None, help="only alerts whose event time is at or after this")
+    al.add_argument("--kind", choices=["tsunami", "congestion", "silence", "plain"], default=None)
+    al.add_argument("--json", action="store_true", help="one JSON object per alert (default: one line each)")
+    al.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    al.set_defaults(run=cmd_alerts)
+
+    pl = sub.add_parser("plot", help="plot a DART station's detections or a day of traffic congestion",
+                        description="Writes a PNG from the frame store: `rsp plot dart 21418` (height, prediction, "
+                                    "residual, detections) or `rsp plot traffic 2014-08-02` (congestion per segment, "
+                                    "alerts marked).")
+    pl.add_argument("what", choices=["dart", "traffic"])
+    pl.add_argument("which", help="the DART station id, or the traffic day (YYYY-MM-DD)")
+    pl.add_argument("--from", dest="start", type=parse_time, default=None, help="DART: first time")
+    pl.add_argument("--to", dest="end", type=parse_time, default=None, help="DART: end time")
+    pl.add_argument("--output", type=Path, default=None, help="the PNG to write (default: <RSP_HOME>/plots/...)")
+    pl.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    pl.set_defaults(run=cmd_plot)
+
     demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
                           description="CSRBench and CityBench queries over the shared data (or a generated "
                                       "sample when it is missing), with a summary.")
@@ -125,6 +146,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except RspError as exc:
         print(f"rsp: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _utc(us: Optional[int]) -> Optional[datetime]:
+    return None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+
+
+def cmd_alerts(args) -> int:
+    from rsp_jobs.alerts.store import list_alerts
+
+    alerts = list_alerts(_store_engine(args.store), since=_utc(args.since), kind=args.kind)
+    for alert in alerts:
+        if args.json:
+            print(json.dumps(alert, ensure_ascii=False, sort_keys=True))
+        else:
+            print(f"{alert['event_time']}  {alert['kind']:<10} {alert['message']}  [{alert['frame']}]")
+    if not args.json:
+        print(f"rsp: {len(alerts)} alerts", file=sys.stderr)
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from rsp_jobs import plots
+
+    engine = _store_engine(args.store)
+    out = args.output or settings.home_dir() / "plots" / f"{args.what}-{args.which}.png"
+    if args.what == "dart":
+        path = plots.plot_dart(engine, args.which, out, _utc(args.start), _utc(args.end))
+    else:
+        path = plots.plot_traffic(engine, _utc(parse_time(args.which)), out)
+    print(path)
+    return 0
 
 
 def cmd_evaluate(args) -> int:

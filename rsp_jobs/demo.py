@@ -4,12 +4,16 @@ SQLite store, Airflow on its own SQLite, all under ``<RSP_HOME>/demo``), on real
 
 1. CSRBench's seven queries over its stream, checked against the published answers;
 2. two hours of the 33 Aarhus traffic streams dropped in the landing directory and replayed
-   through real DAG runs: the ingest DAG, every registered query over a fixed half hour, the
-   traffic chain (two derived streams and an alert query run on their upstream's asset events);
-   then a summary: runs, windows, derived frames, quality results, alerts, and the provenance
-   of one alert.
+   through real DAG runs: the ingest DAG, every registered traffic query over a fixed half
+   hour, the traffic chain (two derived streams and an alert query run on their upstream's
+   asset events), the congestion and silence rules, and their alert DAGs;
+3. the raw NOAA DART files of 21418 and 21401 dropped in their landing directories and the
+   tsunami chain (10-minute averages, tide prediction, detection, alert) replayed over the
+   first eight hours of 2011-03-11, through the Tohoku earthquake at 05:46:24 UTC;
+then a summary: runs, windows, derived frames, quality results, the alerts (places to warn, an
+alternative route), the provenance of one tsunami alert, and plots under ``<home>/plots``.
 
-Without the shared data it says so and replays a generated sample instead.
+Without the shared data it says so and replays generated samples instead.
 """
 from __future__ import annotations
 
@@ -24,12 +28,14 @@ from pathlib import Path
 
 from rsp_jobs import settings
 from rsp_jobs.engine import compile_query, evaluate
-from rsp_jobs.ingest import citybench, csrbench
+from rsp_jobs.ingest import citybench, csrbench, dart
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
 
 DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
 HOURS = 6
+TOHOKU = datetime(2011, 3, 11, 5, 46, 24, tzinfo=timezone.utc)
+TSUNAMI_RANGE = (datetime(2011, 3, 11, 0, 0, tzinfo=timezone.utc), datetime(2011, 3, 11, 8, 0, tzinfo=timezone.utc))
 
 
 def say(text: str = "") -> None:
@@ -62,45 +68,91 @@ def demo_csrbench(home: Path) -> bool:
     return ok
 
 
-def demo_airflow(home: Path, traffic_files: list[Path]) -> bool:
-    """The registered queries through real DAG runs over a fixed range, with a summary."""
+def demo_airflow(home: Path, traffic_files: list[Path], dart_files: list[Path]) -> bool:
+    """The registered queries through real DAG runs over fixed ranges, with a summary."""
     from rsp_jobs.orchestrate.deployment import airflow_deployment
     from rsp_jobs.orchestrate.replay import replay
-    from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import lineage
 
     os.environ.update(RSP_HOME=str(home), RSP_STORE_URL=f"sqlite:///{home / 'store.sqlite'}",
                       RSP_SCHEDULED_RUNS="false")  # only the replay's runs
     after, until = DAY + timedelta(hours=1), DAY + timedelta(hours=1, minutes=30)
-    say(f"Airflow: replaying {len(traffic_files)} traffic files through the DAGs, windows closing in "
-        f"({after:%Y-%m-%d %H:%M}, {until:%H:%M}] UTC (starting Airflow: about a minute)")
+    say("Airflow: starting a local deployment (about a minute)")
     with airflow_deployment(home) as airflow:
         say(f"  Airflow UI at {airflow.url} (user {airflow.user}) while the demo runs")
-        summary = replay(airflow, {str(citybench.TRAFFIC): traffic_files}, after, until, say)
-    say("\nSummary")
+        say(f"Traffic: {len(traffic_files)} files through the DAGs, windows closing in "
+            f"({after:%Y-%m-%d %H:%M}, {until:%H:%M}] UTC")
+        traffic = replay(airflow, {str(citybench.TRAFFIC): traffic_files}, after, until, say)
+        t_after, t_until = TSUNAMI_RANGE
+        say(f"Tsunami: raw DART files {', '.join(p.name for p in dart_files)} through the DAGs, "
+            f"({t_after:%Y-%m-%d %H:%M}, {t_until:%H:%M}] UTC")
+        tsunami = replay(airflow, {dart.stream_iri(dart.station_id(p)): [p] for p in dart_files},
+                         t_after, t_until, say)
+    ok = True
+    for title, summary in (("Traffic", traffic), ("Tsunami", tsunami)):
+        ok &= summarize(title, summary)
+    say_alerts(traffic.alerts + tsunami.alerts)
+    tsunami_alerts = [a for a in tsunami.alerts if a["kind"] == "tsunami"]
+    if tsunami_alerts:
+        say_provenance(tsunami_alerts[0])
+    write_plots(home, [dart.station_id(p) for p in dart_files])
+    first = min((a for a in tsunami_alerts if a["event_time"] >= TOHOKU.isoformat()), default=None,
+                key=lambda a: a["event_time"])
+    if first is None:
+        say("  no tsunami detection after the earthquake: the chain did not work")
+        return False
+    return ok
+
+
+def summarize(title: str, summary) -> bool:
+    say(f"\n{title} summary")
     for dag_id, states in summary.runs.items():
-        say(f"  {dag_id:<24} runs: " + ", ".join(f"{n} {state}" for state, n in states.items()))
+        say(f"  {dag_id:<26} runs: " + ", ".join(f"{n} {state}" for state, n in states.items()))
     for dag_id, windows in summary.windows.items():
         derived = summary.derived_frames.get(dag_id)
-        say(f"  {dag_id:<24} {windows:>3} windows evaluated" + (f", {derived} derived frames" if derived else ""))
+        say(f"  {dag_id:<26} {windows:>4} results stored" + (f", {derived} derived frames" if derived else ""))
     say(f"  quality: {summary.quality.get('checks', 0)} checks, {summary.quality.get('passed', 0)} expectations "
         f"passed, {summary.quality.get('failed', 0)} failed")
-    say(f"  alerts: {len(summary.alerts)} windows with congestion alerts")
-    for alert in summary.alerts[:5]:
-        for row in alert["bindings"][:3]:
-            say(f"    {alert['window_close']}  {row['sensor']['value'].rsplit('#', 1)[-1]}  "
-                f"peak {row['peak']['value']}  readings {row['readings']['value']}")
-    if summary.alerts:
-        frame = summary.alerts[0]["frame"]
-        say(f"\nProvenance of the alert {frame}\n  (all of it as PROV-O: rsp provenance '{frame}'; "
-            f"re-check it: rsp audit '{frame}')")
-        for step in lineage(db.engine(), frame):
-            a = step.activity
-            what = a.query_iri or "landing file"
-            say(f"  {a.kind:<18} {what:<40} DAG {a.dag_id} run {a.run_id} task {a.task_id}: used "
-                f"{len(step.used)}, generated {len(step.generated)}, Spark {a.spark_app_id or '-'}")
-    failed = sum(states.get("failed", 0) for states in summary.runs.values())
-    return failed == 0
+    return sum(states.get("failed", 0) for states in summary.runs.values()) == 0
+
+
+def say_alerts(alerts: list[dict]) -> None:
+    say(f"\nAlerts: {len(alerts)} (all of them: rsp alerts; since a time: rsp alerts --since 2011-03-11T05:00Z)")
+    by_kind: dict[str, list[dict]] = {}
+    for alert in alerts:
+        by_kind.setdefault(alert["kind"], []).append(alert)
+    for kind, group in sorted(by_kind.items()):
+        say(f"  {kind}: {len(group)}")
+        for alert in group[:3]:
+            say(f"    {alert['event_time']}  {alert['message']}")
+
+
+def say_provenance(alert: dict) -> None:
+    from rsp_jobs.store import db
+    from rsp_jobs.store.lineage import lineage
+
+    frame = alert["frame"]
+    say(f"\nProvenance of the tsunami alert {alert['iri']} (frame {frame})\n  evidence: "
+        + ", ".join(alert["evidence"][:6]) + f"\n  (as PROV-O: rsp provenance '{frame}'; re-check it: rsp audit '{frame}')")
+    for step in lineage(db.engine(), frame)[:12]:
+        a = step.activity
+        what = a.query_iri or "landing file"
+        say(f"  {a.kind:<18} {what:<42} DAG {a.dag_id} task {a.task_id}: used {len(step.used)}, "
+            f"generated {len(step.generated)}")
+
+
+def write_plots(home: Path, stations: list[str]) -> None:
+    from rsp_jobs import plots
+    from rsp_jobs.errors import RspError
+    from rsp_jobs.store import db
+
+    say("\nPlots")
+    jobs = [(f"dart-{s}.png", lambda out, s=s: plots.plot_dart(db.engine(), s, out, *TSUNAMI_RANGE)) for s in stations]
+    jobs.append((f"traffic-{DAY:%Y-%m-%d}.png", lambda out: plots.plot_traffic(db.engine(), DAY, out)))
+    for name, plot in jobs:
+        try:
+            say(f"  {plot(home / 'plots' / name)}")
+        except RspError as exc:
+            say(f"  {name}: not written ({exc})")
 
 
 def generated_sample(home: Path) -> tuple[Path, Path]:
@@ -130,6 +182,32 @@ def generated_sample(home: Path) -> tuple[Path, Path]:
     return stream, repository
 
 
+def generated_dart(folder: Path, station: str, arrival: datetime) -> Path:
+    """A stand-in for a raw NDBC DART file: a semidiurnal tide sampled every 15 minutes, then
+    every minute from 04:00, with a 30 cm tsunami wave arriving on 2011-03-11 at ``arrival``,
+    one missing value and 15-minute values repeated (the mapping's cases)."""
+    import math
+
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["#YY  MM DD hh mm ss T   HEIGHT", "#yr  mo dy hr mn  s -        m"]
+    start = TSUNAMI_RANGE[0]
+    moment = start
+    while moment < TSUNAMI_RANGE[1]:
+        hours = (moment - start).total_seconds() / 3600
+        height = 5662.0 + 0.5 * math.sin(2 * math.pi * hours / 12.42)
+        if moment >= arrival:
+            height += 0.3 * math.sin(2 * math.pi * (moment - arrival).total_seconds() / 1800)
+        kind = 1 if moment.hour < 4 else 2
+        value = "9999.000" if moment == datetime(2011, 3, 11, 4, 30, tzinfo=timezone.utc) else f"{height:.3f}"
+        lines.append(f"{moment:%Y %m %d %H %M %S} {kind} {value}")
+        if moment.minute % 15 == 0 and kind == 2:
+            lines.append(f"{moment:%Y %m %d %H %M %S} 1 {height:.3f}")  # NDBC repeats 15-min values
+        moment += timedelta(minutes=15 if kind == 1 else 1)
+    path = folder / f"{station}.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def main() -> int:
     home = settings.home_dir() / "demo"
     if home.exists():
@@ -142,15 +220,18 @@ def main() -> int:
         say()
         files = [citybench.merged_traffic(DAY + timedelta(hours=h), DAY + timedelta(hours=h + 1),
                                           home / f"traffic-{h:02d}.nq") for h in range(2)]
+        dart_files = [dart.dart_dir() / f"{station}.txt" for station in ("21418", "21401")]
     else:
-        say(f"The shared data is not at {settings.data_dir()} (set RSP_DATA_DIR): running on a generated sample.")
+        say(f"The shared data is not at {settings.data_dir()} (set RSP_DATA_DIR): running on generated samples.")
         sample = home / "sample-data"
         (sample / "citybench" / "background").mkdir(parents=True)
         stream, repository = generated_sample(sample)
         repository.rename(sample / "citybench" / "background" / repository.name)
         os.environ["RSP_DATA_DIR"] = str(sample)
         files = [stream]
-    ok &= demo_airflow(home, files)
+        dart_files = [generated_dart(sample / "dart", "21418", TOHOKU + timedelta(minutes=6)),
+                      generated_dart(sample / "dart", "21401", TOHOKU + timedelta(minutes=24))]
+    ok &= demo_airflow(home, files, dart_files)
     say(f"\nDone in {time.perf_counter() - started:.0f} s; results under {home}")
     return 0 if ok else 1
 

@@ -1,0 +1,133 @@
+"""Plots of what the platform computed, read back from the frame store (``rsp plot``, the demo):
+
+- a DART station: observed water-column height and the tide prediction over time, the residual
+  against the detection threshold, and the detections (tsunami alerts) marked;
+- traffic: every segment's congestion level over a day as a heat map, with the traffic alerts
+  (congestion, silence) marked on their segment and time.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Optional
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+from sqlalchemy import Engine, select  # noqa: E402
+
+from rsp_jobs.alerts.store import list_alerts  # noqa: E402
+from rsp_jobs.errors import InputError  # noqa: E402
+from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult  # noqa: E402
+
+SOSA_RESULT = "<http://www.w3.org/ns/sosa/hasSimpleResult>"
+CONGESTION = "<urn:rsp:ns:traffic/congestion>"
+THRESHOLD_M = 0.03
+
+
+def _series(engine: Engine, stream: str, predicate: str, start: Optional[datetime], end: Optional[datetime]):
+    """(time, subject, value) of a stream's numeric ``predicate`` triples, by frame time."""
+    query = (select(Frame.ts, FrameTriple.s, FrameTriple.o_num).join(FrameTriple, FrameTriple.frame_id == Frame.id)
+             .join(Stream, Stream.id == Frame.stream_id)
+             .where(Stream.iri == stream, FrameTriple.p == predicate, FrameTriple.o_num.is_not(None)))
+    if start is not None:
+        query = query.where(Frame.ts >= start)
+    if end is not None:
+        query = query.where(Frame.ts < end)
+    with engine.connect() as conn:
+        return conn.execute(query.order_by(Frame.ts)).all()
+
+
+def _predictions(engine: Engine, query_iri: str, sensor: str) -> list[tuple[datetime, float, float]]:
+    """(sample time, prediction, residual) from the prediction query's stored results."""
+    with engine.connect() as conn:
+        payloads = conn.execute(select(WindowResult.payload).where(WindowResult.query_iri == query_iri)
+                                .order_by(WindowResult.window_close)).scalars().all()
+    rows = []
+    for payload in payloads:
+        for b in payload.get("bindings", []):
+            if b.get("sensor", {}).get("value") == sensor and "prediction" in b:
+                when = datetime.fromisoformat(b["time"]["value"].replace("Z", "+00:00"))
+                rows.append((when, float(b["prediction"]["value"]), float(b["residual"]["value"])))
+    return sorted(rows)
+
+
+def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime] = None,
+              end: Optional[datetime] = None, prediction_query: str = "urn:rsp:query:dart_prediction") -> Path:
+    from rsp_jobs.ingest import dart
+
+    samples = _series(engine, dart.stream_iri(station), SOSA_RESULT, start, end)
+    if not samples:
+        raise InputError(f"no stored samples of DART {station} (stream <{dart.stream_iri(station)}>) in that range")
+    sensor = dart.sensor_iri(station)
+    predicted = [p for p in _predictions(engine, prediction_query, sensor)
+                 if (start is None or p[0] >= start) and (end is None or p[0] < end)]
+    alerts = [a for a in list_alerts(engine, since=start, kind="tsunami") if a["subject"] == sensor]
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(12, 7), height_ratios=(2, 1))
+    top.plot([s.ts for s in samples], [s.o_num for s in samples], ".", ms=2, color="tab:blue", label="observed height")
+    if predicted:
+        top.plot([p[0] for p in predicted], [p[1] for p in predicted], "-", lw=0.8, color="tab:orange",
+                 label="tide prediction")
+        bottom.plot([p[0] for p in predicted], [p[2] for p in predicted], ".", ms=2, color="tab:purple",
+                    label="observed - predicted")
+    for limit in (THRESHOLD_M, -THRESHOLD_M):
+        bottom.axhline(limit, color="tab:red", lw=0.8, ls="--")
+    for i, alert in enumerate(alerts):
+        when = datetime.fromisoformat(alert["event_time"].replace("Z", "+00:00"))
+        for axis in (top, bottom):
+            axis.axvline(when, color="tab:red", lw=1.2, label="detection" if i == 0 and axis is top else None)
+    top.set_ylabel("water column height (m)")
+    bottom.set_ylabel("residual (m)")
+    bottom.set_ylim(-0.3, 0.3)
+    top.set_title(f"DART {station}: observed height, prediction and detections ({len(alerts)} alerts)")
+    top.legend(loc="upper right")
+    bottom.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
+    fig.autofmt_xdate()
+    return _save(fig, out)
+
+
+def plot_traffic(engine: Engine, day: datetime, out: Path,
+                 readings_stream: str = "urn:rsp:query:congestion_readings/stream") -> Path:
+    start = day.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=day.tzinfo or timezone.utc)
+    end = start + timedelta(days=1)
+    rows = _series(engine, readings_stream, CONGESTION, start, end)
+    if not rows:
+        raise InputError(f"no congestion readings stored in <{readings_stream}> on {start:%Y-%m-%d}")
+    segments = sorted({r.s for r in rows})
+    times = sorted({r.ts for r in rows})
+    column = {t: i for i, t in enumerate(times)}
+    grid = [[float("nan")] * len(times) for _ in segments]
+    for r in rows:
+        grid[segments.index(r.s)][column[r.ts]] = r.o_num
+    fig, axis = plt.subplots(figsize=(12, 0.25 * len(segments) + 2.5))
+    x0, x1 = mdates.date2num(times[0]), mdates.date2num(times[-1] + timedelta(minutes=5))
+    image = axis.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis",
+                        extent=(x0, x1, len(segments) - 0.5, -0.5))
+    fig.colorbar(image, ax=axis, label="congestion level (vehicles / m)")
+    names = [s.strip("<>").rsplit("AarhusTrafficData", 1)[-1] for s in segments]
+    axis.set_yticks(range(len(segments)), names, fontsize=7)
+    marks = {"congestion": ("v", "tab:red"), "silence": ("x", "white")}
+    for kind, (marker, color) in marks.items():
+        hits = [a for a in list_alerts(engine, since=start, kind=kind)
+                if f"<{a['subject']}>" in segments and a["event_time"] < end.isoformat()]
+        if hits:
+            axis.scatter([mdates.date2num(datetime.fromisoformat(a["event_time"].replace("Z", "+00:00"))) for a in hits],
+                         [segments.index(f"<{a['subject']}>") for a in hits], marker=marker, color=color, s=30,
+                         label=f"{kind} alerts ({len(hits)})")
+    axis.xaxis_date()
+    axis.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    axis.set_title(f"Aarhus traffic {start:%Y-%m-%d}: congestion per segment, alerts marked")
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(loc="upper right", fontsize=8)
+    return _save(fig, out)
+
+
+def _save(fig, out: Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
