@@ -23,6 +23,20 @@ def spark():
     return get_spark()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _release_spark_memory(request):
+    """One JVM serves the whole suite: after each module, free what it left there. With
+    RSP_TEST_HEAP_LOG set, append the module and the driver's used heap (MB) to that file."""
+    yield
+    from rsp_jobs.spark.session import release_memory
+
+    used = release_memory()
+    log = os.environ.get("RSP_TEST_HEAP_LOG")
+    if log and used is not None:
+        with open(log, "a") as out:
+            out.write(f"{request.module.__name__} {used // 2**20}\n")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = settings.data_dir()

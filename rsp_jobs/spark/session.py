@@ -13,6 +13,7 @@ driver and the workers (one machine, or a shared filesystem). Local mode is unch
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -57,6 +58,18 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return _SESSION
 
+
+def release_memory() -> int | None:
+    """Drop cached DataFrames and the JVM objects Python no longer holds, then report the
+    driver's used heap in bytes (None without a session). A process that runs many jobs in one
+    JVM (the test suite runs hundreds) otherwise fills the heap until a broadcast fails."""
+    if _SESSION is None or _SESSION.sparkContext._jsc.sc().isStopped():
+        return None
+    gc.collect()  # py4j releases a JVM object when its Python proxy is collected
+    _SESSION.catalog.clearCache()
+    runtime = _SESSION.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    _SESSION.sparkContext._jvm.java.lang.System.gc()
+    return runtime.totalMemory() - runtime.freeMemory()
 
 def _cluster_config(builder):
     """What executors in other JVMs (a standalone, YARN or Kubernetes cluster) need."""
