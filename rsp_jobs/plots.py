@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
@@ -18,6 +19,7 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from sqlalchemy import Engine, select  # noqa: E402
 
+from rsp_jobs.alerts.build import parse_moment  # noqa: E402
 from rsp_jobs.alerts.store import list_alerts  # noqa: E402
 from rsp_jobs.errors import InputError  # noqa: E402
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult  # noqa: E402
@@ -49,24 +51,44 @@ def _predictions(engine: Engine, query_iri: str, sensor: str) -> list[tuple[date
     for payload in payloads:
         for b in payload.get("bindings", []):
             if b.get("sensor", {}).get("value") == sensor and "prediction" in b:
-                when = datetime.fromisoformat(b["time"]["value"].replace("Z", "+00:00"))
+                when = parse_moment(b["time"]["value"])
                 rows.append((when, float(b["prediction"]["value"]), float(b["residual"]["value"])))
     return sorted(rows)
 
 
-def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime] = None,
-              end: Optional[datetime] = None, prediction_query: str = "urn:rsp:query:dart_prediction") -> Path:
+@dataclass
+class DartView:
+    """What a DART plot shows, read from the store: samples (time, height), the prediction query's
+    (sample time, prediction, residual) and the station's tsunami alerts, all within the range."""
+    samples: list[tuple[datetime, float]]
+    predictions: list[tuple[datetime, float, float]]
+    detections: list[dict]
+
+
+def dart_view(engine: Engine, station: str, start: Optional[datetime] = None, end: Optional[datetime] = None,
+              prediction_query: str = "urn:rsp:query:dart_prediction") -> DartView:
     from rsp_jobs.ingest import dart
 
-    samples = _series(engine, dart.stream_iri(station), SOSA_RESULT, start, end)
+    samples = [(s.ts, s.o_num) for s in _series(engine, dart.stream_iri(station), SOSA_RESULT, start, end)]
     if not samples:
         raise InputError(f"no stored samples of DART {station} (stream <{dart.stream_iri(station)}>) in that range")
-    sensor = dart.sensor_iri(station)
-    predicted = [p for p in _predictions(engine, prediction_query, sensor)
-                 if (start is None or p[0] >= start) and (end is None or p[0] < end)]
-    alerts = [a for a in list_alerts(engine, since=start, kind="tsunami") if a["subject"] == sensor]
+    sensor = str(dart.sensor_iri(station))  # results and alerts hold plain strings, not URIRefs
+
+    def within(moment: datetime) -> bool:
+        return (start is None or moment >= start) and (end is None or moment < end)
+
+    predictions = [p for p in _predictions(engine, prediction_query, sensor) if within(p[0])]
+    detections = [a for a in list_alerts(engine, since=start, kind="tsunami")
+                  if a["subject"] == sensor and within(parse_moment(a["event_time"]))]
+    return DartView(samples, predictions, detections)
+
+
+def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime] = None,
+              end: Optional[datetime] = None, prediction_query: str = "urn:rsp:query:dart_prediction") -> Path:
+    view = dart_view(engine, station, start, end, prediction_query)
+    samples, predicted, alerts = view.samples, view.predictions, view.detections
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(12, 7), height_ratios=(2, 1))
-    top.plot([s.ts for s in samples], [s.o_num for s in samples], ".", ms=2, color="tab:blue", label="observed height")
+    top.plot([s[0] for s in samples], [s[1] for s in samples], ".", ms=2, color="tab:blue", label="observed height")
     if predicted:
         top.plot([p[0] for p in predicted], [p[1] for p in predicted], "-", lw=0.8, color="tab:orange",
                  label="tide prediction")
@@ -75,13 +97,13 @@ def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime]
     for limit in (THRESHOLD_M, -THRESHOLD_M):
         bottom.axhline(limit, color="tab:red", lw=0.8, ls="--")
     for i, alert in enumerate(alerts):
-        when = datetime.fromisoformat(alert["event_time"].replace("Z", "+00:00"))
+        when = parse_moment(alert["event_time"])
         for axis in (top, bottom):
             axis.axvline(when, color="tab:red", lw=1.2, label="detection" if i == 0 and axis is top else None)
     top.set_ylabel("water column height (m)")
     bottom.set_ylabel("residual (m)")
     bottom.set_ylim(-0.3, 0.3)
-    top.set_title(f"DART {station}: observed height, prediction and detections ({len(alerts)} alerts)")
+    top.set_title(f"DART {station}: observed height, prediction and detections ({len(alerts)} detected)")
     top.legend(loc="upper right")
     bottom.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M"))
     fig.autofmt_xdate()
@@ -113,7 +135,7 @@ def plot_traffic(engine: Engine, day: datetime, out: Path,
         hits = [a for a in list_alerts(engine, since=start, kind=kind)
                 if f"<{a['subject']}>" in segments and a["event_time"] < end.isoformat()]
         if hits:
-            axis.scatter([mdates.date2num(datetime.fromisoformat(a["event_time"].replace("Z", "+00:00"))) for a in hits],
+            axis.scatter([mdates.date2num(parse_moment(a["event_time"])) for a in hits],
                          [segments.index(f"<{a['subject']}>") for a in hits], marker=marker, color=color, s=30,
                          label=f"{kind} alerts ({len(hits)})")
     axis.xaxis_date()

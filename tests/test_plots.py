@@ -1,0 +1,74 @@
+"""What ``rsp plot dart`` shows is read back from a real store: the station's samples as
+ingested, the prediction query's results for that station's sensor only, and that station's
+tsunami alerts, within the range asked for; the PNG is written. The store is filled the way the
+DAGs fill it: a raw DART file through ingest, prediction windows through ``store_evaluation``,
+alerts through ``store_alerts``."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from rsp_jobs import plots
+from rsp_jobs.alerts.build import Alert, alert_iri
+from rsp_jobs.alerts.store import store_alerts
+from rsp_jobs.demo import TOHOKU, TSUNAMI_RANGE, generated_dart
+from rsp_jobs.ingest import dart
+from rsp_jobs.ingest.sources import to_stream_file
+from rsp_jobs.orchestrate import registry
+from rsp_jobs.orchestrate.ingest import ingest_file
+from rsp_jobs.store import db
+from rsp_jobs.store.results import store_evaluation
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+PREDICTION = "urn:rsp:query:dart_prediction"
+DETECTION = "urn:rsp:query:tsunami_detection"
+
+
+def _binding(station: str, moment: datetime, prediction: float, residual: float) -> dict:
+    def number(value: float) -> dict:
+        return {"type": "literal", "value": repr(value), "datatype": f"{XSD}double"}
+    return {"sensor": {"type": "uri", "value": str(dart.sensor_iri(station))},
+            "time": {"type": "literal", "value": moment.isoformat(), "datatype": f"{XSD}dateTime"},
+            "prediction": number(prediction), "residual": number(residual)}
+
+
+def _alert(station: str, moment: datetime) -> Alert:
+    subject = str(dart.sensor_iri(station))
+    return Alert(alert_iri(DETECTION, subject, moment), "tsunami", DETECTION, subject, moment, moment,
+                 f"Tsunami detected by DART {station}", {"sensor": subject})
+
+
+def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("RSP_HOME", str(home))
+    monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{home / 'store.sqlite'}")
+    db.upgrade()
+    engine = db.engine()
+    stream = dart.stream_iri("21418")
+    raw = generated_dart(home / "landing", "21418", TOHOKU + timedelta(minutes=6))
+    mapped, rejections = to_stream_file(raw, "dart", stream)
+    assert any("9999.000" in r.text for r in rejections)  # its missing value, rejected with its line
+    ingest_file(mapped, registry.stream_config(stream))
+
+    start, end = TSUNAMI_RANGE[0] + timedelta(hours=4), TSUNAMI_RANGE[1]
+    close = start + timedelta(hours=2)
+    ours = [(close - timedelta(minutes=m), 5662.1 + m / 1000, 0.001 * m) for m in (1, 2, 3)]
+    earlier = (start - timedelta(minutes=1), 5662.0, 0.0)  # before the range: not shown
+    bindings = [_binding("21418", *p) for p in ours + [earlier]]
+    bindings += [_binding("21401", close - timedelta(minutes=1), 5263.2, 0.5)]  # another station
+    windows = [{"window_open": (close - timedelta(hours=3)).isoformat(), "window_close": close.isoformat(),
+                "bindings": bindings}]
+    query = registry.load_query(registry.queries_dir() / "tsunami" / "dart_prediction.rsp").query
+    store_evaluation(engine, query, windows, datetime.now(timezone.utc))
+    detected = TOHOKU + timedelta(minutes=3)
+    store_alerts(engine, DETECTION, [_alert("21418", detected), _alert("21401", detected),
+                                     _alert("21418", start - timedelta(hours=1))], datetime.now(timezone.utc))
+
+    view = plots.dart_view(engine, "21418", start, end)
+    assert view.samples and all(start <= t < end for t, _ in view.samples)
+    assert len(view.samples) == len({t for t, _ in view.samples})  # one sample per instant
+    assert [(t, round(p, 6), round(r, 6)) for t, p, r in view.predictions] == \
+        sorted((t, round(p, 6), round(r, 6)) for t, p, r in ours)
+    assert [a["event_time"] for a in view.detections] == [detected.isoformat().replace("+00:00", "Z")]
+
+    out = plots.plot_dart(engine, "21418", tmp_path / "dart.png", start, end)
+    assert out.read_bytes().startswith(b"\x89PNG")
