@@ -8,8 +8,9 @@ SQLite store, Airflow on its own SQLite, all under ``<RSP_HOME>/demo``), on real
    hour, the traffic chain (two derived streams and an alert query run on their upstream's
    asset events), the congestion and silence rules, and their alert DAGs;
 3. the raw NOAA DART files of 21418 and 21401 dropped in their landing directories and the
-   tsunami chain (10-minute averages, tide prediction, detection, alert) replayed over the
-   first eight hours of 2011-03-11, through the Tohoku earthquake at 05:46:24 UTC;
+   tsunami chain (10-minute averages, tide prediction, detection, alert) replayed over
+   02:00-07:00 on 2011-03-11, through the Tohoku earthquake at 05:46:24 UTC (the prediction
+   needs averages up to 3 h 15 min back, so predictions begin at 05:15);
 then a summary: runs, windows, derived frames, quality results, the alerts (places to warn, an
 alternative route), the provenance of one tsunami alert, and plots under ``<home>/plots``.
 
@@ -35,7 +36,7 @@ from rsp_jobs.ingest.rdf_stream import read_stream_file
 DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
 HOURS = 6
 TOHOKU = datetime(2011, 3, 11, 5, 46, 24, tzinfo=timezone.utc)
-TSUNAMI_RANGE = (datetime(2011, 3, 11, 0, 0, tzinfo=timezone.utc), datetime(2011, 3, 11, 8, 0, tzinfo=timezone.utc))
+TSUNAMI_RANGE = (datetime(2011, 3, 11, 2, 0, tzinfo=timezone.utc), datetime(2011, 3, 11, 7, 0, tzinfo=timezone.utc))
 
 
 def say(text: str = "") -> None:

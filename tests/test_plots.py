@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from rsp_jobs import plots
 from rsp_jobs.alerts.build import Alert, alert_iri
 from rsp_jobs.alerts.store import store_alerts
-from rsp_jobs.demo import TOHOKU, TSUNAMI_RANGE, generated_dart
+from rsp_jobs.demo import TOHOKU, generated_dart
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.sources import to_stream_file
 from rsp_jobs.orchestrate import registry
@@ -49,8 +49,8 @@ def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatc
     assert any("9999.000" in r.text for r in rejections)  # its missing value, rejected with its line
     ingest_file(mapped, registry.stream_config(stream))
 
-    start, end = TSUNAMI_RANGE[0] + timedelta(hours=4), TSUNAMI_RANGE[1]
-    close = start + timedelta(hours=2)
+    start, end = TOHOKU - timedelta(hours=1), TOHOKU + timedelta(hours=1)
+    close = TOHOKU + timedelta(minutes=30)
     ours = [(close - timedelta(minutes=m), 5662.1 + m / 1000, 0.001 * m) for m in (1, 2, 3)]
     earlier = (start - timedelta(minutes=1), 5662.0, 0.0)  # before the range: not shown
     bindings = [_binding("21418", *p) for p in ours + [earlier]]
