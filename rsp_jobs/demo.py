@@ -193,7 +193,10 @@ def generated_dart(folder: Path, station: str, arrival: datetime) -> Path:
     lines = ["#YY  MM DD hh mm ss T   HEIGHT", "#yr  mo dy hr mn  s -        m"]
     start = TSUNAMI_RANGE[0]
     moment = start
-    while moment < TSUNAMI_RANGE[1]:
+    # on past the range by more than the stream's 15 min lateness, as a real file goes on: a run
+    # waits until every input's watermark passes its end plus that lateness
+    stop = TSUNAMI_RANGE[1] + timedelta(minutes=30)
+    while moment < stop:
         hours = (moment - start).total_seconds() / 3600
         height = 5662.0 + 0.5 * math.sin(2 * math.pi * hours / 12.42)
         if moment >= arrival:
