@@ -26,9 +26,9 @@ from rsp_jobs.spark.background import load_graph
 from rsp_jobs.terms import nt_to_json, to_nt
 
 START = datetime(2014, 8, 2, 6, 0)
-END = datetime(2014, 8, 2, 7, 0)
+END = datetime(2014, 8, 2, 6, 30)
 # UserLocationService has no times; the mapping stamps its 288 lines over 2014-08-01 only, so its
-# hour is the same wall-clock hour one day earlier.
+# half hour is the same wall-clock half hour one day earlier.
 LOCATION = "UserLocationService"
 LOCATION_SHIFT = timedelta(days=1)
 SSN_OBSERVES = URIRef("http://purl.oclc.org/NET/ssnx/ssn#observes")
@@ -96,7 +96,7 @@ def checked_streams(data_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def citybench_lake(data_dir, tmp_path_factory):
-    """An hour of every stream the checked queries read, loaded into one lake, and the same
+    """Half an hour of every stream the checked queries read, loaded into one lake, and the same
     elements for the reference."""
     work = tmp_path_factory.mktemp("citybench")
     lake = Lake(work / "lake")
