@@ -40,10 +40,19 @@ class WindowSpec:
     graph: Optional[str] = None  # FROM NAMED STREAM: the graph name
 
 
-def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: int = 0) -> dict[int, list]:
-    """{close ms: [(spec, elem), ...]} for every close whose window holds data."""
+def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: int = 0,
+                    every_ms: Optional[int] = None) -> dict[int, list]:
+    """{close ms: [(spec, elem), ...]} for every close whose window holds data. ``every_ms``:
+    COMPUTED EVERY, evaluated at the ticks ``t0 + k*every`` once every window is full (each
+    window ``[close - its RANGE, close)``, its STEP unused)."""
     timed = [s for s in specs if s.range_ms is not None]
-    if timed:
+    if timed and every_ms is not None:
+        widest = max(s.range_ms for s in timed)
+        closes = sorted({t0 + k * every_ms for spec in timed for e in elements if e.stream == spec.stream
+                         for k in range(max(-(-widest // every_ms), (e.ts_ms - t0) // every_ms + 1),
+                                        (e.ts_ms + spec.range_ms - t0) // every_ms + 1)})
+        inclusive = False
+    elif timed:
         # the grid points c = t0 + range + k*step that can see some element: ts < c <= ts + range
         closes = set()
         for spec in timed:
@@ -67,7 +76,7 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
         for spec in specs:
             mine, stamps = by_stream[spec.stream], times[spec.stream]
             if spec.range_ms is not None:
-                if (close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms:
+                if every_ms is None and ((close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms):
                     continue
                 lo, hi = bisect_left(stamps, close - spec.range_ms), bisect_left(stamps, close)
                 content += [(spec, e) for e in mine[lo:hi]]

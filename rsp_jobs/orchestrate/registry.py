@@ -3,7 +3,8 @@ as plain values the DAG factory and the tasks share.
 
 A query file ``queries/<application>/<name>.rsp`` (windows, or an EP-SPARQL pattern) or a DOTR
 rule ``<name>.dotr`` is registered as it is; an optional
-``<name>.toml`` beside it sets its micro-batch (``batch = "10m"``, a whole number of STEPs) and
+``<name>.toml`` beside it sets its micro-batch (``batch = "10m"``, a whole number of STEPs, or
+of COMPUTED EVERY d when the query gives it: its evaluation grid) and
 window origin (``t0``), and an ``[alert]`` table makes its results raise alerts
 (``rsp_jobs.alerts.build``). Without it a run covers the smallest multiple of STEP of at least one
 minute (patterns: one minute, since any batch works for them). ``queries/streams.toml`` names each input stream (the key is its landing directory and
@@ -25,10 +26,11 @@ from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookahead_us, pattern_streams
-from rsp_jobs.errors import InputError, RspError, UnsupportedConstruct
+from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.reasoning.entailment import check_regime
+from rsp_jobs.spark.schedule import schedule
 
 MS = 1000  # µs per ms
 
@@ -113,11 +115,11 @@ class RegisteredQuery:
 
     @property
     def step_us(self) -> int:
-        """The reporting grid: STEP, or for patterns the batch (a match is reported by the
-        batch that holds its end)."""
+        """The reporting grid: STEP, or COMPUTED EVERY when given (``rsp_jobs.spark.schedule``),
+        or for patterns the batch (a match is reported by the batch that holds its end)."""
         if self.kind != "window":
             return self.batch_us
-        return self.query.windows[0].window.step_ms * MS
+        return schedule(self.query, self.t0_us).step
 
     @property
     def lookahead_us(self) -> int:
@@ -131,9 +133,15 @@ class RegisteredQuery:
             return self.closes(ts_us, min(ts_us + self.range_us, until_us))
         return self.closes(ts_us - 1, min(ts_us + self.range_us + self.step_us - 1, until_us))
 
+    @property
+    def first_close_us(self) -> int:
+        """The first close of the query's grid (``rsp_jobs.spark.schedule``); patterns: t0."""
+        if self.kind != "window":
+            return self.t0_us
+        return schedule(self.query, self.t0_us).first_close
+
     def _phase(self) -> int:
-        offset = self.range_us if self.kind == "window" else 0
-        return (self.t0_us + offset) % self.step_us
+        return self.first_close_us % self.step_us
 
     def closes(self, after_us: int, until_us: int) -> range:
         """The window closes ``c`` with ``after < c <= until`` (µs), on the query's grid."""
@@ -143,7 +151,8 @@ class RegisteredQuery:
 
     def first_batch_end(self, not_before: Optional[datetime] = None) -> datetime:
         """The first batch boundary at or after ``not_before`` on the query's close grid
-        (``t0 + RANGE + k*STEP``), so that every run's interval ends on a window close."""
+        (``t0 + RANGE + k*STEP``, or ``k*d`` with COMPUTED EVERY d), so that every run's
+        interval ends on a window close."""
         phase = self._phase()
         us = to_us(not_before or DEFAULT_START)
         return from_us(us + (phase - us) % self.step_us)
@@ -167,23 +176,21 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     here: the DAG processor calls this for every query file.)"""
     root = root or queries_dir()
     query = compile_file(path)
+    options = _catalog(path.with_suffix(".toml"))
+    t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
     if isinstance(query, ContinuousQuery) and not query.pattern:
         if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
             raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
-        steps = {w.window.step_ms * MS for w in query.windows}
-        if len(steps) > 1:
-            raise UnsupportedConstruct(str(path), "streams with different STEPs in one query")
-        step = steps.pop()
+        # the evaluation grid: STEP, or COMPUTED EVERY when given (different STEPs need it)
+        step = schedule(query, t0_us).step
     else:  # a pattern reads back its bounded duration; any batch will do
         check_batchable(query)  # an unbounded pattern cannot be micro-batched: refuse it here
         step = MS
-    options = _catalog(path.with_suffix(".toml"))
-    t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
     batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
         else default_batch_us(step)
     if batch <= 0 or batch % step:
         raise InputError(f"{path.with_suffix('.toml')}: batch must be a whole number of STEPs "
-                         f"({step // MS} ms), got {batch // MS} ms")
+                         f"(or of COMPUTED EVERY when given: {step // MS} ms), got {batch // MS} ms")
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
     entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")

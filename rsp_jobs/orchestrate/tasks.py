@@ -68,8 +68,8 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     windows = list(evaluate(registered.query, lake(), registered.background, registered.t0_us,
                             Interval(to_us(after), to_us(until)), entailment=registered.entailment))
     outcome = gate.check_output_batch(
-        _windows_frame(registered.iri, windows), query_iri=registered.iri, t0_us=registered.t0_us,
-        range_us=registered.range_us, step_us=registered.step_us, interval=(after, until),
+        _windows_frame(registered.iri, windows), query_iri=registered.iri,
+        first_close_us=registered.first_close_us, step_us=registered.step_us, interval=(after, until),
         engine=engine, batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
     gate.require(outcome)
     stored = store_evaluation(engine, registered.query, windows, started_at,
@@ -95,7 +95,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
                            Interval(to_us(after), to_us(until)), registered.entailment, consumed)
     results = matches_as_results(matches)
     outcome = gate.check_output_batch(
-        _windows_frame(registered.iri, results), query_iri=registered.iri, t0_us=0, range_us=0, step_us=1,
+        _windows_frame(registered.iri, results), query_iri=registered.iri, first_close_us=0, step_us=1,
         interval=(after, until), engine=engine,
         batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
     gate.require(outcome)

@@ -105,16 +105,16 @@ def check_input_batch(rows: pd.DataFrame, *, stream: str, batch_id: str, source:
     return _gate(suite, view, batch_id, record, interval, engine, (stream, source or batch, rows))
 
 
-def check_output_batch(windows: pd.DataFrame, *, query_iri: str, t0_us: int, range_us: int, step_us: int,
+def check_output_batch(windows: pd.DataFrame, *, query_iri: str, first_close_us: int, step_us: int,
                        batch_id: str, interval: Interval = None, engine: Optional[Engine] = None) -> QualityOutcome:
     """Check the windows one evaluation run reported (columns query_iri, window_open,
-    window_close, row_count): each close on the query's schedule t0 + RANGE + k*STEP, k >= 0
-    (µs since the epoch; RANGE is the first close's offset from t0, see spark/windows.py),
-    inside ``interval`` = (after, until] (None: unchecked), counts not negative, one row per
-    query and close."""
+    window_close, row_count): each close on the query's schedule first_close + k*step, k >= 0
+    (µs since the epoch; ``rsp_jobs.spark.schedule``: t0 + RANGE + k*STEP, or the ticks of
+    COMPUTED EVERY), inside ``interval`` = (after, until] (None: unchecked), counts not negative,
+    one row per query and close."""
     record = ActivityRecord("quality_check", datetime.now(timezone.utc), query_iri=query_iri,
                             used=[(query_iri, "query", None), (BATCH_BASE + batch_id, "result", None)])
-    view = suites.output_view(windows, t0_us, range_us, step_us)
+    view = suites.output_view(windows, first_close_us, step_us)
     return _gate(suites.output_suite(query_iri, interval), view, batch_id, record, interval, engine, None)
 
 

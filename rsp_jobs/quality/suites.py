@@ -96,7 +96,7 @@ def output_suite(query_iri: str, interval: Optional[tuple[datetime, datetime]]):
         gxe.ExpectColumnValuesToBeInSet(column="query_iri", value_set=[query_iri]),
         gxe.ExpectColumnValuesToBeBetween(
             column="close_off_schedule_us", min_value=0, max_value=0,
-            notes="close_off_schedule_us: how far the close is from t0 + RANGE + k*STEP (k >= 0), in µs"),
+            notes="close_off_schedule_us: how far the close is from the query's schedule (t0 + RANGE + k*STEP, k >= 0, or the ticks of COMPUTED EVERY), in µs"),
         gxe.ExpectColumnValuesToBeBetween(column="row_count", min_value=0),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["query_iri", "window_close"]),
     ]
@@ -107,9 +107,9 @@ def output_suite(query_iri: str, interval: Optional[tuple[datetime, datetime]]):
     return gx.ExpectationSuite(OUTPUT_SUITE, expectations=expectations)
 
 
-def output_view(windows: pd.DataFrame, t0_us: int, range_us: int, step_us: int) -> pd.DataFrame:
-    """The windows with ``close_off_schedule_us``: (close − first close) mod STEP, or the distance
-    to the first close for a close before it (first close = t0 + RANGE, as in spark/windows.py)."""
+def output_view(windows: pd.DataFrame, first_close_us: int, step_us: int) -> pd.DataFrame:
+    """The windows with ``close_off_schedule_us``: (close − first close) mod step, or the distance
+    to the first close for a close before it (the query's schedule, ``rsp_jobs.spark.schedule``)."""
     closes = pd.to_datetime(windows.reindex(columns=["window_close"])["window_close"], utc=True)
-    offset = (closes - (EPOCH + timedelta(microseconds=t0_us + range_us))) // pd.Timedelta(microseconds=1)
+    offset = (closes - (EPOCH + timedelta(microseconds=first_close_us))) // pd.Timedelta(microseconds=1)
     return windows.assign(close_off_schedule_us=offset.where(offset < 0, offset % step_us).abs().to_numpy())

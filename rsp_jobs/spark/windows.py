@@ -1,9 +1,12 @@
 """Window assignment: which stream elements each window close sees.
 
 Time windows follow C-SPARQL's reporting policy as CSRBench fixes it (Dell'Aglio et al.,
-ISWC 2013): closes at ``c = t0 + RANGE + k*STEP`` (k >= 0), scope ``[c - RANGE, c)``. An
-element at ``ts`` belongs to every close in ``(ts, ts + RANGE]``; we compute that k-range with
-integer arithmetic and explode it, so all windows of a run come from one Spark job.
+ISWC 2013): closes at ``c = t0 + RANGE + k*STEP`` (k >= 0), scope ``[c - RANGE, c)``; with
+``COMPUTED EVERY d`` the closes are the ticks ``t0 + k*d`` from the first at which every window
+is full (``rsp_jobs.spark.schedule``).
+An element at ``ts`` belongs to every close of the schedule's grid in ``(ts, ts + RANGE]``; we
+compute that k-range with integer arithmetic and explode it, so all windows of a run come from
+one Spark job.
 
 Count windows ``[TRIPLES n]`` hold the last n triples (ordered by time, then by term text) at
 each evaluation: the time grid of the query's other windows or COMPUTED EVERY, or else each
@@ -18,7 +21,6 @@ All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Optional
 
 from pyspark.sql import DataFrame
@@ -26,41 +28,10 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.spark.schedule import MS, Schedule, schedule
 
-MS = 1000  # microseconds per millisecond
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """When a query reports: closes ``phase + k*step`` (µs); ``None`` step means on arrival."""
-
-    t0: int
-    step: Optional[int]
-    first_close: Optional[int]
-
-    def prev(self, close: int) -> Optional[int]:
-        return close - self.step if self.step else None
-
-
-def schedule(query: ContinuousQuery, t0_us: int) -> Schedule:
-    time_windows = [w.window for w in query.windows if isinstance(w.window, ast.TimeWindow)]
-    steps = {w.step_ms for w in time_windows}
-    if len(steps) > 1:
-        raise UnsupportedConstruct(query.source, "streams with different STEPs in one query "
-                                   f"({', '.join(f'{s} ms' for s in sorted(steps))})")
-    if time_windows:
-        step = time_windows[0].step_ms * MS
-        phases = {(w.range_ms * MS) % step for w in time_windows}
-        if len(phases) > 1:
-            raise UnsupportedConstruct(query.source, "windows whose closes never coincide "
-                                       "(RANGEs that differ by a non-multiple of STEP)")
-        return Schedule(t0_us, step, t0_us + min(w.range_ms for w in time_windows) * MS)
-    if query.computed_every_ms:
-        step = query.computed_every_ms * MS
-        return Schedule(t0_us, step, t0_us + step)
-    return Schedule(t0_us, None, None)
+__all__ = ["Schedule", "schedule", "lookback_us", "assign"]
 
 
 def lookback_us(query: ContinuousQuery) -> Optional[int]:
@@ -72,12 +43,15 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
 
 
 def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
-           after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
+           after_us: Optional[int], until_us: Optional[int], prune: bool = True) -> DataFrame:
     """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
-    close in ``(after_us, until_us]``, one row per distinct triple of a window's graph."""
+    close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
+    ``prune=False`` keeps the triples no pattern names (entailment over the window may derive
+    a named one from them)."""
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
-    used = _used_predicates(query) if all(isinstance(w.window, ast.TimeWindow) for w in query.windows) else None
+    used = _used_predicates(query) if prune and all(isinstance(w.window, ast.TimeWindow)
+                                                     for w in query.windows) else None
     tagged = None
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
@@ -157,17 +131,21 @@ def _floor_div(x, d: int):
 
 def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
                  after_us: Optional[int], until_us: Optional[int], max_range: int) -> DataFrame:
-    rng, step, t0 = window.range_ms * MS, window.step_ms * MS, sched.t0
+    """Each element once per close ``c`` of the schedule's grid ``first_close + k*step`` with
+    ``ts < c <= ts + RANGE`` (the window ``[c - RANGE, c)`` holds it) and ``c >= t0 + RANGE``
+    (a window is evaluated once full). Without COMPUTED EVERY the grid is this window's STEP
+    grid; with it, every d (``rsp_jobs.spark.schedule``), whatever the window's STEP."""
+    rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
     ts = F.col("ts")
-    k_lo = F.greatest(_floor_div(ts - F.lit(t0 + rng), step) + 1, F.lit(0))
-    k_hi = _floor_div(ts - F.lit(t0), step)
-    if after_us is not None:  # closes c > after: k >= floor((after - t0 - rng) / step) + 1
-        k_lo = F.greatest(k_lo, F.lit((after_us - t0 - rng) // step + 1))
+    k_lo = F.greatest(_floor_div(ts - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))
+    k_hi = _floor_div(ts + F.lit(rng - base), grid)
+    if after_us is not None:  # closes c > after: k >= floor((after - base) / grid) + 1
+        k_lo = F.greatest(k_lo, F.lit((after_us - base) // grid + 1))
     if until_us is not None:
-        k_hi = F.least(k_hi, F.lit((until_us - t0 - rng) // step))
+        k_hi = F.least(k_hi, F.lit((until_us - base) // grid))
     exploded = rows.where(k_lo <= k_hi).select(
         "*", F.explode(F.sequence(k_lo, k_hi)).alias("_k"))
-    close = F.lit(t0 + rng) + F.col("_k") * F.lit(step)
+    close = F.lit(base) + F.col("_k") * F.lit(grid)
     return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"),
                            *rows.columns)
 

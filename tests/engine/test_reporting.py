@@ -11,7 +11,7 @@ from rdflib import Literal
 from rsp_jobs.bench.reference import WindowSpec, rdflib_answer, window_contents
 from rsp_jobs.engine import Interval, compile_query, evaluate
 from rsp_jobs.terms import nt_to_json, to_nt
-from tests.engine.test_differential import PREFIXES, S1, SETTINGS, close_ms, run_engine, streams
+from tests.engine.test_differential import PREFIXES, S1, S2, SETTINGS, close_ms, run_engine, streams
 from tests.support.compare import canonical_bindings
 
 BODY = "SELECT ?x ?v WHERE { ?x ex:val ?v }"
@@ -67,3 +67,36 @@ def test_t0_moves_the_window_grid(tmp_path, spark):
     shifted = list(evaluate(compile_query(text), Lake(lake_dir / "lake"), [], t0_us=500_000))
     assert [(w["window_open"][17:23], w["window_close"][17:23], sorted(int(b["v"]["value"]) for b in w["bindings"]))
             for w in shifted] == [("00.500", "01.500", [900]), ("01.500", "02.500", [1700])]
+
+
+@SETTINGS
+@given(elements=streams(names=(S1, S2)), every=st.sampled_from([700, 1000, 1500, 4000]))
+def test_computed_every_evaluates_every_d_over_the_windows_that_end_then(elements, every, tmp_path_factory, spark):
+    """Tutorial 004, "Query and Stream Registration": ``REGISTER QUERY name COMPUTED EVERY d AS``.
+    Evaluated at the ticks t0 + k*d once every window is full, each window [close - its RANGE,
+    close), whatever the STEPs, which may differ between the streams (rsp_jobs.spark.schedule)."""
+    text = (f"REGISTER QUERY q COMPUTED EVERY {every}ms AS {PREFIXES}SELECT ?x ?v "
+            f"FROM STREAM <{S1}> [RANGE 3000ms STEP 1000ms] FROM STREAM <{S2}> [RANGE 2000ms STEP 500ms] "
+            "WHERE { ?x ex:val ?v }")
+    engine = run_engine(tmp_path_factory.mktemp("every"), text, elements)
+    contents = window_contents(elements, [WindowSpec(S1, 3000, 1000), WindowSpec(S2, 2000, 500)], every_ms=every)
+    assert [close_ms(w) for w in engine] == sorted(contents)
+    assert all(close_ms(w) % every == 0 and close_ms(w) >= 3000 for w in engine)
+    for window in engine:
+        expected = [{k: nt_to_json(to_nt(v)) for k, v in b.items()}
+                    for b in rdflib_answer(f"{PREFIXES}{BODY}", contents[close_ms(window)])]
+        assert rows(window["bindings"]) == rows(expected)
+
+
+def test_without_computed_every_streams_with_different_steps_are_refused():
+    import pytest
+
+    from rsp_jobs.errors import UnsupportedConstruct
+    from rsp_jobs.spark.schedule import schedule
+
+    text = (f"{PREFIXES}SELECT ?x FROM STREAM <{S1}> [RANGE 3s STEP 1s] FROM STREAM <{S2}> [RANGE 2s STEP 500ms] "
+            "WHERE { ?x ex:val ?v }")
+    with pytest.raises(UnsupportedConstruct, match="COMPUTED EVERY"):
+        schedule(compile_query(text), 0)
+    every = schedule(compile_query(f"REGISTER QUERY q COMPUTED EVERY 2s AS {text}"), 0)
+    assert (every.step, every.first_close) == (2_000_000, 4_000_000)

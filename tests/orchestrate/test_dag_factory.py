@@ -107,3 +107,23 @@ def test_patterns_and_rules_are_dags_that_wait_for_their_bound_and_unbounded_one
     assert fire.get_task("wait_for_inputs").lookahead_us == 0
     errors = "\n".join(bag.import_errors.values())
     assert "forever.rsp" in errors and "unbounded" in errors
+
+
+def test_computed_every_sets_the_grid_a_dag_runs_on(queries):
+    """COMPUTED EVERY d (tutorial 004, "Query and Stream Registration") is the evaluation grid:
+    the DAG's batch is a whole number of d, and each run's interval ends on a tick of d."""
+    from rsp_jobs.orchestrate import registry
+
+    text = (queries / "citybench" / "congestion_by_segment.rsp").read_text()
+    every = text.replace("congestion_by_segment AS", "every_7m COMPUTED EVERY 7m AS")
+    assert every != text
+    path = queries / "citybench" / "every_7m.rsp"
+    path.write_text(every)
+    (queries / "citybench" / "every_7m.toml").write_text('batch = "14m"\n')
+    query = registry.load_query(path)
+    assert query.step_us == 7 * 60_000_000 and query.first_close_us == 63 * 60_000_000  # RANGE 1h: ticks from 63 min
+    assert [c % (7 * 60_000_000) for c in query.closes(0, 10 ** 10)] == [0] * len(query.closes(0, 10 ** 10))
+    assert registry.to_us(query.first_batch_end()) % (7 * 60_000_000) == 0
+    (queries / "citybench" / "every_7m.toml").write_text('batch = "15m"\n')
+    with pytest.raises(Exception, match="COMPUTED EVERY"):
+        registry.load_query(path)

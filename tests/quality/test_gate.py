@@ -263,7 +263,7 @@ def windows() -> pd.DataFrame:
 
 
 def check_windows(frame: pd.DataFrame, batch_id: str, engine=None):
-    return check_output_batch(frame, query_iri=QUERY, t0_us=T0_US, range_us=RANGE_US, step_us=STEP_US,
+    return check_output_batch(frame, query_iri=QUERY, first_close_us=T0_US + RANGE_US, step_us=STEP_US,
                               interval=(AFTER, UNTIL), engine=engine, batch_id=batch_id)
 
 

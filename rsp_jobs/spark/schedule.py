@@ -1,0 +1,68 @@
+"""When a registered query is evaluated: its grid of window closes (µs since the epoch).
+
+Kept free of Spark so that the DAG processor (``rsp_jobs.orchestrate.registry``) and the Spark
+job (``rsp_jobs.spark.windows``) read the one definition.
+
+C-SPARQL tutorial (004), slide "Query and Stream Registration": "Registration → 'Register'
+('Query'| 'Stream') QueryName ['Computed Every' Number TimeUnit] 'As' Query"; paper 001 §4:
+"This process is executed as frequently as specified in the REGISTER clause". So:
+
+- without ``COMPUTED EVERY`` the query is evaluated on its windows' STEP grid, closes
+  ``t0 + RANGE + k*STEP`` (k >= 0; CSRBench's reporting policy);
+- with ``COMPUTED EVERY d`` it is evaluated every d, whatever its windows' STEPs: at the ticks
+  ``t0 + k*d`` (k >= 1) of a clock started at registration (``t0``), from the first tick at which
+  every window is full (``t0 + k*d >= t0 + RANGE``, the widest RANGE); each window holds
+  ``[c - its RANGE, c)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from rsp_jobs.errors import UnsupportedConstruct
+from rsp_jobs.language import ast
+
+MS = 1000  # microseconds per millisecond
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a query reports: closes ``first_close + k*step`` (µs, k >= 0); ``None`` step means
+    on arrival."""
+
+    t0: int
+    step: Optional[int]
+    first_close: Optional[int]
+
+    def prev(self, close: int) -> Optional[int]:
+        return close - self.step if self.step else None
+
+
+def schedule(query, t0_us: int) -> Schedule:
+    """The query's grid of closes (``query``: an ``algebra.plan.ContinuousQuery``)."""
+    time_windows = [w.window for w in query.windows if isinstance(w.window, ast.TimeWindow)]
+    if query.computed_every_ms and time_windows:
+        # Decision (the papers give the clause, not its first tick): the clock ticks every d from
+        # t0, as a timer started at registration would, and the first evaluation is the first tick
+        # at which every window is full; CSRBench reports only full windows on the STEP grid too,
+        # and when RANGE is a multiple of d the two grids agree. The windows' STEPs are not used:
+        # COMPUTED EVERY sets the one grid, so streams with different STEPs, or RANGEs that differ
+        # by a non-multiple of STEP, are fine in one query.
+        every = query.computed_every_ms * MS
+        widest = max(w.range_ms for w in time_windows) * MS
+        return Schedule(t0_us, every, t0_us + -(-widest // every) * every)
+    steps = {w.step_ms for w in time_windows}
+    if len(steps) > 1:
+        raise UnsupportedConstruct(query.source, "streams with different STEPs in one query "
+                                   f"({', '.join(f'{s} ms' for s in sorted(steps))}) without COMPUTED EVERY")
+    if time_windows:
+        step = time_windows[0].step_ms * MS
+        phases = {(w.range_ms * MS) % step for w in time_windows}
+        if len(phases) > 1:
+            raise UnsupportedConstruct(query.source, "windows whose closes never coincide "
+                                       "(RANGEs that differ by a non-multiple of STEP) without COMPUTED EVERY")
+        return Schedule(t0_us, step, t0_us + min(w.range_ms for w in time_windows) * MS)
+    if query.computed_every_ms:
+        step = query.computed_every_ms * MS
+        return Schedule(t0_us, step, t0_us + step)
+    return Schedule(t0_us, None, None)
