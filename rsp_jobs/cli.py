@@ -183,8 +183,7 @@ def cmd_evaluate(args) -> int:
     from rsp_jobs.algebra.patterns import compile_file, is_pattern, pattern_streams
     from rsp_jobs.engine import Interval, evaluate, match
     from rsp_jobs.errors import InputError
-    from rsp_jobs.ingest.lake import Lake
-    from rsp_jobs.ingest.rdf_stream import read_stream_file
+    from rsp_jobs.ingest.lake import Lake, load_files
 
     if not args.query_file.is_file():
         raise InputError(f"{args.query_file}: query file not found")
@@ -201,10 +200,8 @@ def cmd_evaluate(args) -> int:
     lake = Lake(args.lake or scratch / "lake")
     store = _store_engine(args.store) if args.store is not None else None
     try:
-        for iri, path in args.stream:
-            started = datetime.now(timezone.utc)
-            batch = read_stream_file(path, iri)
-            lake.write(batch)
+        started = datetime.now(timezone.utc)
+        for (_, path), batch in zip(args.stream, load_files(lake, args.stream, store)):
             _report_rejections(batch)
             if store is not None:
                 from rsp_jobs.store.provenance import store_ingest

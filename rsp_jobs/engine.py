@@ -83,7 +83,8 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     lookback = pattern_lookback_us(pattern)
     start = None if interval.after is None else _moment(interval.after - lookback)
     end = None if interval.until is None else _moment(interval.until + pattern_lookahead_us(pattern) + 1)
-    elements = lake.read(spark, pattern_streams(pattern), start, end)
+    # a frame is a graph: a triple two files bring for one time is one event
+    elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(["stream", "ts", "s", "p", "o"])
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
     if check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)

@@ -29,6 +29,8 @@ class Elem:
     s: str
     p: str
     o: str  # N-Triples text
+    pos: int = 0  # its place in the stream as delivered: orders the triples of one time
+    graph: Optional[str] = None  # the graph that delivered it (several may share a time)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,15 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
                     every_ms: Optional[int] = None) -> dict[int, list]:
     """{close ms: [(spec, elem), ...]} for every close whose window holds data. ``every_ms``:
     COMPUTED EVERY, evaluated at the ticks ``t0 + k*every`` once every window is full (each
-    window ``[close - its RANGE, close)``, its STEP unused)."""
+    window ``[close - its RANGE, close)``, its STEP unused).
+
+    A stream's triples of one time are one frame, an RDF graph (TA-RDF restriction 2): a triple
+    that several graphs or statements bring for one time is one element, at its first position.
+    Count windows take the last triples by time, then by position (C-SPARQL §3.1)."""
+    first: dict[tuple, Elem] = {}
+    for e in sorted(elements, key=lambda e: (e.stream, e.ts_ms, e.pos)):
+        first.setdefault((e.stream, e.ts_ms, e.s, e.p, e.o), e)
+    elements = list(first.values())
     timed = [s for s in specs if s.range_ms is not None]
     if timed and every_ms is not None:
         widest = max(s.range_ms for s in timed)
@@ -68,7 +78,7 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
         closes = sorted({e.ts_ms for e in elements})
         inclusive = True
     by_stream = {spec.stream: sorted((e for e in elements if e.stream == spec.stream),
-                                     key=lambda e: (e.ts_ms, e.s, e.p, e.o)) for spec in specs}
+                                     key=lambda e: (e.ts_ms, e.pos, e.s, e.p, e.o)) for spec in specs}
     times = {stream: [e.ts_ms for e in items] for stream, items in by_stream.items()}
     out = {}
     for close in closes:

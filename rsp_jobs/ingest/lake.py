@@ -3,6 +3,11 @@
 Writing happens on the driver with pyarrow (ingest batches are files that were parsed there);
 reading happens in Spark and prunes to the partitions a run needs. A batch's part files are
 named after the batch, so loading the same batch again replaces them instead of duplicating.
+
+``seq`` is a triple's place in its stream as delivered: the file's place among the stream's
+files (``StreamBatch.order``) times 2^32 plus the triple's position in the file. It orders the
+triples of one time (C-SPARQL §3.1's positional order) for ``[TRIPLES n]`` windows. Files
+written before ``seq`` existed read it as NULL (the schema is given when reading).
 """
 from __future__ import annotations
 
@@ -11,12 +16,12 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from rsp_jobs.ingest.rdf_stream import Element, Rejection, StreamBatch
+from rsp_jobs.ingest.rdf_stream import Element, Rejection, StreamBatch, merge_known_frames, read_stream_file
 
 SCHEMA = pa.schema([
     ("stream", pa.string()),
@@ -27,6 +32,7 @@ SCHEMA = pa.schema([
     ("o", pa.string()),
     ("o_num", pa.float64()),
     ("o_time", pa.timestamp("us", tz="UTC")),
+    ("seq", pa.int64()),
     ("stream_key", pa.string()),
     ("hour", pa.string()),
 ])
@@ -58,21 +64,25 @@ class Lake:
         batch_id = batch_id or hashlib.sha1(f"{batch.stream}|{batch.source}".encode()).hexdigest()[:16]
         if batch.rejections:
             self._quarantine(batch.stream, batch_id, batch.rejections)
+        for old in (self.root / f"stream_key={stream_key(batch.stream)}").glob(f"hour=*/part-{batch_id}-*.parquet"):
+            old.unlink()  # the batch replaces its earlier load, wherever its hours were
         if not batch.elements:
             return 0
-        table = self.table(batch.stream, batch.elements)
+        table = self.table(batch.stream, batch.elements, batch.order)
         pads.write_dataset(table, self.root, format="parquet", partitioning=PARTITIONING,
                            basename_template=f"part-{batch_id}-{{i}}.parquet",
                            existing_data_behavior="overwrite_or_ignore")
         return table.num_rows
 
-    def table(self, stream: str, elements: Iterable[Element]) -> pa.Table:
-        """Elements as the lake's rows (Arrow), partition columns included."""
+    def table(self, stream: str, elements: Iterable[Element], order: int = 0) -> pa.Table:
+        """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
+        batch's place among the stream's files (see the module doc on ``seq``)."""
         key = stream_key(stream)
         columns: dict[str, list] = {name: [] for name in SCHEMA.names}
         for e in elements:
             for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time"):
                 columns[name].append(getattr(e, name))
+            columns["seq"].append((order << 32) + e.pos)
             columns["stream_key"].append(key)
             columns["hour"].append(hour_of(e.ts))
         return pa.table(columns, schema=SCHEMA)
@@ -96,25 +106,53 @@ class Lake:
         present = [k for k in keys if (self.root / f"stream_key={k}").is_dir()]
         if not present:
             return spark.createDataFrame([], _spark_schema())
-        frame = (spark.read.option("basePath", str(self.root))
+        frame = (spark.read.schema(_spark_schema(partitions=True)).option("basePath", str(self.root))
                  .parquet(*[str(self.root / f"stream_key={k}") for k in present]))
         frame = frame.where(F.col("stream_key").isin(present))
         if start is not None:
             frame = frame.where((F.col("hour") >= hour_of(start)) & (F.col("ts") >= F.lit(start)))
         if end is not None:
             frame = frame.where((F.col("hour") <= hour_of(end)) & (F.col("ts") < F.lit(end)))
-        return frame.select("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time")
+        return frame.select(*COLUMNS)
 
 
-def _spark_schema():
+COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq")  # what a read returns
+
+
+def _spark_schema(partitions: bool = False):
     from pyspark.sql import types as T
 
-    return T.StructType([
+    fields = [
         T.StructField("stream", T.StringType()), T.StructField("ts", T.TimestampType()),
         T.StructField("frame", T.StringType()), T.StructField("s", T.StringType()),
         T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
         T.StructField("o_num", T.DoubleType()), T.StructField("o_time", T.TimestampType()),
-    ])
+        T.StructField("seq", T.LongType()),
+    ]
+    if partitions:
+        fields += [T.StructField("stream_key", T.StringType()), T.StructField("hour", T.StringType())]
+    return T.StructType(fields)
+
+
+def load_files(lake: Lake, files: Sequence[tuple[str, Path]], store=None) -> list[StreamBatch]:
+    """Read stream files (stream IRI, path) into the lake, in the order given: a file's place
+    among its stream's files is its delivery order (``StreamBatch.order``), and a time that
+    several files bring is one frame, named by the first of them (with ``store``, an engine of
+    the frame store: by the frame the store already has at that time)."""
+    known: dict[str, dict] = {}  # per stream: time -> frame IRI
+    batches = []
+    for iri, path in files:
+        mine = known.setdefault(iri, {})
+        batch = read_stream_file(path, iri, order=sum(1 for b in batches if b.stream == iri))
+        if store is not None:
+            from rsp_jobs.store.frames import known_frames
+
+            for ts, frame in known_frames(store, iri, [p.ts for p in batch.parts]).items():
+                mine.setdefault(ts, frame)
+        merge_known_frames(batch, mine)
+        lake.write(batch)
+        batches.append(batch)
+    return batches
 
 
 def project_lake() -> "Lake":

@@ -1,32 +1,58 @@
-"""Read stream files in the RSP data model: TriG or N-Quads where each named graph is one
-time-annotated frame and the default graph states its time with
-``<frame> prov:generatedAtTime "..."^^xsd:dateTime``.
+"""Read stream files in the RSP data model.
 
-Nothing is dropped silently: every rejected line or frame is returned as a ``Rejection`` with
-the file, the line where known, the reason and how many triples it held, so that
-``read == accepted + rejected`` can be checked by whoever loads the result.
+Two serializations of an RDF stream are read, in TriG or N-Quads files:
+
+- **frames**: each named graph is a time-annotated graph, and the default graph states its time
+  with ``<graph> prov:generatedAtTime "..."^^xsd:dateTime``;
+- **timestamped triples** (C-SPARQL, Barbieri et al. 2009, §3.1: "N-Quads ... we use as context
+  the timestamp encoded as a RDF literal of type xsd:dateTime"): an N-Quads line whose fourth
+  term is that literal is a triple of the stream at that time.
+
+C-SPARQL §3.1: "Any (unbounded, though finite) number of consecutive triples can have the same
+timestamp, meaning that they occur at the same time, although sequenced in the stream according
+to some positional order." TA-RDF (Rodriguez et al. 2009, restriction 2(iii)-(iv)): a stream has
+one frame per time. So every graph and every timestamped triple of one time is a *part* of the
+one frame of that time: parts are merged (their union of triples), never dropped. The frame is
+named by its first part in the file (a named graph's IRI, or ``<stream>/frame/<time>`` for
+timestamped triples); each part keeps its graph IRI, file and line for provenance
+(``Part``), and each triple its position in the file (``Element.pos``), which orders the
+triples of one time for ``[TRIPLES n]`` windows.
+
+A frame is an RDF graph: a triple stated again in the same frame (in the same part or another)
+is in it once; the repeat is counted (``StreamBatch.duplicates``), not lost. Nothing is dropped
+silently: every rejected line or graph is a ``Rejection`` with the file, the line where known,
+the reason and how many triples it held, so that for every file
+``read == accepted + duplicates + rejected`` (``StreamBatch.read_triples``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Optional, Sequence
 
-from rdflib import Dataset, Graph, Literal, URIRef
+from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.exceptions import ParserError
-from rdflib.plugins.parsers.notation3 import BadSyntax
+from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink
+from rdflib.plugins.parsers.ntriples import W3CNTriplesParser, r_nodeid, r_tail, r_wspace
+from rdflib.plugins.parsers.trig import TrigSinkParser
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.terms import numeric_value, time_value, to_nt
+from rsp_jobs.terms import datetime_lexical, numeric_value, time_value, to_nt
 
 PROV_GENERATED_AT = URIRef("http://www.w3.org/ns/prov#generatedAtTime")
 FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads"}
+# The reason of the rejection that holds the default graph's triples other than frame times
+# (store.tardf takes TA-RDF statements out of it on import).
+OUTSIDE_FRAMES = "triples in the default graph other than prov:generatedAtTime belong to no frame"
 
 
 @dataclass(frozen=True)
 class Element:
-    """One stream element in the design's columns."""
+    """One stream element in the design's columns; ``pos``: the triple's position in its file
+    (the first statement of it in its frame), C-SPARQL's positional order within one time."""
 
     stream: str
     ts: datetime
@@ -36,6 +62,22 @@ class Element:
     o: str
     o_num: Optional[float]
     o_time: Optional[datetime]
+    pos: int = 0
+
+
+@dataclass(frozen=True)
+class Part:
+    """One delivered piece of a frame: a named graph, or the triples of one timestamp literal,
+    of one file. ``statements``: how many triples it stated (repeats included); ``checksum``:
+    ``frame_checksum`` of its distinct triples, which tells a re-delivered part from a changed one."""
+
+    frame: str  # the IRI of the frame it is part of
+    ts: datetime
+    graph: str  # the graph's IRI as delivered (the frame's own IRI for its first part)
+    source: str
+    line: Optional[int]
+    statements: int
+    checksum: str
 
 
 @dataclass(frozen=True)
@@ -53,12 +95,18 @@ class Rejection:
 
 @dataclass
 class StreamBatch:
-    """What one file yielded: accepted elements and everything rejected, with counts."""
+    """What one file yielded: accepted elements (each frame a set of triples), the parts each
+    frame was merged from, repeated triples counted per frame, and everything rejected.
+    ``order``: where the file comes among its stream's files (delivery order), which orders
+    triples of one time that several files bring (``Lake.write``)."""
 
     stream: str
     source: str
     elements: list[Element] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    duplicates: Counter = field(default_factory=Counter)  # frame IRI -> statements already in it
+    order: int = 0
 
     @property
     def frames(self) -> int:
@@ -67,6 +115,22 @@ class StreamBatch:
     @property
     def rejected_triples(self) -> int:
         return sum(r.triples for r in self.rejections)
+
+    @property
+    def read_triples(self) -> int:
+        """Every triple statement the file held: accepted, repeated within a frame, or rejected."""
+        return len(self.elements) + sum(self.duplicates.values()) + self.rejected_triples
+
+    def drop_frames(self, frames: dict[str, str], source: Optional[str] = None) -> int:
+        """Move whole frames (IRI -> reason) to the rejections (of ``source``, default the
+        batch's), repeats included; returns the number of elements removed."""
+        counts = Counter(e.frame for e in self.elements if e.frame in frames)
+        self.elements = [e for e in self.elements if e.frame not in frames]
+        self.parts = [p for p in self.parts if p.frame not in frames]
+        for frame, reason in frames.items():
+            self.rejections.append(Rejection(source or self.source, None, reason,
+                                             counts[frame] + self.duplicates.pop(frame, 0), frame))
+        return sum(counts.values())
 
 
 def stream_format(path: Path) -> str:
@@ -77,95 +141,200 @@ def stream_format(path: Path) -> str:
                          f"expected one of {', '.join(sorted(FORMATS))}") from None
 
 
-def read_stream_file(path: str | Path, stream_iri: str) -> StreamBatch:
-    """Parse one stream file into elements of ``stream_iri``, rejecting what is malformed."""
+def read_stream_file(path: str | Path, stream_iri: str, order: int = 0) -> StreamBatch:
+    """Parse one stream file into elements of ``stream_iri``, rejecting what is malformed;
+    ``order``: the file's place among the stream's files (see ``StreamBatch``)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: stream file not found")
     fmt = stream_format(path)
-    batch = StreamBatch(stream=stream_iri, source=str(path))
-    if fmt == "nquads":
-        dataset = _parse_nquads_lines(path, batch)
-    else:
-        dataset = Dataset()
-        try:
-            dataset.parse(path, format="trig")
-        except (BadSyntax, ParserError, SyntaxError) as exc:
-            raise InputError(f"{path}:{_error_line(exc)}: not valid TriG: {_error_text(exc)}") from exc
-    _frames_to_elements(dataset, batch)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+    batch = StreamBatch(stream=stream_iri, source=str(path), order=order)
+    # blank nodes are named from the file's content, so loading the same file again names them alike
+    salt = hashlib.sha1(data).hexdigest()[:12]
+    statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
+    _to_frames(statements, batch)
     return batch
 
 
-def _parse_nquads_lines(path: Path, batch: StreamBatch) -> Dataset:
+@dataclass(frozen=True)
+class _Statement:
+    """A parsed statement: ``graph`` None (default graph), an IRI or blank node, or the
+    timestamp literal of C-SPARQL's N-Quads form."""
+
+    graph: object
+    s: object
+    p: object
+    o: object
+    line: Optional[int]
+
+
+class _QuadLine(W3CNTriplesParser):
+    """rdflib's N-Triples tokenizer over one N-Quads line whose graph label may also be a
+    literal (the timestamp context of C-SPARQL §3.1). ``_:label`` is named from the file's
+    content and the label, so loading the same file again names its blank nodes alike."""
+
+    def __init__(self, salt: str):
+        super().__init__()
+        self.salt = salt
+
+    def nodeid(self, bnode_context=None):
+        if not self.peek("_"):
+            return False
+        return BNode(f"b{self.salt}{self.eat(r_nodeid).group(1)}")
+
+    def quad(self, line: str) -> Optional[tuple]:
+        self.line = line
+        self.eat(r_wspace)
+        if not self.line or self.line.startswith("#"):
+            return None
+        s = self.subject()
+        self.eat(r_wspace)
+        p = self.predicate()
+        self.eat(r_wspace)
+        o = self.object()
+        self.eat(r_wspace)
+        graph = self.uriref() or self.nodeid() or self.literal() or None
+        self.eat(r_tail)
+        if self.line:
+            raise ParserError(f"trailing garbage: {self.line[:60]}")
+        return s, p, o, graph
+
+
+def _nquads(text: str, batch: StreamBatch, salt: str) -> list[_Statement]:
     """N-Quads are line based, so a bad line is quarantined on its own and the rest is kept."""
-    text = path.read_text(encoding="utf-8")
-    dataset = Dataset()
-    try:
-        dataset.parse(data=text, format="nquads")
-        return dataset
-    except Exception:  # rdflib raises several kinds; find the offending lines one by one
-        pass
-    good = []
+    parser = _QuadLine(salt)
+    out = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
         try:
-            Dataset().parse(data=line + "\n", format="nquads")
-            good.append(line)
-        except Exception as exc:
-            batch.rejections.append(Rejection(str(path), number, f"malformed N-Quads line: {_error_text(exc)}",
+            quad = parser.quad(line)
+        except (ParserError, ValueError) as exc:
+            batch.rejections.append(Rejection(batch.source, number, f"malformed N-Quads line: {_error_text(exc)}",
                                               1, line[:500]))
-    dataset = Dataset()
-    dataset.parse(data="\n".join(good) + "\n", format="nquads")
-    return dataset
-
-
-def _frames_to_elements(dataset: Dataset, batch: StreamBatch) -> None:
-    default = dataset.default_graph
-    stamps: dict[URIRef, list] = {}
-    for frame, _, stamp in default.triples((None, PROV_GENERATED_AT, None)):
-        stamps.setdefault(frame, []).append(stamp)
-    seen_times: dict[datetime, str] = {}
-
-    def time_order(graph: Graph) -> tuple:
-        """Frames leave in time order (the input gate checks it), ties and untimed by IRI."""
-        times = stamps.get(graph.identifier, [])
-        ts = time_value(times[0]) if len(times) == 1 and isinstance(times[0], Literal) else None
-        return (ts is None, ts or datetime.min.replace(tzinfo=timezone.utc), str(graph.identifier))
-
-    for graph in sorted(_named_graphs(dataset), key=time_order):
-        frame = graph.identifier
-        triples = len(graph)
-        if not triples:
             continue
-        times = stamps.get(frame, [])
-        reason = _frame_time_problem(frame, times)
-        if reason:
-            batch.rejections.append(Rejection(batch.source, None, reason, triples))
-            continue
-        ts = time_value(times[0])
-        if ts in seen_times:
-            batch.rejections.append(Rejection(
-                batch.source, None,
-                f"frame <{frame}> has the same timestamp {ts.isoformat()} as frame <{seen_times[ts]}>"
-                " (a stream has one frame per timestamp)", triples))
-            continue
-        seen_times[ts] = str(frame)
-        frame_nt = str(frame)
-        for s, p, o in graph:
-            batch.elements.append(Element(batch.stream, ts, frame_nt, to_nt(s), to_nt(p), to_nt(o),
-                                          numeric_value(o), time_value(o)))
-    extra = [t for t in default if t[1] != PROV_GENERATED_AT]
-    if extra:
-        batch.rejections.append(Rejection(batch.source, None,
-                                          "triples in the default graph other than prov:generatedAtTime"
-                                          " belong to no frame", len(extra)))
+        if quad is not None:
+            out.append(_Statement(quad[3], *quad[:3], number))
+    return out
 
 
-def _named_graphs(dataset: Dataset) -> Iterator[Graph]:
-    for graph in dataset.graphs():
-        if graph.identifier != dataset.default_graph.identifier:
-            yield graph
+_DEFAULT_GRAPH = URIRef("urn:x-rsp:default-graph")  # what rdflib's TriG parser names the default graph by
+
+
+class _RecordingSink(RDFSink):
+    """What rdflib's TriG parser states, in order, with the line it had reached."""
+
+    def __init__(self, salt: str):
+        super().__init__(Graph(identifier=_DEFAULT_GRAPH))
+        self.uuid = salt  # rdflib names anonymous blank nodes n<uuid>b<counter>
+        self.parser: Optional[TrigSinkParser] = None
+        self.statements: list[_Statement] = []
+
+    def makeStatement(self, quadruple, why=None) -> None:  # noqa: N802 - rdflib's name
+        f, p, s, o = quadruple
+        graph = None if f is self.rootFormula or f is None or f.identifier == _DEFAULT_GRAPH else f.identifier
+        self.statements.append(_Statement(graph, self.normalise(f, s), self.normalise(f, p),
+                                          self.normalise(f, o), self.parser.lines + 1))
+
+
+def _trig(text: str, path: Path, salt: str) -> list[_Statement]:
+    sink = _RecordingSink(salt)
+    parser = TrigSinkParser(sink, baseURI=path.resolve().as_uri(), turtle=True)
+    sink.parser = parser
+    try:
+        parser.loadBuf(text.encode("utf-8"))
+    except (BadSyntax, ParserError, SyntaxError) as exc:
+        raise InputError(f"{path}:{_error_line(exc)}: not valid TriG: {_error_text(exc)}") from exc
+    return sink.statements
+
+
+@dataclass
+class _Part:
+    graph: str
+    line: Optional[int]
+    statements: list[tuple[int, _Statement]] = field(default_factory=list)  # (position, statement)
+
+
+def _to_frames(statements: Sequence[_Statement], batch: StreamBatch) -> None:
+    """Parts (named graphs, timestamp contexts) → one frame per time, in time order."""
+    stamps: dict[object, list] = {}
+    outside = []
+    parts: dict[object, _Part] = {}
+    for pos, st in enumerate(statements):
+        if st.graph is None:
+            if st.p == PROV_GENERATED_AT:
+                stamps.setdefault(st.s, []).append(st.o)
+            else:
+                outside.append(st)
+            continue
+        part = parts.get(st.graph)
+        if part is None:
+            name = str(st.graph) if not isinstance(st.graph, Literal) else None
+            part = parts[st.graph] = _Part(name, st.line)
+        part.statements.append((pos, st))
+    timed: list[tuple[datetime, object, _Part]] = []
+    for key, part in parts.items():
+        if isinstance(key, Literal):
+            ts = time_value(key)
+            if ts is None:
+                batch.rejections.append(Rejection(
+                    batch.source, part.line, f"the graph label {to_nt(key)} is neither a graph name nor an "
+                    "xsd:dateTime timestamp (C-SPARQL's N-Quads form)", len(part.statements)))
+                continue
+            part.graph = f"{batch.stream}/frame/{datetime_lexical(ts)}"
+        else:
+            reason = _frame_time_problem(key, stamps.get(key, []))
+            if reason:
+                batch.rejections.append(Rejection(batch.source, part.line, reason, len(part.statements)))
+                continue
+            ts = time_value(stamps[key][0])
+        timed.append((ts, part.statements[0][0], part))
+    # the frame of a time is named by its first part in the file; frames leave in time order
+    frame_of: dict[datetime, str] = {}
+    seen: dict[str, set] = {}
+    for ts, _, part in sorted(timed, key=lambda item: (item[0], item[1])):
+        frame = frame_of.setdefault(ts, part.graph)
+        triples = seen.setdefault(frame, set())
+        stated = [(pos, st, (to_nt(st.s), to_nt(st.p), to_nt(st.o))) for pos, st in part.statements]
+        batch.parts.append(Part(frame, ts, part.graph, batch.source, part.line, len(stated),
+                                frame_checksum(t for _, _, t in stated)))
+        for pos, st, triple in stated:
+            if triple in triples:
+                batch.duplicates[frame] += 1
+                continue
+            triples.add(triple)
+            batch.elements.append(Element(batch.stream, ts, frame, *triple, numeric_value(st.o),
+                                          time_value(st.o), pos))
+    batch.elements.sort(key=lambda e: (e.ts, e.pos))
+    if outside:
+        batch.rejections.append(Rejection(batch.source, outside[0].line, OUTSIDE_FRAMES, len(outside)))
+
+
+def frame_checksum(triples: Iterable[tuple[str, str, str]]) -> str:
+    """sha256 hex of a graph's distinct N-Triples lines ``s p o .``, sorted, UTF-8: a frame's
+    (or a part's) identity by content, whatever the order or repeats of its triples."""
+    lines = sorted({f"{s} {p} {o} .\n" for s, p, o in triples})
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def merge_known_frames(batch: StreamBatch, known: dict[datetime, str]) -> None:
+    """Name the batch's frames after the frames already known at their times (``known``: time
+    → frame IRI, e.g. from earlier files of the stream or from the store), so that one time is
+    one frame wherever its parts come from (TA-RDF restriction 2); ``known`` is extended with
+    the batch's new frames. Its parts keep their own graph IRIs."""
+    rename = {}
+    for part in batch.parts:
+        target = known.setdefault(part.ts, part.frame)
+        if target != part.frame:
+            rename[part.frame] = target
+    if not rename:
+        return
+    batch.elements = [replace(e, frame=rename.get(e.frame, e.frame)) for e in batch.elements]
+    batch.parts = [replace(p, frame=rename.get(p.frame, p.frame)) for p in batch.parts]
+    batch.duplicates = Counter({rename.get(f, f): n for f, n in batch.duplicates.items()})
 
 
 def _frame_time_problem(frame, times: list) -> Optional[str]:

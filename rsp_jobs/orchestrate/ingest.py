@@ -21,16 +21,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from rsp_jobs.ingest import sources
 from rsp_jobs.ingest.lake import project_lake as lake
-from rsp_jobs.ingest.rdf_stream import FORMATS, read_stream_file
+from rsp_jobs.ingest.rdf_stream import FORMATS, merge_known_frames, read_stream_file
 from rsp_jobs.orchestrate import late, registry
 from rsp_jobs.orchestrate.registry import StreamConfig
 from rsp_jobs.store import db
 from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.frames import register_stream
+from rsp_jobs.store.frames import known_frames, register_stream
 from rsp_jobs.store.models import IngestedFile, Stream
 from rsp_jobs.store.provenance import file_checksum, record_ingest
 
@@ -42,8 +42,9 @@ class FileReport:
     path: str
     status: str  # loaded, skipped (already loaded), rejected (failed its quality checks)
     frames: int = 0
-    triples: int = 0
+    triples: int = 0  # distinct triples of its frames
     quarantined: int = 0
+    duplicates: int = 0  # statements of a triple its frame already held (read = triples + duplicates + quarantined)
     late_frames: int = 0
     late_dropped: int = 0
     watermark: Optional[str] = None
@@ -108,9 +109,11 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         return FileReport(str(path), "skipped")
     started = datetime.now(timezone.utc)
     stream_file, mapping_rejections = sources.to_stream_file(path, config.format, config.iri)
-    batch = read_stream_file(stream_file, config.iri)
+    batch = read_stream_file(stream_file, config.iri, order=_files_loaded(engine, config.iri))
+    # a time the stream already has is one frame: this file's parts at it merge into that frame
+    merge_known_frames(batch, known_frames(engine, config.iri, [p.ts for p in batch.parts]))
     batch.rejections[:0] = mapping_rejections
-    read_triples = len(batch.elements) + batch.rejected_triples
+    read_triples = batch.read_triples
     outcome = gate.check_input_batch(gate.lake_rows(batch.elements), stream=config.iri, source=str(path),
                                      interval=(registry.EPOCH, started + FUTURE_SKEW), engine=engine,
                                      batch_id=f"{config.key}/{checksum[:16]}",
@@ -133,11 +136,18 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         watermark = conn.scalar(select(Stream.watermark).where(Stream.id == stream_id))
         lake().write(batch, batch_id=checksum[:16])  # inside: a failed lake write rolls the store back
     quarantined = batch.rejected_triples
-    assert len(batch.elements) + quarantined == read_triples, "ingest lost triples"
+    assert batch.read_triples == read_triples, "ingest lost triples"
     return FileReport(str(path), "loaded", batch.frames, len(batch.elements), quarantined,
-                      len({f.frame for f in late_frames}), dropped,
+                      sum(batch.duplicates.values()), len({f.frame for f in late_frames}), dropped,
                       watermark.isoformat() if watermark else None,
                       str(stream_file) if stream_file != path else None)
+
+
+def _files_loaded(engine, stream_iri: str) -> int:
+    """How many files of the stream were loaded before: the next file's delivery order."""
+    with engine.connect() as conn:
+        return conn.scalar(select(func.count(IngestedFile.id)).join(Stream, Stream.id == IngestedFile.stream_id)
+                           .where(Stream.iri == stream_iri))
 
 
 def _already_loaded(engine, stream_iri: str, checksum: str) -> bool:

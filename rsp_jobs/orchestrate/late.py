@@ -15,7 +15,7 @@ from typing import Iterable, Optional
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
-from rsp_jobs.ingest.rdf_stream import Rejection, StreamBatch
+from rsp_jobs.ingest.rdf_stream import StreamBatch
 from rsp_jobs.orchestrate.registry import RegisteredQuery, from_us, to_us
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.models import ActivityGenerated, Activity, LateArrival, Stream
@@ -73,15 +73,9 @@ def apply_policy(conn: Connection, batch: StreamBatch, late: list[LateFrame], po
             for f in late])
     if policy != "drop" or not late:
         return 0
-    dropped = {f.frame: f for f in late}
-    kept = [e for e in batch.elements if e.frame not in dropped]
-    for frame, f in dropped.items():
-        batch.rejections.append(Rejection(source, None, f"late: frame at {f.ts.isoformat()} arrived after "
-                                          f"<{f.query_iri}> evaluated the window closing {f.last_close.isoformat()} "
-                                          "(late_policy drop)", f.triples, frame))
-    removed = len(batch.elements) - len(kept)
-    batch.elements[:] = kept
-    return removed
+    return batch.drop_frames({f.frame: f"late: frame at {f.ts.isoformat()} arrived after <{f.query_iri}> evaluated "
+                                       f"the window closing {f.last_close.isoformat()} (late_policy drop)"
+                              for f in late}, source)
 
 
 def pending_closes(engine: Engine, query: RegisteredQuery) -> Optional[tuple[datetime, datetime]]:

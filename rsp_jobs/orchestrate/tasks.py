@@ -129,14 +129,15 @@ def _windows_frame(query_iri: str, windows: list[dict]):
 
 def _write_derived(registered: RegisteredQuery, windows: list[dict]) -> None:
     """The derived stream into the lake, one part per window close, so that a re-run or a
-    revision replaces exactly the frames it recomputed."""
+    revision replaces exactly the frames it recomputed (an empty window's frame has no rows:
+    writing it removes what an earlier run wrote for that close)."""
     batch, frame_of = result_batch(registered.query, windows)
     by_frame: dict[str, list] = {}
     for element in batch.elements:
         by_frame.setdefault(element.frame, []).append(element)
     target = lake()
     for close, frame in frame_of.items():
-        part = type(batch)(batch.stream, batch.source, by_frame[frame])
+        part = type(batch)(batch.stream, batch.source, by_frame.get(frame, []))
         target.write(part, batch_id=f"{registered.dag_id}-{close.replace(':', '')}")
 
 

@@ -8,8 +8,10 @@ An element at ``ts`` belongs to every close of the schedule's grid in ``(ts, ts 
 compute that k-range with integer arithmetic and explode it, so all windows of a run come from
 one Spark job.
 
-Count windows ``[TRIPLES n]`` hold the last n triples (ordered by time, then by term text) at
-each evaluation: the time grid of the query's other windows or COMPUTED EVERY, or else each
+Count windows ``[TRIPLES n]`` hold the last n triples at each evaluation, ordered by time and,
+within one time, by their position in the stream as delivered (the lake's ``seq``; C-SPARQL
+§3.1: triples of one timestamp are "sequenced in the stream according to some positional
+order"), at each evaluation: the time grid of the query's other windows or COMPUTED EVERY, or else each
 arrival of the stream (then the arriving frame is included).
 
 Exploding multiplies every element by RANGE / STEP, so before it the triples no pattern of the
@@ -56,7 +58,7 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
         rows = elements.where(F.col("stream") == sw.stream).select(
-            F.unix_micros("ts").alias("ts"), graph.alias("g"), "s", "p", "o", F.lit(i).alias("_part"))
+            F.unix_micros("ts").alias("ts"), graph.alias("g"), "s", "p", "o", "seq", F.lit(i).alias("_part"))
         if used is not None:
             rows = _prune(rows, used)
         tagged = rows if tagged is None else tagged.unionByName(rows)
@@ -120,7 +122,8 @@ def _prune(rows: DataFrame, used: frozenset[str]) -> DataFrame:
     empty = (rows.groupBy("ts", "g", "_part").agg(F.max(keep.cast("int")).alias("_kept"))
              .where(F.col("_kept") == 0))
     nothing = F.lit(None).cast("string")
-    placeholders = empty.select("ts", "g", nothing.alias("s"), nothing.alias("p"), nothing.alias("o"), "_part")
+    placeholders = empty.select("ts", "g", nothing.alias("s"), nothing.alias("p"), nothing.alias("o"),
+                                F.lit(None).cast("long").alias("seq"), "_part")
     return rows.where(keep).unionByName(placeholders)
 
 
@@ -153,7 +156,7 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
 def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
                   after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
     n = window.triples
-    ordered = W.orderBy("ts", "s", "p", "o")
+    ordered = W.orderBy("ts", F.col("seq").asc_nulls_first(), "s", "p", "o")
     seq = rows.select("*", F.row_number().over(ordered).alias("_seq"))
     if sched.step is None:  # evaluate on each arrival; the arriving frame is in the window
         closes = rows.select(F.col("ts").alias("_win")).distinct()

@@ -1,18 +1,29 @@
 """Frames into the frame store, fast and idempotently, and the TA-SPARQL look-ups over them.
 
 ``load_batch`` writes one ``StreamBatch`` in one transaction, so a failure leaves no partial
-frame. Frames are keyed by (stream, ts): one whose checksum and IRI are unchanged is skipped,
-a changed one is replaced in place (same row id, triples re-inserted). New frames and all
-triples go in by the backend's bulk path (binary COPY on PostgreSQL, executemany batches on
-SQLite), never row by row. The batch's rejections replace those of the previous load of the
-same source, and the stream's watermark only moves forward, so loading the same batch twice
-leaves the same rows.
+frame. A stream has one frame per time (TA-RDF restriction 2; C-SPARQL §3.1: several triples
+and graphs may share a timestamp), the union of the *parts* delivered for that time: the named
+graphs or timestamped triples of files, or one evaluation's result (``frame_parts``). So a
+batch's frame at a time the stream already has is
+
+- unchanged, when each of its parts is stored with the same checksum (a re-load);
+- replaced in place (same row id, triples re-inserted), when the stored frame consists only of
+  parts of this batch's source (a corrected file, a re-run of an evaluation);
+- merged into the stored frame (which keeps its IRI and id) otherwise: its new parts are
+  recorded and the triples the frame lacks are added; a part that another file's parts were
+  merged with and that now brings other triples is refused (``InputError``), as the stored
+  frame cannot tell its earlier triples from the other parts'.
+
+New frames and all triples go in by the backend's bulk path (binary COPY on PostgreSQL,
+executemany batches on SQLite), never row by row. The batch's rejections replace those of the
+previous load of the same source, and the stream's watermark only moves forward, so loading the
+same batch twice leaves the same rows.
 
 Look-ups go through the unique (stream_id, ts) index: a point, a range, FIRST, LAST.
 """
 from __future__ import annotations
 
-import hashlib
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import islice
@@ -25,14 +36,18 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.rdf_stream import StreamBatch
+from rsp_jobs.ingest.rdf_stream import Part, StreamBatch, frame_checksum
 from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream
+from rsp_jobs.store.models import Frame, FramePart, FrameTriple, QuarantinedInput, Stream
+
+__all__ = ["frame_checksum", "load_batch", "write_batch", "register_stream", "known_frames",
+           "frames_in_range", "first_frame", "last_frame", "frame_at", "frame_triples", "frame_parts"]
 
 EXECUTEMANY_ROWS = 10_000  # rows per executemany on SQLite
 KEYS_PER_QUERY = 1_000  # values per IN (...) list
 FRAME_COLUMNS = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
 TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time")
+PART_COLUMNS = ("frame_id", "source", "graph_iri", "line", "statements", "checksum")
 # INSERT ... ON CONFLICT of the two backends the store runs on
 INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
 
@@ -50,24 +65,23 @@ class FrameInfo:
 
 @dataclass(frozen=True)
 class LoadReport:
-    frames_written: int  # inserted or replaced
-    frames_unchanged: int  # already stored with the same checksum
+    frames_written: int  # inserted, replaced or merged into
+    frames_unchanged: int  # already stored with the same parts
     triples_written: int
     quarantined: int  # triples in the batch's rejections: accepted + quarantined = read
+    frames_merged: int = 0  # of frames_written: stored frames that gained a part of another source
 
 
 @dataclass(frozen=True)
 class _BatchFrame:
     ts: datetime
     iri: str
-    triples: dict[Triple, tuple[Optional[float], Optional[datetime]]]  # a graph: each triple once
-    checksum: str
+    triples: dict[Triple, tuple[Optional[float], Optional[datetime]]]  # a graph: each triple once, in order
+    parts: tuple[Part, ...]
 
-
-def frame_checksum(triples: Iterable[Triple]) -> str:
-    """sha256 hex of the frame's distinct N-Triples lines ``s p o .``, sorted, UTF-8."""
-    lines = sorted({f"{s} {p} {o} .\n" for s, p, o in triples})
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    @property
+    def checksum(self) -> str:
+        return frame_checksum(self.triples)
 
 
 def register_stream(bind: Connection | Session, iri: str, kind: str = "input",
@@ -97,17 +111,59 @@ def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
     frames = _frames_of(batch)
     stream_id = _get_or_create_stream(conn, batch.stream, kind, query_iri)[0]
     stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
-    new = [f for f in frames if f.ts not in stored]
-    changed = [(stored[f.ts][0], f) for f in frames
-               if f.ts in stored and stored[f.ts][1:] != (f.iri, f.checksum)]
-    _replace_frames(conn, changed)
+    stored_parts = _stored_parts(conn, [row[0] for row in stored.values()])
+    new, replaced, merged = [], [], []
+    for f in frames:
+        if f.ts not in stored:
+            new.append(f)
+            continue
+        frame_id, iri, _ = stored[f.ts]
+        parts = stored_parts.get(frame_id, {})
+        mine = {(p.source, p.graph): p.checksum for p in f.parts}
+        if all(parts.get(key) == value for key, value in mine.items()):
+            continue  # a re-load: every part is stored as it is
+        if set(parts) <= set(mine):  # the batch is the whole frame: replace it
+            replaced.append((frame_id, f))
+            continue
+        changed = [key for key in mine if key in parts and parts[key] != mine[key]]
+        if changed:
+            others = sorted({source or "(unknown)" for source, _ in parts} - {source for source, _ in changed})
+            raise InputError(
+                f"{batch.source}: frame <{iri}> at {f.ts.isoformat()} merges parts from {', '.join(others)}; "
+                f"this file now brings other triples for its part <{changed[0][1]}> than when it was loaded, "
+                "and a part of a merged frame cannot be replaced (its earlier triples cannot be told from the "
+                "other parts'): deliver the change as a new part (another graph or file)")
+        merged.append((frame_id, f))
+    _replace_frames(conn, replaced)
+    additions = _merge_frames(conn, merged)
     new_ids = _insert_frames(conn, stream_id, new)
     triples = bulk_insert(conn, FrameTriple.__table__, TRIPLE_COLUMNS,
-                          _triple_rows([*changed, *zip(new_ids, new)]))
+                          _triple_rows([*replaced, *zip(new_ids, new), *additions]))
+    _write_parts(conn, [(frame_id, p) for frame_id, f in [*replaced, *zip(new_ids, new)] for p in f.parts]
+                 + [(frame_id, p) for frame_id, f in merged for p in f.parts
+                    if (p.source, p.graph) not in stored_parts[frame_id]])
     quarantined = _quarantine(conn, stream_id, batch)
     if frames:
         _advance_watermark(conn, stream_id, max(f.ts for f in frames))
-    return LoadReport(len(new) + len(changed), len(frames) - len(new) - len(changed), triples, quarantined)
+    written = len(new) + len(replaced) + len(merged)
+    return LoadReport(written, len(frames) - written, triples, quarantined, len(merged))
+
+
+def known_frames(bind: Connection | Engine, stream_iri: str, stamps: Sequence[datetime]) -> dict[datetime, str]:
+    """{ts: frame IRI} of the stream's stored frames at these times: what a new file's parts at
+    those times merge into (``rdf_stream.merge_known_frames``)."""
+    if not stamps:
+        return {}
+    stream_id = select(Stream.id).where(Stream.iri == stream_iri).scalar_subquery()
+    query = (select(Frame.ts, Frame.frame_iri)
+             .where(Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))))
+    wanted = set(stamps)
+    if isinstance(bind, Engine):
+        with bind.connect() as conn:
+            rows = conn.execute(query).all()
+    else:
+        rows = bind.execute(query).all()
+    return {row.ts: row.frame_iri for row in rows if row.ts in wanted}
 
 
 def frames_in_range(engine: Engine, stream_iri: str, start: datetime, end: datetime) -> list[FrameInfo]:
@@ -137,27 +193,50 @@ def frame_triples(engine: Engine, frame_iri: str) -> list[Triple]:
         return sorted(tuple(row) for row in conn.execute(query))
 
 
+def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, Optional[int], int]]:
+    """The parts a frame was merged from: (source, graph IRI, line, statements), in the order
+    they were stored."""
+    query = (select(FramePart.source, FramePart.graph_iri, FramePart.line, FramePart.statements)
+             .join(Frame, Frame.id == FramePart.frame_id).where(Frame.frame_iri == frame_iri).order_by(FramePart.id))
+    with engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(query)]
+
+
 def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
-    """Group elements into frames: one IRI per timestamp, one timestamp per IRI (TA-RDF)."""
-    grouped: dict[datetime, tuple[str, dict]] = {}
+    """Group the batch into frames, one per timestamp, with the parts each was merged from
+    (a batch built without parts, e.g. by hand, has one part per frame IRI it names). A frame
+    is named by its first part; a frame IRI names one time (TA-RDF)."""
+    triples: dict[datetime, dict] = {}
+    named: dict[datetime, list[str]] = {}
     iri_time: dict[str, datetime] = {}
     for e in batch.elements:
         if e.stream != batch.stream:
             raise InputError(f"{batch.source}: an element of stream <{e.stream}> in a batch of <{batch.stream}>")
-        if e.ts.tzinfo is None:
-            raise InputError(f"{batch.source}: frame <{e.frame}> has a timestamp without time zone")
-        ts = e.ts.astimezone(timezone.utc)
-        iri, triples = grouped.setdefault(ts, (e.frame, {}))
-        if iri != e.frame:
-            raise InputError(f"{batch.source}: frames <{iri}> and <{e.frame}> share the timestamp "
-                             f"{ts.isoformat()} (a stream has one frame per timestamp)")
+        ts = _utc(e.ts, batch.source, e.frame)
         if iri_time.setdefault(e.frame, ts) != ts:
             raise InputError(f"{batch.source}: frame <{e.frame}> has two timestamps, "
                              f"{iri_time[e.frame].isoformat()} and {ts.isoformat()}")
         if e.o_time is not None and e.o_time.tzinfo is None:
             raise InputError(f"{batch.source}: frame <{e.frame}> has a literal time without time zone: {e.o}")
-        triples[(e.s, e.p, e.o)] = (e.o_num, e.o_time)
-    return [_BatchFrame(ts, iri, triples, frame_checksum(triples)) for ts, (iri, triples) in grouped.items()]
+        triples.setdefault(ts, {}).setdefault((e.s, e.p, e.o), (e.o_num, e.o_time))
+        names = named.setdefault(ts, [])
+        if e.frame not in names:
+            names.append(e.frame)
+    parts: dict[datetime, list[Part]] = defaultdict(list)
+    for part in batch.parts:
+        parts[_utc(part.ts, batch.source, part.frame)].append(part)
+    for ts, names in named.items():
+        if not parts[ts]:  # no parts given: each frame IRI the elements name is a part
+            for name in names:
+                mine = [(e.s, e.p, e.o) for e in batch.elements if e.frame == name and e.ts == ts]
+                parts[ts].append(Part(name, ts, name, batch.source, None, len(mine), frame_checksum(mine)))
+    return [_BatchFrame(ts, ps[0].frame, triples.get(ts, {}), tuple(ps)) for ts, ps in sorted(parts.items())]
+
+
+def _utc(ts: datetime, source: str, frame: str) -> datetime:
+    if ts.tzinfo is None:
+        raise InputError(f"{source}: frame <{frame}> has a timestamp without time zone")
+    return ts.astimezone(timezone.utc)
 
 
 def _get_or_create_stream(conn: Connection, iri: str, kind: str,
@@ -186,17 +265,61 @@ def _stored_frames(conn: Connection, stream_id: int,
     return {row.ts: (row.id, row.frame_iri, row.checksum) for row in conn.execute(query) if row.ts in wanted}
 
 
+def _stored_parts(conn: Connection, frame_ids: Sequence[int]) -> dict[int, dict[tuple[str, str], str]]:
+    """{frame id: {(source, graph IRI): checksum}} of the stored parts of these frames."""
+    found: dict[int, dict[tuple[str, str], str]] = defaultdict(dict)
+    for chunk in _chunks(frame_ids, KEYS_PER_QUERY):
+        rows = conn.execute(select(FramePart.frame_id, FramePart.source, FramePart.graph_iri, FramePart.checksum)
+                            .where(FramePart.frame_id.in_(chunk)))
+        for row in rows:
+            found[row.frame_id][(row.source, row.graph_iri)] = row.checksum
+    return found
+
+
 def _replace_frames(conn: Connection, changed: list[tuple[int, _BatchFrame]]) -> None:
+    """Frames the batch brings whole: their triples and parts go, the row stays (its id is
+    referred to), renamed, recounted and re-summed."""
     if not changed:
         return
     for chunk in _chunks([frame_id for frame_id, _ in changed], KEYS_PER_QUERY):
         conn.execute(delete(FrameTriple).where(FrameTriple.frame_id.in_(chunk)))
+        conn.execute(delete(FramePart).where(FramePart.frame_id.in_(chunk)))
+    _update_frames(conn, [(frame_id, f.iri, len(f.triples), f.checksum) for frame_id, f in changed])
+
+
+def _merge_frames(conn: Connection, merged: list[tuple[int, _BatchFrame]]) -> list[tuple[int, _BatchFrame]]:
+    """Stored frames that gain parts: the triples they lack are returned, to be inserted, and
+    their count and checksum become those of the union. They keep their IRI."""
+    if not merged:
+        return []
+    stored: dict[int, set] = defaultdict(set)
+    iris: dict[int, str] = {}
+    for chunk in _chunks([frame_id for frame_id, _ in merged], KEYS_PER_QUERY):
+        for row in conn.execute(select(FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o)
+                                .where(FrameTriple.frame_id.in_(chunk))):
+            stored[row.frame_id].add((row.s, row.p, row.o))
+        iris.update(conn.execute(select(Frame.id, Frame.frame_iri).where(Frame.id.in_(chunk))).all())
+    additions, updates = [], []
+    for frame_id, f in merged:
+        lacking = {t: v for t, v in f.triples.items() if t not in stored[frame_id]}
+        union = stored[frame_id] | set(lacking)
+        additions.append((frame_id, _BatchFrame(f.ts, iris[frame_id], lacking, f.parts)))
+        updates.append((frame_id, iris[frame_id], len(union), frame_checksum(union)))
+    _update_frames(conn, updates)
+    return additions
+
+
+def _update_frames(conn: Connection, rows: list[tuple[int, str, int, str]]) -> None:
     table = Frame.__table__
     conn.execute(update(table).where(table.c.id == bindparam("frame_id"))
-                 .values(frame_iri=bindparam("iri"), triple_count=bindparam("count"),
-                         checksum=bindparam("sum")),
-                 [{"frame_id": frame_id, "iri": f.iri, "count": len(f.triples), "sum": f.checksum}
-                  for frame_id, f in changed])
+                 .values(frame_iri=bindparam("iri"), triple_count=bindparam("count"), checksum=bindparam("sum")),
+                 [{"frame_id": frame_id, "iri": iri, "count": count, "sum": checksum}
+                  for frame_id, iri, count, checksum in rows])
+
+
+def _write_parts(conn: Connection, parts: Iterable[tuple[int, Part]]) -> None:
+    bulk_insert(conn, FramePart.__table__, PART_COLUMNS,
+                ((frame_id, p.source, p.graph, p.line, p.statements, p.checksum) for frame_id, p in parts))
 
 
 def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) -> list[int]:

@@ -122,6 +122,24 @@ class FrameTriple(Base):
     o_time: Mapped[Optional[datetime]]
 
 
+class FramePart(Base):
+    """A delivered part of a frame: a named graph (or the timestamped triples of one time) of
+    one source file, or one evaluation's result. Several parts at one (stream, ts) are one
+    frame, the union of their triples (TA-RDF restriction 2; C-SPARQL §3.1); each keeps where
+    it came from and its own checksum, so a re-delivered part is told from a changed one."""
+
+    __tablename__ = "frame_parts"
+    __table_args__ = (UniqueConstraint("frame_id", "source", "graph_iri"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    frame_id: Mapped[int] = mapped_column(ForeignKey("frames.id", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(Text)  # the file (or evaluation) that delivered it
+    graph_iri: Mapped[str] = mapped_column(Text)  # its graph as delivered
+    line: Mapped[Optional[int]]  # where it starts in the file, when known
+    statements: Mapped[int]  # triples it stated, repeats included
+    checksum: Mapped[str] = mapped_column(String(64))  # of its distinct triples
+
+
 class Query(Base):
     """A registered query's text, one row per version (IRI and text hash): the prov:Plan of the
     evaluations that ran it, and what an audit re-evaluates."""

@@ -19,7 +19,7 @@ from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
 
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, WindowResult
@@ -79,7 +79,9 @@ def _json_to_nt(term: dict) -> str:
 
 def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[StreamBatch, dict[str, str]]:
     """The reported windows as frames of the query's output stream, stamped with each window's
-    close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this."""
+    close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this.
+    A window without results is an empty frame: a part with no triples, so nothing of it reaches
+    a downstream query as data."""
     stream = output_stream_iri(query)
     batch = StreamBatch(stream=stream, source=f"evaluation of {query_iri(query)}")
     frame_of = {}
@@ -87,12 +89,11 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
         close = _parse_time(window["window_close"])
         frame = f"{stream}/frame/{window['window_close']}"
         frame_of[window["window_close"]] = frame
-        for s, p, o in _window_triples(query, frame, window):
+        triples = _window_triples(query, frame, window)
+        for pos, (s, p, o) in enumerate(triples):
             rdf = nt_to_rdflib(o)
-            batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf)))
-        if not batch.elements or batch.elements[-1].frame != frame:  # an empty result is still a frame
-            batch.elements.append(Element(stream, close, frame, f"<{frame}>", f"<{RSP}window>", f"<{frame}>",
-                                          None, None))
+            batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf), pos))
+        batch.parts.append(Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(triples)))
     return batch, frame_of
 
 

@@ -26,7 +26,7 @@ stored frames (an exported, imported and re-exported stream is the same file).
 from __future__ import annotations
 
 import itertools
-from collections import Counter, defaultdict
+from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -38,7 +38,7 @@ from rdflib.namespace import RDF
 from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.rdf_stream import (FORMATS, PROV_GENERATED_AT, Rejection, StreamBatch,
+from rsp_jobs.ingest.rdf_stream import (FORMATS, OUTSIDE_FRAMES, PROV_GENERATED_AT, StreamBatch,
                                         read_stream_file, stream_format)
 from rsp_jobs.store.frames import LoadReport, load_batch
 from rsp_jobs.store.models import Frame, FrameTriple, Stream
@@ -55,9 +55,6 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 EXPORT_FORMATS = ("trig", "nquads")
 
 ROWS_PER_FETCH = 10_000  # rows a server-side cursor hands over at a time
-# The reader reports default-graph triples other than prov:generatedAtTime as one rejection with
-# this reason (rdf_stream._frames_to_elements); an import takes the TA-RDF statements out of it.
-_OUTSIDE_FRAMES = "belong to no frame"
 
 Out = Union[str, Path, TextIO]
 
@@ -238,7 +235,7 @@ def _accept_statements(batch: StreamBatch, statements: Graph) -> None:
     """Take the TA-RDF statements out of the reader's "no frame" rejection, and reject the
     frames whose dsv:hasTimestamp contradicts their prov:generatedAtTime."""
     for i, rejection in enumerate(batch.rejections):
-        if rejection.line is None and rejection.reason.endswith(_OUTSIDE_FRAMES):
+        if rejection.reason == OUTSIDE_FRAMES:  # the reader's one rejection of default-graph triples
             rest = rejection.triples - len(statements)
             batch.rejections[i:i + 1] = [replace(rejection, triples=rest)] if rest > 0 else []
             break
@@ -249,10 +246,8 @@ def _accept_statements(batch: StreamBatch, statements: Graph) -> None:
     wrong = {frame: ts for frame, ts in times.items() if frame in stated and stated[frame] != {ts}}
     if not wrong:
         return
-    counts = Counter(e.frame for e in batch.elements if e.frame in wrong)
-    batch.elements = [e for e in batch.elements if e.frame not in wrong]
-    for frame, ts in wrong.items():
-        said = ", ".join(sorted(xsd_datetime(t) if t else "not an xsd:dateTime" for t in stated[frame]))
-        batch.rejections.append(Rejection(
-            batch.source, None, f"frame <{frame}> has dsv:hasTimestamp {said} but prov:generatedAtTime "
-                                f"{xsd_datetime(ts)} (TA-RDF: a frame has one timestamp)", counts[frame]))
+    batch.drop_frames({
+        frame: f"frame <{frame}> has dsv:hasTimestamp "
+               f"{', '.join(sorted(xsd_datetime(t) if t else 'not an xsd:dateTime' for t in stated[frame]))} "
+               f"but prov:generatedAtTime {xsd_datetime(ts)} (TA-RDF: a frame has one timestamp)"
+        for frame, ts in wrong.items()})

@@ -1,13 +1,16 @@
 """Differential tests: on generated streams, every window's result from the Spark engine equals
 rdflib's SPARQL result over that window's triples plus the background graph.
 
-Each case is a query body; hypothesis draws the stream and the window. The engine sees the
-C-SPARQL query, rdflib sees the same body as plain SPARQL over the window contents computed by
-``tests/support/reference.py``.
+Each case is a query body; hypothesis draws the stream, how it is delivered and the window. The
+streams are shaped like real ones: several graphs at one timestamp, unevenly spaced times, a
+stream split over files (a timestamp may straddle two), in TriG, N-Quads frames and C-SPARQL's
+timestamped N-Quads (``tests/support/stream_files.py``). The engine reads those files as users'
+files are read; rdflib sees the same body as plain SPARQL over the window contents computed by
+``rsp_jobs/bench/reference.py`` from the element list the files were written from.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -15,10 +18,10 @@ from hypothesis import strategies as st
 from rdflib import Graph, Literal, URIRef
 
 from rsp_jobs.engine import compile_query, evaluate
-from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.ingest.lake import Lake, load_files
 from rsp_jobs.terms import nt_to_json, to_nt
 from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, same_bindings, window_contents
+from tests.support.stream_files import in_delivery_order, layouts, write_stream_files
 
 EX = "http://ex.org/"
 S1, S2 = EX + "stream/one", EX + "stream/two"
@@ -37,21 +40,28 @@ for i in (0, 1, 3):
     BACKGROUND.add((URIRef(f"{EX}a{i}"), URIRef(EX + "label"), Literal(f"thing {i}")))
     BACKGROUND.add((URIRef(f"{EX}a{i}"), URIRef(EX + "kind"), URIRef(EX + ("Even" if i % 2 == 0 else "Odd"))))
 
+# Gaps between consecutive graphs (ms): 0 puts a graph at the time of the one before, as sensors
+# on one clock do; the others are uneven, some shorter than a STEP, some longer than a RANGE.
+GAPS = [0, 0, 0, 1, 7, 250, 999, 1000, 1500, 3100]
+
 
 @st.composite
 def streams(draw, names=(S1,)):
-    """Frames at distinct millisecond times, each with 1-4 triples from small term pools so
-    that joins find partners."""
+    """Graphs at unevenly spaced times, about a third of them sharing the time of the graph
+    before, each with 1-4 triples from small term pools so that joins find partners (a triple
+    may repeat within a time, as real feeds repeat readings)."""
     elements = []
     for stream in names:
-        times = draw(st.lists(st.integers(0, 12_000), min_size=1, max_size=12, unique=True))
-        for ts in times:
+        t = draw(st.integers(0, 3000))
+        for number, gap in enumerate(draw(st.lists(st.sampled_from(GAPS), min_size=1, max_size=12))):
+            t += gap
+            graph = f"{stream}/g{number}"
             for _ in range(draw(st.integers(1, 4))):
                 s = draw(st.sampled_from(SUBJECTS))
                 p = draw(st.sampled_from(PREDICATES))
                 o = draw(st.sampled_from(SUBJECTS + LITERALS) if p != f"<{EX}val>" else st.sampled_from(LITERALS[:7]))
-                elements.append(Elem(stream, ts, s, p, o))
-    return list(dict.fromkeys(elements))
+                elements.append(Elem(stream, t, s, p, o, graph=graph))
+    return in_delivery_order(elements)
 
 
 @st.composite
@@ -85,15 +95,14 @@ CASES = {
 }
 
 
-def run_engine(tmp_path, query_text, elements, background_files=(), entailment="simple"):
+def run_engine(tmp_path, query_text, elements, background_files=(), entailment="simple", layout=None,
+               lake_only=False):
+    """Write the elements as stream files (``layout``: stream IRI -> Layout; default one N-Quads
+    file each), read them into a fresh lake as ``rsp evaluate`` does, and evaluate the query."""
     lake = Lake(tmp_path / "lake")
-    for stream in {e.stream for e in elements}:
-        batch = StreamBatch(stream=stream, source="generated")
-        for e in elements:
-            if e.stream == stream:
-                ts = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=e.ts_ms)
-                batch.elements.append(Element(stream, ts, f"{stream}/f{e.ts_ms}", e.s, e.p, e.o, None, None))
-        lake.write(batch, batch_id=f"b{abs(hash(stream))}")
+    load_files(lake, write_stream_files(elements, tmp_path / "files", layout))
+    if lake_only:
+        return lake
     return list(evaluate(compile_query(query_text), lake, list(background_files), entailment=entailment))
 
 
@@ -119,7 +128,7 @@ def assert_same(engine_windows, reference, form, ordered):
             assert same_bindings(ours, theirs), (window["window_close"], ours, theirs)
 
 
-def check_case(tmp_path, case, elements, window_clause, specs, background_file=None):
+def check_case(tmp_path, case, elements, window_clause, specs, background_file=None, layout=None):
     head, body, modifiers = CASES[case]
     form = head.split()[0].upper()
     dataset = "\n".join(f"FROM {'NAMED ' if s.graph else ''}STREAM <{s.stream}> {window_clause(s)}" for s in specs)
@@ -130,7 +139,7 @@ def check_case(tmp_path, case, elements, window_clause, specs, background_file=N
     contents = window_contents(elements, specs)
     reference = {c: rdflib_answer(sparql, content, [BACKGROUND] if background_file else [])
                  for c, content in contents.items()}
-    engine = run_engine(tmp_path, rsp, elements, [str(background_file)] if background_file else [])
+    engine = run_engine(tmp_path, rsp, elements, [str(background_file)] if background_file else [], layout=layout)
     assert_same(engine, reference, form, ordered="ORDER BY" in modifiers)
 
 
@@ -148,39 +157,44 @@ SETTINGS = settings(max_examples=4, deadline=None, derandomize=True, phases=(Pha
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @SETTINGS
-@given(elements=streams(), window=time_windows())
-def test_sliding_and_tumbling_windows_match_rdflib(case, elements, window, tmp_path_factory, background_file, spark):
+@given(elements=streams(), window=time_windows(), layout=layouts)
+def test_sliding_and_tumbling_windows_match_rdflib(case, elements, window, layout, tmp_path_factory,
+                                                   background_file, spark):
     range_ms, step_ms = window
     spec = WindowSpec(S1, range_ms, step_ms)
     check_case(tmp_path_factory.mktemp("case"), case, elements,
                lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", [spec],
-               background_file if case.startswith("background") or case == "distinct_unbound" else None)
+               background_file if case.startswith("background") or case == "distinct_unbound" else None,
+               {S1: layout})
 
 
 @pytest.mark.parametrize("case", ["join", "aggregates", "optional", "order_limit"])
 @SETTINGS
-@given(elements=streams(), n=st.integers(1, 6))
-def test_count_windows_match_rdflib(case, elements, n, tmp_path_factory, spark):
+@given(elements=streams(), n=st.integers(1, 6), layout=layouts)
+def test_count_windows_match_rdflib(case, elements, n, layout, tmp_path_factory, spark):
+    """[TRIPLES n]: the last n triples, those of one time in the order the stream delivered
+    them (C-SPARQL §3.1), whichever file brought them."""
     check_case(tmp_path_factory.mktemp("case"), case, elements, lambda s: f"[TRIPLES {n}]",
-               [WindowSpec(S1, triples=n)])
+               [WindowSpec(S1, triples=n)], layout={S1: layout})
 
 
 @pytest.mark.parametrize("case", ["join", "union", "aggregates", "timestamp"])
 @SETTINGS
-@given(elements=streams(names=(S1, S2)), window=time_windows(), other_range=st.sampled_from([1, 2]))
-def test_two_streams_match_rdflib(case, elements, window, other_range, tmp_path_factory, spark):
+@given(elements=streams(names=(S1, S2)), window=time_windows(), other_range=st.sampled_from([1, 2]),
+       layout=st.tuples(layouts, layouts))
+def test_two_streams_match_rdflib(case, elements, window, other_range, layout, tmp_path_factory, spark):
     range_ms, step_ms = window
     specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms + (other_range - 1) * step_ms, step_ms)]
     check_case(tmp_path_factory.mktemp("case"), case, elements,
-               lambda s: f"[RANGE {s.range_ms}ms STEP {s.step_ms}ms]", specs)
+               lambda s: f"[RANGE {s.range_ms}ms STEP {s.step_ms}ms]", specs, layout=dict(zip((S1, S2), layout)))
 
 
 @SETTINGS
-@given(elements=streams(names=(S1, S2)), window=time_windows())
-def test_named_stream_graph_matches_rdflib(elements, window, tmp_path_factory, spark):
+@given(elements=streams(names=(S1, S2)), window=time_windows(), layout=st.tuples(layouts, layouts))
+def test_named_stream_graph_matches_rdflib(elements, window, layout, tmp_path_factory, spark):
     """FROM NAMED STREAM puts a stream's window in a graph that GRAPH <iri> { } reads."""
     range_ms, step_ms = window
     CASES["named_graph"] = ("SELECT ?x ?y ?z", f"{{ ?x ex:p0 ?y GRAPH <{S2}> {{ ?y ex:p1 ?z }} }}", "")
     specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms, step_ms, graph=S2)]
     check_case(tmp_path_factory.mktemp("case"), "named_graph", elements,
-               lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", specs)
+               lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", specs, layout=dict(zip((S1, S2), layout)))

@@ -8,7 +8,7 @@ import pytest
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.ingest.rdf_stream import read_stream_file
+from rsp_jobs.ingest.rdf_stream import merge_known_frames, read_stream_file
 
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
@@ -54,21 +54,86 @@ def test_a_malformed_nquads_line_is_rejected_with_its_line_and_the_rest_kept(tmp
     assert len(batch.elements) + batch.rejected_triples == 4  # read = accepted + rejected
 
 
-def test_frames_without_a_valid_time_or_with_a_taken_time_are_rejected_and_counted(tmp_path):
+def test_frames_without_a_valid_time_are_rejected_and_counted(tmp_path):
     path = tmp_path / "s.nq"
     path.write_text(GOOD + f"""<http://ex/s> <http://ex/p> "3" <http://ex/f3> .
 <http://ex/s> <http://ex/p> "4" <http://ex/f3> .
 <http://ex/f4> {AT} "yesterday" .
 <http://ex/s> <http://ex/p> "5" <http://ex/f4> .
-<http://ex/f5> {AT} "2014-08-01T07:50:00Z"^^{DT} .
-<http://ex/s> <http://ex/p> "6" <http://ex/f5> .
 """)
     batch = read_stream_file(path, "http://ex/stream")
     reasons = {r.reason.split(" has ")[0]: r for r in batch.rejections}
     assert reasons["frame <http://ex/f3>"].triples == 2 and "no prov:generatedAtTime" in reasons["frame <http://ex/f3>"].reason
+    assert reasons["frame <http://ex/f3>"].line == 6  # where the graph's first triple is
     assert "not an xsd:dateTime" in reasons["frame <http://ex/f4>"].reason
-    assert "same timestamp" in reasons["frame <http://ex/f5>"].reason
-    assert len(batch.elements) + batch.rejected_triples == 3 + 4
+    assert len(batch.elements) + batch.rejected_triples == 3 + 3 == batch.read_triples
+
+
+def test_graphs_that_share_a_timestamp_are_one_frame_holding_every_triple(tmp_path):
+    """C-SPARQL §3.1: several triples may share a timestamp; TA-RDF restriction 2: one frame per
+    stream and time. The graphs at one time merge (union), named after the first in the file,
+    and each part keeps its graph, file and line."""
+    path = tmp_path / "s.trig"
+    path.write_text(f"""@prefix ex: <http://ex/> .
+ex:fb {{ ex:carl ex:posts ex:p1 . }}
+ex:fb {AT} "2014-08-01T07:50:00Z"^^{DT} .
+ex:fs {{ ex:bob ex:posts ex:p2 .
+         ex:carl ex:posts ex:p1 . }}
+ex:fs {AT} "2014-08-01T07:50:00Z"^^{DT} .
+ex:later {{ ex:dave ex:posts ex:p3 . }}
+ex:later {AT} "2014-08-01T07:50:01Z"^^{DT} .
+""")
+    batch = read_stream_file(path, "http://ex/stream")
+    assert not batch.rejections
+    assert [(e.frame, e.s) for e in batch.elements] == [
+        ("http://ex/fb", "<http://ex/carl>"), ("http://ex/fb", "<http://ex/bob>"), ("http://ex/later", "<http://ex/dave>")]
+    assert [(p.frame, p.graph, p.line, p.statements) for p in batch.parts] == [
+        ("http://ex/fb", "http://ex/fb", 2, 1), ("http://ex/fb", "http://ex/fs", 4, 2), ("http://ex/later", "http://ex/later", 7, 1)]
+    assert batch.duplicates == {"http://ex/fb": 1}  # ex:carl ex:posts ex:p1 twice at one time: once in the graph
+    assert batch.read_triples == 4 == len(batch.elements) + 1
+
+
+def test_nquads_whose_context_is_the_timestamp_are_a_stream_as_c_sparql_serializes_it(tmp_path):
+    """C-SPARQL §3.1: "N-Quads ... we use as context the timestamp encoded as a RDF literal of
+    type xsd:dateTime". The triples of one timestamp are one frame <stream>/frame/<time>, in
+    the order they were read; they mix with named-graph frames of the same time."""
+    path = tmp_path / "glue.nq"
+    t1, t2 = f'"2009-07-20T22:48:52Z"^^{DT}', f'"2009-07-20T22:48:55Z"^^{DT}'
+    path.write_text(f"""<http://ex/i1> <http://ex/topic> <http://ex/movies> {t1} .
+<http://ex/i1> <http://ex/title> "The Proposal" {t1} .
+<http://ex/i2> <http://ex/title> "Mario Kart Wii" {t2} .
+<http://ex/g> {AT} {t2} .
+<http://ex/i2> <http://ex/topic> <http://ex/games> <http://ex/g> .
+<http://ex/i3> <http://ex/topic> <http://ex/x> "not a time" .
+""")
+    batch = read_stream_file(path, "http://ex/glue")
+    frame1, frame2 = "http://ex/glue/frame/2009-07-20T22:48:52Z", "http://ex/glue/frame/2009-07-20T22:48:55Z"
+    assert [(e.frame, e.p, e.pos) for e in batch.elements] == [
+        (frame1, "<http://ex/topic>", 0), (frame1, "<http://ex/title>", 1),
+        (frame2, "<http://ex/title>", 2), (frame2, "<http://ex/topic>", 4)]
+    assert [r.line for r in batch.rejections] == [6] and "xsd:dateTime" in batch.rejections[0].reason
+    assert batch.read_triples == 5
+
+
+def test_files_of_one_stream_merge_at_the_times_they_share(tmp_path):
+    """A stream split over files: a time both bring is one frame, named by the first file's."""
+    first, second = tmp_path / "a.nq", tmp_path / "b.nq"
+    first.write_text(f"""<http://ex/f1> {AT} "2014-08-01T07:50:00Z"^^{DT} .
+<http://ex/s> <http://ex/p> "1" <http://ex/f1> .
+""")
+    second.write_text(f"""<http://ex/g1> {AT} "2014-08-01T07:50:00Z"^^{DT} .
+<http://ex/s> <http://ex/p> "2" <http://ex/g1> .
+<http://ex/g2> {AT} "2014-08-01T07:51:00Z"^^{DT} .
+<http://ex/s> <http://ex/p> "3" <http://ex/g2> .
+""")
+    known: dict = {}
+    a = read_stream_file(first, "http://ex/stream", order=0)
+    merge_known_frames(a, known)
+    b = read_stream_file(second, "http://ex/stream", order=1)
+    merge_known_frames(b, known)
+    assert [e.frame for e in b.elements] == ["http://ex/f1", "http://ex/g2"]
+    assert [(p.frame, p.graph, p.source) for p in b.parts] == [
+        ("http://ex/f1", "http://ex/g1", str(second)), ("http://ex/g2", "http://ex/g2", str(second))]
 
 
 def test_a_trig_syntax_error_names_the_file_and_line(tmp_path):

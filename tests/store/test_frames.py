@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Element, Rejection, StreamBatch, read_stream_file
 from rsp_jobs.store import frames
-from rsp_jobs.store.frames import (FrameInfo, first_frame, frame_at, frame_checksum, frame_triples,
+from rsp_jobs.store.frames import (FrameInfo, first_frame, frame_at, frame_checksum, frame_parts, frame_triples,
                                    frames_in_range, last_frame, load_batch, register_stream)
 from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream
 
@@ -125,14 +125,18 @@ def test_the_watermark_only_moves_forward(store):
     assert watermark() == T0 + timedelta(days=1)
 
 
-def test_a_stream_has_one_frame_per_timestamp(store):
+def test_a_stream_has_one_frame_per_timestamp_and_graphs_at_one_time_merge_into_it(store):
+    """TA-RDF restriction 2: one frame per stream and time; C-SPARQL §3.1: several graphs may
+    share a timestamp. Two frame IRIs at one time in a batch are one frame, the union."""
     clash = {("http://ex.org/f/a", T0): [("<http://ex.org/s>", "<http://ex.org/p>", '"a"')],
              ("http://ex.org/f/b", T0): [("<http://ex.org/s>", "<http://ex.org/p>", '"b"')]}
-    with pytest.raises(InputError, match="share the timestamp"):
-        load_batch(store, batch_of(clash))
-    assert count(store, Stream) == 0
+    report = load_batch(store, batch_of(clash))
+    assert (report.frames_written, report.triples_written) == (1, 2)
+    assert frame_at(store, STREAM, T0).iri == "http://ex.org/f/a" and frame_at(store, STREAM, T0).triple_count == 2
+    assert [(source, graph) for source, graph, _, _ in frame_parts(store, "http://ex.org/f/a")] == [
+        ("test.nq", "http://ex.org/f/a"), ("test.nq", "http://ex.org/f/b")]
 
-    load_batch(store, batch_of(sensor_frames(2)))
+    load_batch(store, batch_of(sensor_frames(2, start=T0 + timedelta(hours=1))))
     with store.connect() as conn:  # the database itself refuses a second frame at a taken time
         stream_id = conn.scalar(select(Stream.id))
         with pytest.raises(IntegrityError):
@@ -142,7 +146,53 @@ def test_a_stream_has_one_frame_per_timestamp(store):
     other = "http://ex.org/streams/other"
     load_batch(store, batch_of(sensor_frames(2, stream=other), stream=other))
     assert frame_at(store, other, T0).iri == f"{other}/frame/0"
-    assert frame_at(store, STREAM, T0).iri == f"{STREAM}/frame/0"
+    assert frame_at(store, STREAM, T0).iri == "http://ex.org/f/a"
+
+
+def test_files_that_bring_parts_of_one_time_merge_and_reloading_either_changes_nothing(store, tmp_path):
+    """A stream split over files, both with a graph at 07:50: one frame, the union of both, named
+    by the first loaded; each file is a part with its line; loading either again is a no-op."""
+    at = "<http://www.w3.org/ns/prov#generatedAtTime>"
+    dt = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+    first, second = tmp_path / "a.nq", tmp_path / "b.nq"
+    first.write_text(f"""<http://ex.org/f1> {at} "2014-08-01T07:50:00Z"^^{dt} .
+<http://ex.org/s> <http://ex.org/p> "1" <http://ex.org/f1> .
+<http://ex.org/s> <http://ex.org/p> "shared" <http://ex.org/f1> .
+""")
+    second.write_text(f"""<http://ex.org/g1> {at} "2014-08-01T07:50:00Z"^^{dt} .
+<http://ex.org/s> <http://ex.org/p> "2" <http://ex.org/g1> .
+<http://ex.org/s> <http://ex.org/p> "shared" <http://ex.org/g1> .
+<http://ex.org/g2> {at} "2014-08-01T07:51:00Z"^^{dt} .
+<http://ex.org/s> <http://ex.org/p> "3" <http://ex.org/g2> .
+""")
+    load_batch(store, read_stream_file(first, STREAM))
+    merged = load_batch(store, read_stream_file(second, STREAM, order=1))
+    assert (merged.frames_written, merged.frames_merged, merged.triples_written) == (2, 1, 2)
+    union = [("<http://ex.org/s>", "<http://ex.org/p>", f'"{v}"') for v in ("1", "2", "shared")]
+    assert frame_triples(store, "http://ex.org/f1") == sorted(union)
+    stored = frame_at(store, STREAM, T0)
+    assert (stored.iri, stored.triple_count, stored.checksum) == ("http://ex.org/f1", 3, frame_checksum(union))
+    assert frame_parts(store, "http://ex.org/f1") == [(str(first), "http://ex.org/f1", 2, 2),
+                                                      (str(second), "http://ex.org/g1", 2, 2)]
+    before = snapshot(store)
+    for path in (first, second):
+        again = load_batch(store, read_stream_file(path, STREAM))
+        assert again.frames_written == 0 and again.triples_written == 0
+    assert snapshot(store) == before
+
+
+def test_a_changed_part_of_a_merged_frame_is_refused_whole(store):
+    """Its earlier triples cannot be told from the other parts', so the load fails with a clear
+    message and writes nothing."""
+    load_batch(store, batch_of({("http://ex.org/f/a", T0): [("<http://ex.org/s>", "<http://ex.org/p>", '"a"')]},
+                               source="a.nq"))
+    load_batch(store, batch_of({("http://ex.org/f/b", T0): [("<http://ex.org/s>", "<http://ex.org/p>", '"b"')]},
+                               source="b.nq"))
+    before = snapshot(store)
+    changed = {("http://ex.org/f/b", T0): [("<http://ex.org/s>", "<http://ex.org/p>", '"b2"')]}
+    with pytest.raises(InputError, match=r"b\.nq: frame <http://ex.org/f/a> at .* merges parts from a\.nq"):
+        load_batch(store, batch_of(changed, source="b.nq"))
+    assert snapshot(store) == before
 
 
 def test_a_frame_iri_names_one_graph_and_reusing_it_at_another_time_fails_whole(store):
