@@ -19,7 +19,7 @@ from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.language.parser import parse_query
-from rsp_jobs.reasoning.entailment import check_regime, entail
+from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
@@ -42,8 +42,10 @@ class Interval:
 def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str] = (),
              t0_us: int = 0, interval: Interval = Interval(), entailment: str = "simple") -> Iterator[dict]:
     """Evaluate ``query`` over the streams in ``lake``; yields one JSON-ready dict per reported
-    window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++`` (the background is
-    closed once, stream triples are entailed per frame; see ``rsp_jobs.reasoning``)."""
+    window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++``: the background is
+    closed once, and each window's graph (its streams' triples in it, with the background) is
+    entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
+    (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``."""
     spark = get_spark()
     sched = windows.schedule(query, t0_us)
     after = interval.after
@@ -56,8 +58,10 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     background = Background.for_query(query.graphs, background_files, query.source)
     if check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)
-        elements = entail(elements, schema)
-    rows = windows.assign(elements, query, sched, after, interval.until).cache()
+        rows = entail(windows.assign(elements, query, sched, after, interval.until, prune=False), schema, WINDOW_KEY)
+    else:
+        rows = windows.assign(elements, query, sched, after, interval.until)
+    rows = rows.cache()
     try:
         from pyspark.sql import functions as F
 

@@ -57,7 +57,9 @@ from rsp_jobs.errors import InputError
 REGIMES = ("simple", "rdfs", "rdfs++")
 TYPE = terms.to_nt(RDF.type)
 SAME_AS = terms.to_nt(OWL.sameAs)
-KEY = ("stream", "ts", "frame")
+FRAME_KEY = ("stream", "ts")  # DOTR rules, EP-SPARQL patterns: one time instant of a stream
+WINDOW_KEY = ("_win", "g")  # C-SPARQL window queries: a window's graph
+LITERAL_COLUMNS = ("o_num", "o_time")
 
 
 def check_regime(regime: str, where: str = "entailment") -> str:
@@ -254,13 +256,38 @@ def frame_closure(edges, transitive, background_triples, background_same):
     return out
 
 
-def entail(elements, schema: Schema):
-    """Stream elements (``stream, ts, frame, s, p, o, o_num, o_time``) plus what each frame
-    entails under ``schema``; derived triples keep their frame and time."""
+def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
+    """Rows plus what each group of rows with one ``key`` entails under ``schema``; derived
+    triples keep their group's columns.
+
+    Which query kind uses which key (the scope of reasoning):
+
+    - ``FRAME_KEY`` (``stream, ts``): lake elements ``stream, ts, frame, s, p, o, o_num,
+      o_time, seq``, each frame (all triples of a stream at one time, whatever files or graphs
+      brought them) reasoned over alone with the background. DOTR rules (Margara et al.:
+      reasoning at each time instant) and EP-SPARQL patterns (``engine.match``).
+    - ``WINDOW_KEY`` (``_win, g``): window rows ``_win, g, s, p, o, _open, ts`` of
+      ``windows.assign``, each window's graph (every stream of the window that shares a graph)
+      reasoned over whole with the background. Registered C-SPARQL window queries
+      (``engine.evaluate``): the tutorial's slides "C-SPARQL queries and reasoning" answer "under
+      RDFS entailment regime" / "RDFS++ entailment regime" over what the window holds (the
+      example's ``:posts`` at T2 on fs and ``:observes`` at T1 on rfid answer together).
+
+    A derived triple's other columns (``ts``, what ``timestamp()`` reports, and ``_open``) come
+    from the triple it was derived from (sub-property, inverse, domain, range, sub-class: one
+    stream triple each). Decision: a triple derived or stated more than once in one group gets
+    the latest ``ts`` (as ``windows.assign`` stamps a triple that arrives twice); a triple of
+    the transitive or sameAs closure (step 2, derived from a chain) gets the latest ``ts`` of
+    the group's transitive-property and ``owl:sameAs`` triples (an upper bound of its chain's
+    latest link: ``frame_closure`` does not track which links it used); a sameAs copy (step 4)
+    keeps the copied triple's ``ts``."""
     from pyspark.sql import functions as F
 
     spark = elements.sparkSession
     columns = elements.columns
+    carried = [c for c in columns if c not in ("s", "p", "o", *LITERAL_COLUMNS)]
+    literal = [c for c in LITERAL_COLUMNS if c in columns]
+    literal_types = {c: elements.schema[c].dataType for c in literal}
 
     def table(rows, names):
         return F.broadcast(spark.createDataFrame(list(rows) or [], ", ".join(f"{n} string" for n in names)))
@@ -268,9 +295,11 @@ def entail(elements, schema: Schema):
     def resource(column):
         return ~F.col(column).startswith('"')
 
+    def no_literal_values():
+        return [F.lit(None).cast(literal_types[c]).alias(c) for c in literal]
+
     def derived(frame, s, p, o):
-        return frame.select("stream", "ts", "frame", s.alias("s"), p.alias("p"), o.alias("o"),
-                            F.lit(None).cast("double").alias("o_num"), F.lit(None).cast("timestamp").alias("o_time"))
+        return frame.select(*carried, s.alias("s"), p.alias("p"), o.alias("o"), *no_literal_values())
 
     mapping = defaultdict(list)
     for p, q, flip in schema.property_map():
@@ -291,15 +320,14 @@ def entail(elements, schema: Schema):
                    "array<struct<q: string, flip: boolean>>")))).alias("t"))
                .where(~F.col("t.flip") | resource("o")))
         flip = F.col("t.flip")
-        return out.select("stream", "ts", "frame", F.when(flip, F.col("o")).otherwise(F.col("s")).alias("s"),
+        return out.select(*carried, F.when(flip, F.col("o")).otherwise(F.col("s")).alias("s"),
                           F.col("t.q").alias("p"), F.when(flip, F.col("s")).otherwise(F.col("o")).alias("o"),
-                          F.when(flip, F.lit(None)).otherwise(F.col("o_num")).alias("o_num"),
-                          F.when(flip, F.lit(None)).otherwise(F.col("o_time")).alias("o_time"))
+                          *[F.when(flip, F.lit(None)).otherwise(F.col(c)).alias(c) for c in literal])
 
     rows = images(elements)
     same = None
     if schema.regime == "rdfs++":
-        rows, same = _transitive_and_same(rows, schema, images, derived, resource)
+        rows, same = _transitive_and_same(rows, schema, images, derived, resource, key, carried)
     typed = rows
     if schema.domain:
         typed = typed.unionByName(derived(rows.join(table(schema.domain, ("p", "c")), "p"),
@@ -311,41 +339,57 @@ def entail(elements, schema: Schema):
         supers = typed.where(F.col("p") == TYPE).join(table(schema.sub_class, ("o", "sup")), "o")
         typed = typed.unionByName(derived(supers, F.col("s"), F.col("p"), F.col("sup")))
     if same is not None or schema.same_as:
-        typed = _same_as_copies(typed, same, schema.same_as, columns, resource)
+        typed = _same_as_copies(typed, same, schema.same_as, columns, resource, key)
     if schema.background:  # a derived triple the background states would match a pattern twice
         typed = typed.join(table(schema.background, ("s", "p", "o")), ["s", "p", "o"], "left_anti")
         typed = typed.unionByName(elements)
-    return typed.dropDuplicates(["stream", "ts", "frame", "s", "p", "o"])
+    extras = [c for c in carried if c not in key]
+    if not extras:  # a frame: every column but the triple's own is the key
+        return typed.dropDuplicates([*key, "s", "p", "o"])
+    latest = [F.max(c).alias(c) if c == "ts" else F.min(c).alias(c) for c in extras]
+    return (typed.groupBy(*key, "s", "p", "o").agg(*latest, *[F.max(c).alias(c) for c in literal])
+            .select(*columns))
 
 
-def _transitive_and_same(rows, schema: Schema, images, derived, resource):
-    """Step 2: the per-frame closure (``frame_closure``) of the transitive properties' and
-    owl:sameAs triples, with its images; returns the rows and the frame's identities. The
+def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, carried):
+    """Step 2: the closure per group (``frame_closure``) of the transitive properties' and
+    owl:sameAs triples, with its images; returns the rows and the group's identities. The
     relevant triples are collected: the scan runs once, and nothing else of the stream moves."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     transitive = set(schema.transitive) | {SAME_AS}
     background_triples, background_same = schema.transitive_triples, schema.same_as
-    relevant = rows.where(F.col("p").isin(sorted(transitive)) & resource("o")).select(*KEY, "s", "p", "o")
-    frames = defaultdict(list)
+    extras = [c for c in carried if c not in key]
+    relevant = rows.where(F.col("p").isin(sorted(transitive)) & resource("o")).select(*carried, "s", "p", "o")
+    groups, stamps = defaultdict(list), {}
     for row in relevant.collect():
-        frames[(row.stream, row.ts, row.frame)].append((row.s, row.p, row.o))
-    found = [(*key, s, p, o) for key, edges in frames.items()
+        group = tuple(row[k] for k in key)
+        groups[group].append((row.s, row.p, row.o))
+        seen = stamps.setdefault(group, {c: row[c] for c in extras})
+        for c in extras:  # see entail: the group's latest ts, the least of the others
+            if seen[c] is None or row[c] is None:
+                seen[c] = seen[c] if row[c] is None else row[c]
+            else:
+                seen[c] = (max if c == "ts" else min)(seen[c], row[c])
+    found = [(*group, *[stamps[group][c] for c in extras], s, p, o) for group, edges in groups.items()
              for s, p, o in sorted(frame_closure(edges, transitive, background_triples, background_same))]
-    added = rows.sparkSession.createDataFrame(
-        found, "stream string, ts timestamp, frame string, s string, p string, o string")
+    shape = T.StructType([rows.schema[c] for c in (*key, *extras)]
+                         + [T.StructField(c, T.StringType()) for c in ("s", "p", "o")])
+    added = rows.sparkSession.createDataFrame(found, shape)
     added = derived(added, F.col("s"), F.col("p"), F.col("o"))
     rows = rows.unionByName(images(added))
     same = None
     if any(p == SAME_AS for *_, p, _o in found):
-        same = added.where(F.col("p") == SAME_AS).select(*KEY, F.col("s").alias("x"), F.col("o").alias("y"))
+        same = added.where(F.col("p") == SAME_AS).select(*key, F.col("s").alias("x"), F.col("o").alias("y"))
     return rows, same
 
 
-def _same_as_copies(rows, frame_same, background_same, columns, resource):
+def _same_as_copies(rows, group_same, background_same, columns, resource, key):
     """Step 4 (eq-rep-s, eq-rep-o): every triple copied with its subject, then its object,
     replaced by each equivalent (a left join to the node's equivalents and an explode, so the
-    plan does not repeat); reflexive sameAs copies are left out as eq-ref is."""
+    plan does not repeat); reflexive sameAs copies are left out as eq-ref is. ``group_same``:
+    the identities each group (``key``) adds."""
     from pyspark.sql import functions as F
 
     spark = rows.sparkSession
@@ -356,18 +400,18 @@ def _same_as_copies(rows, frame_same, background_same, columns, resource):
     if classes:
         background = F.broadcast(spark.createDataFrame(sorted(classes.items()), "x string, bg array<string>"))
     mine = None
-    if frame_same is not None:
-        mine = F.broadcast(frame_same.groupBy(*KEY, "x").agg(F.collect_set("y").alias("fr"))
-                           .select(*[F.col(k).alias(f"_{k}") for k in KEY], "x", "fr"))
+    if group_same is not None:
+        mine = F.broadcast(group_same.groupBy(*key, "x").agg(F.collect_set("y").alias("fr"))
+                           .select(*[F.col(k).alias(f"_{k}") for k in key], "x", "fr"))
 
     def replaced(frame, column):
         if background is not None:
             frame = frame.join(background, F.col(column) == F.col("x"), "left").drop("x")
         else:
             frame = frame.withColumn("bg", F.lit(None).cast("array<string>"))
-        if mine is not None:
-            frame = frame.join(mine, [F.col(k) == F.col(f"_{k}") for k in KEY] + [F.col(column) == F.col("x")],
-                               "left").drop("x", *[f"_{k}" for k in KEY])
+        if mine is not None:  # null-safe: a window's default graph is a NULL g
+            frame = frame.join(mine, [F.col(k).eqNullSafe(F.col(f"_{k}")) for k in key]
+                               + [F.col(column) == F.col("x")], "left").drop("x", *[f"_{k}" for k in key])
         else:
             frame = frame.withColumn("fr", F.lit(None).cast("array<string>"))
         empty = F.array().cast("array<string>")
@@ -378,7 +422,7 @@ def _same_as_copies(rows, frame_same, background_same, columns, resource):
         changed = F.col("_v") != F.col(column)
         return frame.select(*[F.col("_v").alias(c) if c == column
                               else F.when(changed, F.lit(None)).otherwise(F.col(c)).alias(c)
-                              if column == "o" and c in ("o_num", "o_time") else F.col(c) for c in columns])
+                              if column == "o" and c in LITERAL_COLUMNS else F.col(c) for c in columns])
 
     copies = replaced(replaced(rows, "s"), "o")
     return copies.where(~((F.col("p") == SAME_AS) & (F.col("s") == F.col("o"))))
