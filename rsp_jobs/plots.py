@@ -19,7 +19,7 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from sqlalchemy import Engine, select  # noqa: E402
 
-from rsp_jobs.alerts.build import parse_moment  # noqa: E402
+from rsp_jobs.alerts.build import parse_moment, solutions  # noqa: E402
 from rsp_jobs.alerts.store import list_alerts  # noqa: E402
 from rsp_jobs.errors import InputError  # noqa: E402
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult  # noqa: E402
@@ -49,10 +49,9 @@ def _predictions(engine: Engine, query_iri: str, sensor: str) -> list[tuple[date
                                 .order_by(WindowResult.window_close)).scalars().all()
     rows = []
     for payload in payloads:
-        for b in payload.get("bindings", []):
-            if b.get("sensor", {}).get("value") == sensor and "prediction" in b:
-                when = parse_moment(b["time"]["value"])
-                rows.append((when, float(b["prediction"]["value"]), float(b["residual"]["value"])))
+        for row in solutions(payload):
+            if row.get("sensor") == sensor and "prediction" in row:
+                rows.append((parse_moment(row["time"]), float(row["prediction"]), float(row["residual"])))
     return sorted(rows)
 
 

@@ -23,12 +23,12 @@ PREDICTION = "urn:rsp:query:dart_prediction"
 DETECTION = "urn:rsp:query:tsunami_detection"
 
 
-def _binding(station: str, moment: datetime, prediction: float, residual: float) -> dict:
-    def number(value: float) -> dict:
-        return {"type": "literal", "value": repr(value), "datatype": f"{XSD}double"}
-    return {"sensor": {"type": "uri", "value": str(dart.sensor_iri(station))},
-            "time": {"type": "literal", "value": moment.isoformat(), "datatype": f"{XSD}dateTime"},
-            "prediction": number(prediction), "residual": number(residual)}
+def _prediction(station: str, moment: datetime, prediction: float, residual: float) -> list[str]:
+    """A prediction as dart_prediction constructs it: a resource with var:NAME triples."""
+    node = f"_:p{station}{int(moment.timestamp())}"
+    values = {"sensor": f"<{dart.sensor_iri(station)}>", "time": f'"{moment.isoformat()}"^^<{XSD}dateTime>',
+              "prediction": f'"{prediction!r}"^^<{XSD}double>', "residual": f'"{residual!r}"^^<{XSD}double>'}
+    return [f"{node} <urn:rsp:ns:var/{name}> {value} ." for name, value in values.items()]
 
 
 def _alert(station: str, moment: datetime) -> Alert:
@@ -53,10 +53,10 @@ def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatc
     close = TOHOKU + timedelta(minutes=30)
     ours = [(close - timedelta(minutes=m), 5662.1 + m / 1000, 0.001 * m) for m in (1, 2, 3)]
     earlier = (start - timedelta(minutes=1), 5662.0, 0.0)  # before the range: not shown
-    bindings = [_binding("21418", *p) for p in ours + [earlier]]
-    bindings += [_binding("21401", close - timedelta(minutes=1), 5263.2, 0.5)]  # another station
+    triples = [t for p in ours + [earlier] for t in _prediction("21418", *p)]
+    triples += _prediction("21401", close - timedelta(minutes=1), 5263.2, 0.5)  # another station
     windows = [{"window_open": (close - timedelta(hours=3)).isoformat(), "window_close": close.isoformat(),
-                "bindings": bindings}]
+                "triples": sorted(triples)}]
     query = registry.load_query(registry.queries_dir() / "tsunami" / "dart_prediction.rsp").query
     store_evaluation(engine, query, windows, datetime.now(timezone.utc))
     detected = TOHOKU + timedelta(minutes=3)

@@ -118,6 +118,26 @@ class Group:
 
 
 @dataclass(frozen=True)
+class GroupExtend:
+    """C-SPARQL's AGGREGATE clause (Barbieri et al. 2009, section 3.3): every solution extended
+    with ``var``, ``aggregate`` over the solutions that agree with it on ``keys`` (unbound
+    agreeing with unbound), in the same window. Unlike Group the solutions stay as they are."""
+
+    input: "Node"
+    keys: tuple[ast.Var, ...]
+    aggregate: ast.Aggregate
+    var: ast.Var
+
+
+@dataclass(frozen=True)
+class ToMultiset:
+    """SPARQL 1.1 section 18.2.2.6: a subquery's solutions join the rest as a multiset, its
+    ORDER BY having done its work through LIMIT/OFFSET."""
+
+    input: "Node"
+
+
+@dataclass(frozen=True)
 class OrderBy:
     input: "Node"
     conditions: tuple[ast.OrderCondition, ...]
@@ -142,7 +162,7 @@ class Slice:
 
 
 Node = Union[BGP, Join, LeftJoin, SeqJoin, EqJoin, SeqLeftJoin, EqLeftJoin, Minus, Union_, Filter, Extend,
-             Group, OrderBy, Project, Distinct, Slice]
+             Group, GroupExtend, ToMultiset, OrderBy, Project, Distinct, Slice]
 
 
 @dataclass(frozen=True)
@@ -158,14 +178,15 @@ class StreamWindow:
 @dataclass(frozen=True)
 class ContinuousQuery:
     name: str
-    form: str  # SELECT, CONSTRUCT, ASK
+    form: str  # SELECT, CONSTRUCT, ASK, DESCRIBE
     r2s: str  # RSTREAM, ISTREAM, DSTREAM
     derives_stream: bool  # REGISTER STREAM: the CONSTRUCT output is a new stream
     windows: tuple[StreamWindow, ...]
     graphs: tuple[ast.GraphClause, ...]
     plan: Node
-    variables: tuple[ast.Var, ...]  # the projected variables of SELECT, in order
+    variables: tuple[ast.Var, ...]  # the projected variables of SELECT (DESCRIBE: the described ones), in order
     template: tuple[ast.TriplePattern, ...] = ()
+    described: tuple[ast.IRI, ...] = ()  # DESCRIBE: the constant resources described (the variables' are in variables)
     computed_every_ms: Optional[int] = None
     source: str = "<query>"
     text: str = ""

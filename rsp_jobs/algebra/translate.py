@@ -24,9 +24,34 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         raise QueryError(f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])")
     pattern = is_pattern(query)
     _check_windows(query, pattern)
-    fresh = (ast.Var(f"__agg{i}") for i in itertools.count())
-    node = translate_group(query.where, None)
+    node = _aggregate_clauses(query, translate_group(query.where, None))
+    node, variables = _modifiers(query, node)
+    reg = query.registration
+    kind = reg.kind if reg else "QUERY"
+    return P.ContinuousQuery(
+        name=reg.name if reg else _default_name(query.source),
+        form=query.form,
+        r2s=kind if kind in ("RSTREAM", "ISTREAM", "DSTREAM") else "RSTREAM",
+        derives_stream=kind == "STREAM",
+        windows=tuple(P.StreamWindow(s.iri, s.window, s.graph) for s in query.streams),
+        graphs=query.graphs,
+        plan=node,
+        variables=variables,
+        template=query.template,
+        described=tuple(d for d in query.described or () if isinstance(d, ast.IRI)),
+        computed_every_ms=reg.computed_every_ms if reg else None,
+        source=query.source,
+        text=query.text,
+        pattern=pattern,
+        bound_us=duration_bound_us(query.where) if pattern else None,
+    )
 
+
+def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, ...]]:
+    """SPARQL 18.2.4-18.2.5 over the WHERE clause's algebra: aggregation, the select
+    expressions, ORDER BY, projection, DISTINCT, slice. Returns the plan and the projected
+    variables (for a subquery as for the whole query)."""
+    fresh = (ast.Var(f"__agg{i}") for i in itertools.count())
     aggregates: list[tuple[ast.Aggregate, ast.Var]] = []
 
     def lift(expr: ast.Expr) -> ast.Expr:
@@ -41,6 +66,7 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         return _map_children(expr, lift)
 
     select_items = list(query.projection or ())
+    _check_aliases(query, select_items)
     lifted_select = [(item.var, lift(item.expr) if item.expr is not None else None) for item in select_items]
     having = [lift(e) for e in query.having]
     order = [replace(c, expr=lift(c.expr)) for c in query.order_by]
@@ -73,35 +99,60 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     if order:
         node = P.OrderBy(node, tuple(order))
 
+    in_scope = _in_scope(query.where) | {c.var for c in query.aggregates}
     if query.form == "SELECT":
         variables = tuple(v for v, _ in lifted_select) if query.projection is not None \
-            else tuple(sorted(_in_scope(query.where), key=lambda v: v.name))
+            else tuple(sorted(in_scope, key=lambda v: v.name))
+    elif query.form == "DESCRIBE":  # DESCRIBE * describes every variable in scope
+        variables = tuple(d for d in query.described if isinstance(d, ast.Var)) if query.described is not None \
+            else tuple(sorted(in_scope, key=lambda v: v.name))
     else:
-        variables = tuple(sorted(_template_vars(query.template) | _in_scope(query.where), key=lambda v: v.name))
+        variables = tuple(sorted(_template_vars(query.template) | in_scope, key=lambda v: v.name))
     node = P.Project(node, variables)
     if query.distinct:
         node = P.Distinct(node)
     if query.limit is not None or query.offset:
         node = P.Slice(node, query.offset or 0, query.limit)
+    return node, variables
 
-    reg = query.registration
-    kind = reg.kind if reg else "QUERY"
-    return P.ContinuousQuery(
-        name=reg.name if reg else _default_name(query.source),
-        form=query.form,
-        r2s=kind if kind in ("RSTREAM", "ISTREAM", "DSTREAM") else "RSTREAM",
-        derives_stream=kind == "STREAM",
-        windows=tuple(P.StreamWindow(s.iri, s.window, s.graph) for s in query.streams),
-        graphs=query.graphs,
-        plan=node,
-        variables=variables,
-        template=query.template,
-        computed_every_ms=reg.computed_every_ms if reg else None,
-        source=query.source,
-        text=query.text,
-        pattern=pattern,
-        bound_us=duration_bound_us(query.where) if pattern else None,
-    )
+
+def _check_aliases(query: ast.Query, items: list[ast.SelectItem]) -> None:
+    """SPARQL 1.1 section 18.2.1: in ``(expr AS ?v)`` the variable "must not be in-scope at the
+    point of the (expr AS v) form": not bound by the WHERE clause nor by an earlier select item."""
+    bound = _in_scope(query.where) | {c.var for c in query.aggregates}
+    for item in items:
+        if item.expr is not None and item.var in bound:
+            where = f":{item.position.line}:{item.position.column}" if item.position else ""
+            raise QueryError(f"{query.source}{where}: (... AS ?{item.var.name}) names a variable that is already "
+                             f"bound {'in the WHERE clause' if item.var in _in_scope(query.where) else 'before it'}; "
+                             "SPARQL 1.1 (section 18.2.1) requires a new one: choose another name")
+        bound.add(item.var)
+
+
+def _aggregate_clauses(query: ast.Query, node: P.Node) -> P.Node:
+    """C-SPARQL's AGGREGATE clauses (section 3.3): "a new variable not occurring in the WHERE
+    clause, ... an aggregation function and ... a set of one or more variables, occurring in the
+    WHERE clause, which express the grouping criteria"; "multiple independent aggregations".
+    Decision: each clause aggregates the WHERE clause's solutions (extending them does not change
+    what the next one sees), and the clauses' FILTERs apply after all of them, so their order
+    does not matter."""
+    in_scope = _in_scope(query.where)
+    added: set[ast.Var] = set()
+    for clause in query.aggregates:
+        where = f"{query.source}:{clause.position.line}:{clause.position.column}" if clause.position else query.source
+        if clause.var in in_scope or clause.var in added:
+            raise QueryError(f"{where}: AGGREGATE binds ?{clause.var.name}, which is already bound; it needs a new "
+                             "variable, not occurring in the WHERE clause (C-SPARQL, section 3.3)")
+        unknown = [v for v in (*clause.group, *([clause.aggregate.arg] if clause.aggregate.arg else ()))
+                   if v not in in_scope]
+        if unknown:
+            raise QueryError(f"{where}: AGGREGATE uses ?{unknown[0].name}, which the WHERE clause does not bind")
+        node = P.GroupExtend(node, clause.group, clause.aggregate, clause.var)
+        added.add(clause.var)
+    for clause in query.aggregates:
+        if clause.filter is not None:
+            node = P.Filter(clause.filter, node)
+    return node
 
 
 def is_pattern(query: ast.Query) -> bool:
@@ -122,6 +173,8 @@ def _group_is_pattern(group: ast.GroupPattern) -> bool:
             if _group_is_pattern(element.group):
                 return True
         elif isinstance(element, ast.GroupPattern) and _group_is_pattern(element):
+            return True
+        elif isinstance(element, ast.SubSelect) and is_pattern(element.query):
             return True
         elif isinstance(element, ast.UnionPattern) and any(map(_group_is_pattern, element.alternatives)):
             return True
@@ -219,6 +272,8 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
             node = join(translate_group(element.group, element.name))
         elif isinstance(element, ast.GroupPattern):
             node = join(translate_group(element, graph))
+        elif isinstance(element, ast.SubSelect):
+            node = join(P.ToMultiset(_modifiers(element.query, translate_group(element.query.where, graph))[0]))
         elif isinstance(element, ast.Bind):
             node = P.Extend(node if node is not None else _empty(graph), element.var, element.expr)
         else:
@@ -289,6 +344,9 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
                 found.add(element.name)
         elif isinstance(element, ast.Bind):
             found.add(element.var)
+        elif isinstance(element, ast.SubSelect):
+            sub = element.query
+            found |= {i.var for i in sub.projection} if sub.projection is not None else _in_scope(sub.where)
     return found
 
 

@@ -139,7 +139,7 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
         result = target.query(sparql)
         if result.type == "ASK":
             return bool(result.askAnswer)
-        if result.type == "CONSTRUCT":
+        if result.type in ("CONSTRUCT", "DESCRIBE"):
             # SPARQL 16.2 leaves out ill-formed triples (a literal subject); rdflib keeps them
             return {" ".join(to_nt(t) for t in triple) + " ." for triple in result.graph
                     if not isinstance(triple[0], Literal)}

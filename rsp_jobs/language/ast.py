@@ -190,9 +190,18 @@ class GroupPattern:
     elements: tuple["PatternElement", ...]
 
 
+@dataclass(frozen=True)
+class SubSelect:
+    """``{ SELECT ... WHERE { ... } ... }`` inside a pattern (SPARQL 1.1 section 12): evaluated
+    on its own, only its projected variables join the rest. ``query`` has form SELECT and no
+    dataset of its own (it sees the window the query sees)."""
+
+    query: "Query"
+
+
 PatternElement = Union[
     TriplesBlock, Filter, Bind, OptionalPattern, MinusPattern, UnionPattern, EventPattern, GraphPattern,
-    GroupPattern,
+    GroupPattern, SubSelect,
 ]
 
 
@@ -247,6 +256,22 @@ class Registration:
     kind: str  # 'QUERY', 'STREAM', 'RSTREAM', 'ISTREAM', 'DSTREAM'
     name: str
     computed_every_ms: Optional[int] = None
+    position: Optional[Position] = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AggregateClause:
+    """C-SPARQL's ``AGGREGATE { (?var, FUNCTION, {?group, ...}) [FILTER (...)] }`` (Barbieri
+    et al. 2009, section 3.3): every solution is extended with ``?var``, the aggregate over the
+    solutions that agree with it on the group variables; the solutions are not collapsed, and
+    several clauses aggregate independently. ``aggregate.arg`` is None for the paper's bare
+    ``COUNT`` (the group's solutions); ``FUNCTION(?x)`` is our extension for an argument."""
+
+    var: Var
+    aggregate: "Aggregate"
+    group: tuple[Var, ...]
+    filter: Optional[Expr] = None
+    position: Optional[Position] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -255,6 +280,7 @@ class SelectItem:
 
     var: Var
     expr: Optional[Expr] = None
+    position: Optional[Position] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -271,7 +297,7 @@ class OrderCondition:
 
 @dataclass(frozen=True)
 class Query:
-    form: str  # 'SELECT', 'CONSTRUCT', 'ASK'
+    form: str  # 'SELECT', 'CONSTRUCT', 'ASK', 'DESCRIBE'
     where: GroupPattern
     registration: Optional[Registration] = None
     prefixes: tuple[tuple[str, str], ...] = ()
@@ -279,6 +305,8 @@ class Query:
     projection: Optional[tuple[SelectItem, ...]] = None  # None means SELECT *
     distinct: bool = False  # DISTINCT, or REDUCED (evaluated as DISTINCT)
     template: tuple[TriplePattern, ...] = ()  # CONSTRUCT only
+    described: Optional[tuple[Union[Var, IRI], ...]] = None  # DESCRIBE only; None means DESCRIBE *
+    aggregates: tuple[AggregateClause, ...] = ()  # C-SPARQL's AGGREGATE clauses
     streams: tuple[StreamClause, ...] = ()
     graphs: tuple[GraphClause, ...] = ()
     group_by: tuple[GroupCondition, ...] = ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
@@ -39,7 +40,38 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
         fields = _AstBuilder(source, used_labels).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises
         raise err.orig_exc from None
-    return ast.Query(**fields, text=text, source=source)
+    query = ast.Query(**fields, text=text, source=source)
+    _check_blank_nodes(query, source)
+    _check_registration(query)
+    return query
+
+
+def _check_registration(query: ast.Query) -> None:
+    """C-SPARQL §3.3: "only CONSTRUCT and DESCRIBE queries can be registered [as streams], as
+    they produce RDF triples that, once associated with a timestamp, yield RDF streams"."""
+    reg = query.registration
+    if reg is None or reg.kind != "STREAM" or query.form in ("CONSTRUCT", "DESCRIBE"):
+        return
+    where = reg.position or ast.Position(1, 1)
+    raise QuerySyntaxError(query.source, where.line, where.column,
+                           f"REGISTER STREAM needs a query that yields triples, CONSTRUCT or DESCRIBE "
+                           f"(C-SPARQL: only those can be registered as streams); this one is {query.form}: "
+                           "register it as REGISTER QUERY, or CONSTRUCT the triples its stream should carry")
+
+
+def _check_blank_nodes(node, source: str) -> None:
+    """A blank node in an expression is only a timestamp() argument (tutorial 004:
+    ``timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)``)."""
+    if isinstance(node, _BlankInExpression):
+        raise QuerySyntaxError(source, node.line, node.column,
+                               "a blank node can stand in an expression only as an argument of timestamp()")
+    if isinstance(node, (tuple, list)):
+        for item in node:
+            _check_blank_nodes(item, source)
+    elif is_dataclass(node) and not isinstance(node, type):
+        for f in fields(node):
+            if f.name not in ("text", "source"):
+                _check_blank_nodes(getattr(node, f.name), source)
 
 
 def parse_query_file(path: Union[str, Path]) -> ast.Query:
@@ -141,6 +173,15 @@ def _position(item) -> ast.Position:
     return ast.Position(item.line, item.column)
 
 
+@dataclass(frozen=True)
+class _BlankInExpression:
+    """A blank node written in an expression: only timestamp() takes one (``_check_blank_nodes``)."""
+
+    node: ast.BNode
+    line: int
+    column: int
+
+
 class _WithTriples(NamedTuple):
     """A blank-node property list: the fresh node and the triples that describe it."""
 
@@ -196,10 +237,11 @@ class _AstBuilder(Transformer):
         name, iri = children
         self._prefixes[name[:-1]] = self._iri_ref(iri)
 
-    def registration(self, children):
+    @v_args(meta=True)
+    def registration(self, meta, children):
         kind, name, every = children
         return ast.Registration(kind, name.value if isinstance(name, ast.IRI) else str(name),
-                                every)
+                                every, _position(meta))
 
     def registration_kind(self, children):
         return children[0].upper()
@@ -207,11 +249,14 @@ class _AstBuilder(Transformer):
     # ------------------------------------------------------------------------- query forms
 
     def _form(self, form: str, children: list, **fields) -> dict:
-        """The fields common to every form, from ``dataset_clause* where modifiers values?``."""
-        *datasets, where, modifiers = children
+        """The fields common to every form, from ``dataset_clause* where aggregate_clause*
+        modifiers values?`` (DESCRIBE's where may be missing: the empty group)."""
+        where = next((c for c in children if isinstance(c, ast.GroupPattern)), ast.GroupPattern(()))
+        modifiers = next(c for c in children if isinstance(c, dict))
         return dict(fields, **modifiers, form=form, where=where,
-                    streams=tuple(d for d in datasets if isinstance(d, ast.StreamClause)),
-                    graphs=tuple(d for d in datasets if isinstance(d, ast.GraphClause)))
+                    aggregates=tuple(c for c in children if isinstance(c, ast.AggregateClause)),
+                    streams=tuple(c for c in children if isinstance(c, ast.StreamClause)),
+                    graphs=tuple(c for c in children if isinstance(c, ast.GraphClause)))
 
     def select_query(self, children):
         (distinct, projection), *rest = children
@@ -221,20 +266,21 @@ class _AstBuilder(Transformer):
         modifier, *items = children
         return modifier is not None, tuple(items) or None
 
-    def select_item(self, children):
+    @v_args(meta=True)
+    def select_item(self, meta, children):
         if len(children) == 1:
-            return ast.SelectItem(children[0])
+            return ast.SelectItem(children[0], position=_position(meta))
         expr, var = children
-        return ast.SelectItem(var, expr)
+        return ast.SelectItem(var, expr, _position(meta))
 
     def construct_query(self, children):
         template, *rest = children
         return self._form("CONSTRUCT", rest, template=template)
 
     def construct_where(self, children):
-        *datasets, template, modifiers = children
+        template = next(c for c in children if isinstance(c, tuple))
         where = ast.GroupPattern((ast.TriplesBlock(template),) if template else ())
-        return self._form("CONSTRUCT", [*datasets, where, modifiers], template=template)
+        return self._form("CONSTRUCT", [c for c in children if c is not template] + [where], template=template)
 
     def construct_template(self, children):
         return tuple(children[0] or ())
@@ -242,9 +288,30 @@ class _AstBuilder(Transformer):
     def ask_query(self, children):
         return self._form("ASK", children)
 
+    def describe_query(self, children):
+        """``DESCRIBE ?x <iri> ...`` or ``DESCRIBE *`` (``described`` None), WHERE optional."""
+        described = tuple(c for c in children if isinstance(c, (ast.Var, ast.IRI)))
+        return self._form("DESCRIBE", children, described=described or None)
+
     @v_args(meta=True)
-    def describe_query(self, meta, _):
-        raise self._unsupported(meta, "DESCRIBE")
+    def aggregate_clause(self, meta, children):
+        var, aggregate, group, condition = children
+        return ast.AggregateClause(var, aggregate, group, condition.expr if condition else None, _position(meta))
+
+    def aggregate_function(self, children):
+        """``COUNT`` as the paper prints it (the group's solutions), or ``FUN([DISTINCT] ?x)``;
+        SUM, AVG, MIN and MAX need the variable they aggregate."""
+        name = children[0]
+        distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in children[1:])
+        arg = next((c for c in children[1:] if isinstance(c, ast.Var)), None)
+        if arg is None and name.upper() != "COUNT":
+            raise self._error(name, f"{name.upper()} in an AGGREGATE clause needs the variable it aggregates, "
+                                    f"e.g. (?total, {name.upper()}(?x), {{?group}}); only COUNT counts the "
+                                    "group's solutions without one")
+        return ast.Aggregate(name.lower(), arg, distinct)
+
+    def aggregate_group(self, children):
+        return tuple(children)
 
     # ----------------------------------------------------------------------------- dataset
 
@@ -338,9 +405,11 @@ class _AstBuilder(Transformer):
         return ast.GroupPattern(tuple(
             ast.TriplesBlock(tuple(c)) if isinstance(c, list) else c for c in children))
 
-    @v_args(meta=True)
-    def subquery(self, meta, _):
-        raise self._unsupported(meta, "subquery")
+    def subquery(self, children):
+        """SPARQL 1.1 section 12: a SELECT nested in a pattern, evaluated on its own."""
+        (distinct, projection), where, modifiers = children[:3]  # a VALUES clause raises on its own
+        return ast.SubSelect(ast.Query(form="SELECT", where=where, projection=projection, distinct=distinct,
+                                       **modifiers, source=self._source))
 
     def group_or_union(self, children):
         return _fold_operators(children)
@@ -475,8 +544,15 @@ class _AstBuilder(Transformer):
         return ast.FunctionCall(iri.value, args)
 
     def _timestamp(self, where, args) -> ast.Timestamp:
-        if not all(isinstance(arg, (ast.Var, ast.IRI, ast.Literal)) for arg in args):
-            raise self._error(where, "timestamp's arguments must be variables, IRIs or literals")
+        """Tutorial 004: ``timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)``;
+        a blank node matches any term there."""
+        args = [a.node if isinstance(a, _BlankInExpression) else a for a in args]
+        allowed = ((ast.Var, ast.IRI, ast.BNode), (ast.Var, ast.IRI), (ast.Var, ast.IRI, ast.BNode, ast.Literal))
+        for arg, kinds, position in zip(args, allowed, ("subject", "predicate", "object")):
+            if not isinstance(arg, kinds):
+                names = {ast.Var: "a variable", ast.IRI: "an IRI", ast.BNode: "a blank node", ast.Literal: "a literal"}
+                raise self._error(where, f"timestamp()'s {position} must be "
+                                         f"{' or '.join(names[k] for k in kinds)}")
         return ast.Timestamp(*args)
 
     def aggregate(self, children):
@@ -503,6 +579,14 @@ class _AstBuilder(Transformer):
         return ast.Var(children[0][1:])
 
     expression_var = var
+
+    def expression_blank_node(self, children):
+        (token,) = children
+        return _BlankInExpression(ast.BNode(token[2:]), token.line, token.column)
+
+    @v_args(meta=True)
+    def expression_anonymous_blank_node(self, meta, _):
+        return _BlankInExpression(self._fresh_bnode(), meta.line, meta.column)
 
     def iri(self, children):
         (token,) = children

@@ -396,6 +396,33 @@ class Evaluator:
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
         return Solutions(grouped, None, vars_, frozenset(vars_))
 
+    def _groupextend(self, node: P.GroupExtend) -> Solutions:
+        """C-SPARQL's AGGREGATE clause: the aggregate per window and group, joined back to every
+        solution of the group (null-safe: an unbound group variable is a group of its own, as
+        GROUP BY has it)."""
+        inner = self.evaluate(node.input)
+        frame = self.to_dep(inner)
+        keys = [vcol(v.name) for v in node.keys]
+        name = next(self._names)
+        if node.aggregate.arg is not None:
+            value = compile_expr(node.aggregate.arg, self._scope(inner))
+            frame = frame.select("*", value.term.alias(f"{name}_t"), value.number().alias(f"{name}_n"),
+                                 value.number_rank().alias(f"{name}_r"))
+        columns, render, _ = _aggregate(node.aggregate, name, inner.vars, self.query.source)
+        grouped = (frame.groupBy(WIN, *keys).agg(*columns)
+                   .select(*[F.col(c).alias("_g" + c) for c in (WIN, *keys)], render.alias(vcol(node.var.name))))
+        match = [F.col(c).eqNullSafe(F.col("_g" + c)) for c in (WIN, *keys)]
+        extended = (frame.join(grouped, functools.reduce(lambda a, b: a & b, match), "left")
+                    .drop(*["_g" + c for c in (WIN, *keys)], f"{name}_t", f"{name}_n", f"{name}_r"))
+        return Solutions(extended, None, inner.vars + (node.var.name,), inner.maybe | {node.var.name}, inner.ranked)
+
+    def _tomultiset(self, node: P.ToMultiset) -> Solutions:
+        """A subquery's solutions, without the order its ORDER BY gave them."""
+        inner = self.evaluate(node.input)
+        if not inner.ranked:
+            return inner
+        return Solutions(self.to_dep(inner).drop(RANK), None, inner.vars, inner.maybe)
+
     # ------------------------------------------------------------------ solution modifiers
 
     def _orderby(self, node: P.OrderBy) -> Solutions:

@@ -31,6 +31,8 @@ def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, 
         return active.join(hits, WIN, "left").select(WIN, "_open", F.coalesce("_hit", F.lit(False)).alias("_bool"))
     if query.form == "CONSTRUCT":
         items = _construct(rows, query.template, names)
+    elif query.form == "DESCRIBE":
+        items = _describe(evaluator, rows, query, names)
     else:
         rank = [F.col(RANK)] if RANK in rows.columns else []
         items = rows.select(WIN, *rank, *[vcol(n) for n in names])
@@ -64,6 +66,40 @@ def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: 
     return lines.distinct()
 
 
+def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, names: list[str]) -> DataFrame:
+    """DESCRIBE (SPARQL 1.1 section 16.4 leaves "the description" to the service). Decision:
+    each described resource's concise bounded description, as rdflib (and Jena, C-SPARQL's
+    SPARQL engine) give it: the triples with the resource as subject, then, for every blank node
+    object among them, that node's triples, to the end; over the window's default graph (its
+    stream triples and the background), per window. Reifications are not followed."""
+    spark = evaluator.spark
+    parts = [rows.select(WIN, F.col(vcol(n)).alias("_r")) for n in names]
+    parts += [evaluator.active.select(WIN, F.lit(terms.ast_to_nt(iri)).alias("_r")) for iri in query.described]
+    if not parts:
+        return spark.createDataFrame([], f"{WIN} long, line string")
+    resources = parts[0]
+    for part in parts[1:]:
+        resources = resources.unionByName(part)
+    resources = resources.where(F.col("_r").isNotNull() & ~ST.is_literal(F.col("_r"))).distinct()
+    window = evaluator.rows.where(F.col("g").isNull() & F.col("p").isNotNull()).select(WIN, "s", "p", "o")
+    background = F.broadcast(evaluator.background.frame(spark).where(F.col("g").isNull()).select("s", "p", "o"))
+    found, frontier, seen = [], resources, resources
+    while True:
+        triples = (frontier.join(window, (frontier[WIN] == window[WIN]) & (F.col("_r") == F.col("s")))
+                   .select(frontier[WIN], "s", "p", "o")
+                   .unionByName(frontier.join(background, F.col("_r") == F.col("s")).select(WIN, "s", "p", "o")))
+        found.append(triples)
+        blank = triples.where(F.col("o").startswith("_:")).select(WIN, F.col("o").alias("_r")).distinct()
+        frontier = blank.join(seen, [WIN, "_r"], "left_anti").localCheckpoint()
+        if frontier.isEmpty():
+            break
+        seen = seen.unionByName(frontier)
+    described = found[0]
+    for more in found[1:]:
+        described = described.unionByName(more)
+    return described.select(WIN, F.concat_ws(" ", "s", "p", "o", F.lit(".")).alias("line")).distinct()
+
+
 def _delta(items: DataFrame, active: DataFrame, sched: Schedule, kind: str) -> DataFrame:
     """ISTREAM: what is in this window's result and was not in the previous window's;
     DSTREAM: what was and no longer is (multiset difference, CQL's operators)."""
@@ -87,7 +123,7 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
         out = {"window_open": iso_ms(row["_open"]), "window_close": iso_ms(row[WIN])}
         if query.form == "ASK":
             out["boolean"] = bool(row["_bool"])
-        elif query.form == "CONSTRUCT":
+        elif query.form in ("CONSTRUCT", "DESCRIBE"):
             out["triples"] = sorted(r["line"] for r in row["_rows"])
         else:
             items = list(row["_rows"])

@@ -52,8 +52,9 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     a named one from them)."""
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
-    used = _used_predicates(query) if prune and all(isinstance(w.window, ast.TimeWindow)
-                                                     for w in query.windows) else None
+    # DESCRIBE reports whatever the window says of a resource, whatever the predicate
+    used = _used_predicates(query) if prune and query.form != "DESCRIBE" and all(
+        isinstance(w.window, ast.TimeWindow) for w in query.windows) else None
     tagged = None
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")

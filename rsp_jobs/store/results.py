@@ -53,7 +53,7 @@ def _window_triples(query: ContinuousQuery, frame: str, window: dict) -> list[tu
     if query.form == "ASK":
         value = "true" if window["boolean"] else "false"
         return [(f"<{frame}>", f"<{RSP}boolean>", f'"{value}"^^<http://www.w3.org/2001/XMLSchema#boolean>')]
-    if query.form == "CONSTRUCT":
+    if query.form in ("CONSTRUCT", "DESCRIBE"):
         triples = []
         for line in window["triples"]:
             s, p, rest = line.split(" ", 2)

@@ -92,6 +92,12 @@ CASES = {
     "timestamp": ("SELECT ?x ?v ?t", "{ ?x ex:val ?v BIND(f:timestamp(?x, ex:val, ?v) AS ?t) }", ""),
     "construct": ("CONSTRUCT { ?y ex:inverse ?x . ?x ex:seen true }", "{ ?x ex:p0 ?y }", ""),
     "ask": ("ASK", "{ ?x ex:p1 ?y . ?y ex:val ?v }", ""),
+    # rdflib evaluates a subquery with the bindings of what precedes it in the group (SPARQL 1.1
+    # evaluates it on its own), so the reference's subqueries come first
+    "subquery": ("SELECT ?x ?y ?n", "{ { SELECT ?y (COUNT(*) AS ?n) WHERE { ?y ?p ?o } GROUP BY ?y } ?x ex:p0 ?y }", ""),
+    "subquery_limit": ("SELECT ?x ?v", "{ { SELECT ?x ?v WHERE { ?x ex:val ?v } ORDER BY DESC(?v) ?x LIMIT 2 } "
+                       "?x ?p ?o }", ""),
+    "describe": ("DESCRIBE ?x ex:a1", "{ ?x ex:p0 ?y . ?y ex:val ?v FILTER(?v > 2) }", ""),
 }
 
 
@@ -117,7 +123,7 @@ def assert_same(engine_windows, reference, form, ordered):
         expected = reference[close_ms(window)]
         if form == "ASK":
             assert window["boolean"] == expected
-        elif form == "CONSTRUCT":
+        elif form in ("CONSTRUCT", "DESCRIBE"):
             assert set(window["triples"]) == expected
         else:
             ours = [{k: v for k, v in b.items()} for b in window["bindings"]]
@@ -198,3 +204,36 @@ def test_named_stream_graph_matches_rdflib(elements, window, layout, tmp_path_fa
     specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms, step_ms, graph=S2)]
     check_case(tmp_path_factory.mktemp("case"), "named_graph", elements,
                lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", specs, layout=dict(zip((S1, S2), layout)))
+
+
+AGGREGATE_CLAUSES = {
+    # C-SPARQL §3.3 (engine) and the same extension in SPARQL 1.1 (rdflib): the group's
+    # aggregate joined to every solution of the group, by a subquery that comes first
+    "count_per_subject": ("SELECT ?x ?v ?n WHERE { ?x ex:val ?v } AGGREGATE { (?n, COUNT, {?x}) }",
+                          "SELECT ?x ?v ?n WHERE { { SELECT ?x (COUNT(*) AS ?n) WHERE { ?x ex:val ?v } GROUP BY ?x } "
+                          "?x ex:val ?v }"),
+    "independent_with_filter": (
+        "SELECT DISTINCT ?x ?n ?total WHERE { ?x ex:val ?v } AGGREGATE { (?n, COUNT(DISTINCT ?v), ?x) }\n"
+        "AGGREGATE { (?total, SUM(?v), {?x}) FILTER(?total > 5) }",
+        "SELECT DISTINCT ?x ?n ?total WHERE { { SELECT ?x (COUNT(DISTINCT ?v) AS ?n) (SUM(?v) AS ?total) "
+        "WHERE { ?x ex:val ?v } GROUP BY ?x } ?x ex:val ?v FILTER(?total > 5) }"),
+    "two_group_variables": (  # (rdflib's MAX of IRIs is a plain literal, so numbers here)
+        "SELECT ?x ?p ?o ?m WHERE { ?x ?p ?o FILTER(isNumeric(?o)) } AGGREGATE { (?m, MIN(?o), {?x, ?p}) }",
+        "SELECT ?x ?p ?o ?m WHERE { { SELECT ?x ?p (MIN(?o) AS ?m) WHERE { ?x ?p ?o FILTER(isNumeric(?o)) } "
+        "GROUP BY ?x ?p } ?x ?p ?o FILTER(isNumeric(?o)) }"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AGGREGATE_CLAUSES))
+@SETTINGS
+@given(elements=streams(), window=time_windows(), layout=layouts)
+def test_the_aggregate_clause_extends_each_solution_as_rdflib_does_with_a_grouped_subquery(
+        case, elements, window, layout, tmp_path_factory, spark):
+    ours, theirs = AGGREGATE_CLAUSES[case]
+    range_ms, step_ms = window
+    head, body = ours.split(" WHERE ", 1)
+    rsp = f"REGISTER QUERY q AS {PREFIXES}{head}\nFROM STREAM <{S1}> [RANGE {range_ms}ms STEP {step_ms}ms]\nWHERE {body}"
+    contents = window_contents(elements, [WindowSpec(S1, range_ms, step_ms)])
+    reference = {c: rdflib_answer(PREFIXES + theirs, content) for c, content in contents.items()}
+    engine = run_engine(tmp_path_factory.mktemp("aggregate"), rsp, elements, layout={S1: layout})
+    assert_same(engine, reference, "SELECT", ordered=False)

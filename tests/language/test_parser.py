@@ -194,8 +194,18 @@ def test_citybench_rspql_q1(data_dir):
     ("REGISTER DStream <q> AS", ast.Registration("DSTREAM", "q")),
 ])
 def test_registration(text, registration):
-    query = parse_query(f"PREFIX ex: <http://ex.org/> {text} SELECT * WHERE {{ ?s ?p ?o }}")
+    form = "CONSTRUCT WHERE { ?s ?p ?o }" if " STREAM " in text else "SELECT * WHERE { ?s ?p ?o }"
+    query = parse_query(f"PREFIX ex: <http://ex.org/> {text} {form}")
     assert query.registration == registration
+
+
+@pytest.mark.parametrize("form", ["SELECT * WHERE { ?s ?p ?o }", "ASK { ?s ?p ?o }"])
+def test_a_stream_is_registered_only_for_a_form_that_yields_triples(form):
+    """C-SPARQL §3.3: "only CONSTRUCT and DESCRIBE queries can be registered" as streams."""
+    with pytest.raises(QuerySyntaxError, match=r"^q\.rsp:2:1: REGISTER STREAM needs a query that yields triples"):
+        parse_query(f"PREFIX ex: <http://ex.org/>\nREGISTER STREAM s AS {form}", "q.rsp")
+    for ok in ("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", "DESCRIBE ?s WHERE { ?s ?p ?o }"):
+        assert parse_query(f"REGISTER STREAM s AS {ok}").registration.kind == "STREAM"
 
 
 def test_prologue_may_come_before_and_after_the_registration():
@@ -512,7 +522,10 @@ def test_aggregates(text, aggregate):
     ("now(?a)", "now() takes 0 argument(s), not 1"),
     ("bound(1)", "bound() takes a variable"),
     ("timestamp(?s, ?p)", "timestamp() takes 3 argument(s), not 2"),
-    ("timestamp(?s, ?p, ?o + 1)", "timestamp's arguments must be variables, IRIs or literals"),
+    ("timestamp(?s, ?p, ?o + 1)", "timestamp()'s object must be a variable or an IRI or a blank node or a literal"),
+    ("timestamp(?s, [], ?o)", "timestamp()'s predicate must be a variable or an IRI"),
+    ("timestamp(1, ?p, ?o)", "timestamp()'s subject must be a variable or an IRI or a blank node"),
+    ("str(_:b)", "a blank node can stand in an expression only as an argument of timestamp()"),
     ("f:timestamp(?s)", "timestamp() takes 3 argument(s), not 1"),
     ("SUM(?a; SEPARATOR='x')", "only GROUP_CONCAT takes a SEPARATOR"),
 ])
@@ -628,7 +641,6 @@ def test_empty_query():
     ("?s ex:p+ ?o", "property path", "ex:p"),
     ("?s ex:p? ?o", "property path", "ex:p"),
     ("?s !ex:p ?o", "property path", "!"),
-    ("?s ?p ?o { SELECT ?s WHERE { ?s ?p ?o } }", "subquery", "{"),
     ("?s ?p ?o FILTER EXISTS { ?s ?p 1 }", "EXISTS", "EXISTS"),
     ("?s ?p ?o FILTER(NOT EXISTS { ?s ?p 1 })", "NOT EXISTS", "NOT"),
     ("?s ?p (1 2)", "RDF collection", "("),
@@ -645,8 +657,8 @@ def test_unsupported_constructs(body, construct, start):
 def test_unsupported_trailing_values_and_describe():
     with pytest.raises(UnsupportedConstruct, match="<query>:1:23: unsupported construct: VALUES"):
         parse_query("SELECT * { ?s ?p ?o } VALUES ?s { <a> }")
-    with pytest.raises(UnsupportedConstruct, match="unsupported construct: DESCRIBE"):
-        parse_query("DESCRIBE ?s WHERE { ?s ?p ?o }")
+    with pytest.raises(UnsupportedConstruct, match="unsupported construct: VALUES"):
+        parse_query("SELECT * { { SELECT ?s { ?s ?p ?o } VALUES ?s { <a> } } }")
 
 
 def test_parse_query_file_names_the_file(tmp_path):
@@ -683,3 +695,53 @@ def test_grammar_has_no_lalr_conflicts(caplog):
     with caplog.at_level("DEBUG", logger="lark"):
         Lark(_GRAMMAR.read_text(), parser="lalr", debug=True)
     assert not [r for r in caplog.records if "conflict" in r.getMessage().lower()]
+
+
+# ------------------------------------------------------------------ C-SPARQL's own syntax
+
+
+def test_the_aggregate_clause_as_the_paper_prints_it():
+    """C-SPARQL §3.3: AggregateClause → ('AGGREGATE { (' var ',' Fun ',' Group ')' [Filter] '}')*,
+    Group → var | '{' var (',' var)* '}'; several clauses in one query."""
+    query = parse_query("PREFIX sioc: <http://rdfs.org/sioc/ns#>\nSELECT DISTINCT ?topic ?number WHERE "
+                        "{ ?post sioc:topic ?topic ; sioc:has_creator ?who . }\n"
+                        "AGGREGATE {(?number , COUNT , {?topic })}\n"
+                        "AGGREGATE { (?people, COUNT(DISTINCT ?who), ?topic) FILTER(?people > 1) }")
+    first, second = query.aggregates
+    assert first == ast.AggregateClause(Var("number"), ast.Aggregate("count", None), (Var("topic"),))
+    assert first.position == ast.Position(3, 1)
+    assert second.aggregate == ast.Aggregate("count", Var("who"), True) and second.group == (Var("topic"),)
+    assert isinstance(second.filter, ast.BinaryOp)
+
+
+def test_an_aggregate_clause_without_the_variable_it_sums_is_refused():
+    with pytest.raises(QuerySyntaxError, match=r"1:47: AVG in an AGGREGATE clause needs the variable it aggregates"):
+        parse_query("SELECT ?x WHERE { ?x ?p ?v } AGGREGATE { (?a, AVG, {?x}) }")
+
+
+def test_describe_names_variables_and_resources_and_may_omit_where():
+    query = parse_query("PREFIX ex: <http://ex.org/> DESCRIBE ?x ex:a WHERE { ?x ex:p ?y }")
+    assert (query.form, query.described) == ("DESCRIBE", (Var("x"), IRI(EX + "a")))
+    bare = parse_query("DESCRIBE <http://ex.org/a>")
+    assert bare.described == (IRI(EX + "a"),) and bare.where == ast.GroupPattern(())
+    assert parse_query("DESCRIBE * WHERE { ?s ?p ?o }").described is None
+
+
+def test_a_subquery_is_a_select_of_its_own():
+    query = parse_query("SELECT ?s ?n WHERE { ?s ?p ?o { SELECT ?o (COUNT(*) AS ?n) WHERE { ?o ?q ?r } GROUP BY ?o } }")
+    (sub,) = [e for e in query.where.elements if isinstance(e, ast.SubSelect)]
+    assert sub.query.form == "SELECT" and [i.var for i in sub.query.projection] == [Var("o"), Var("n")]
+    assert sub.query.group_by == (ast.GroupCondition(Var("o")),)
+
+
+@pytest.mark.parametrize("call, subject, obj", [
+    ("f:timestamp(_:b, ex:p, ?o)", ast.BNode("b"), Var("o")),
+    ("f:timestamp(?s, ex:p, [])", Var("s"), ast.BNode("_b0")),
+    ("timestamp(ex:a, ?p, \"v\")", IRI(EX + "a"), ast.Literal("v")),
+])
+def test_timestamp_takes_blank_nodes_as_the_tutorial_grammar_allows(call, subject, obj):
+    """Tutorial 004: timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)."""
+    query = parse_query("PREFIX ex: <http://ex.org/> PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#> "
+                        f"SELECT ?t WHERE {{ ?s ?p ?o BIND({call} AS ?t) }}")
+    (bind,) = [e for e in query.where.elements if isinstance(e, ast.Bind)]
+    assert (bind.expr.subject, bind.expr.object) == (subject, obj)

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
+from rsp_jobs.alerts.build import solutions
+from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, window_contents
 from rsp_jobs.engine import Interval, compile_query, evaluate
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.citybench import write_trig
@@ -31,7 +32,6 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.windows import _used_predicates
 from rsp_jobs.store.results import result_batch
-from rsp_jobs.terms import nt_to_json, to_nt
 from tests.tsunami import reference
 
 CHAIN = ("dart_mean10", "dart_prediction", "dart_pairs", "tsunami_detection")
@@ -97,13 +97,14 @@ def expected(data_dir):
 
 
 def rows(chain, name: str) -> dict[tuple[str, int], dict]:
-    """A stage's solutions keyed by (sensor, sample ms); each key must be reported once."""
+    """A stage's results (resources with var:NAME triples) keyed by (sensor, sample ms); each
+    key must be reported once."""
     out = {}
     for window in chain["windows"][name]:
-        for binding in window["bindings"]:
-            key = (binding["sensor"]["value"], int(binding["ms"]["value"]))
+        for row in solutions(window):
+            key = (row["sensor"], int(row["ms"]))
             assert key not in out, f"{name} reported {key} twice"
-            out[key] = {var: term["value"] for var, term in binding.items()}
+            out[key] = row
     return out
 
 
@@ -166,11 +167,21 @@ def test_a_prediction_window_matches_rdflib_over_the_same_window_contents(chain)
             if close - longest <= ms(e.ts) < close]
     content = window_contents(near, specs)[close]
     sparql = plain_sparql(text).replace("WINDOW <", "GRAPH <")
-    theirs = [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in rdflib_answer(sparql, content)]
-    ours = next(w for w in chain["windows"]["dart_prediction"] if w["window_close"] == CHECKED_CLOSE)
-    assert len(theirs) >= 10 and {b["sensor"]["value"] for b in theirs} == {sensor("21401"), sensor("21418")}
-    assert any(b["exceeds"]["value"] == "true" for b in theirs)
-    assert same_bindings(ours["bindings"], theirs), (ours["bindings"], theirs)
+    theirs = results(solutions({"triples": rdflib_answer(sparql, content)}))
+    ours = results(solutions(next(w for w in chain["windows"]["dart_prediction"] if w["window_close"] == CHECKED_CLOSE)))
+    assert len(theirs) >= 10 and {r["sensor"] for r in theirs} == {sensor("21401"), sensor("21418")}
+    assert any(r["exceeds"] == "true" for r in theirs)
+    assert len(ours) == len(theirs)
+    for mine, other in zip(ours, theirs):
+        assert mine.keys() == other.keys() and all(
+            mine[k] == pytest.approx(other[k], abs=1e-12) if isinstance(mine[k], float) else mine[k] == other[k]
+            for k in mine), (mine, other)
+
+
+def results(rows: list[dict]) -> list[dict]:
+    """Constructed results without their blank node, in a stable order."""
+    return sorted(({k: v for k, v in r.items() if k != "resource"} for r in rows),
+                  key=lambda r: (r["sensor"], r["ms"]))
 
 
 # ---------------------------------------------------------------- engine behaviour relied on

@@ -1,7 +1,7 @@
 """Frame parts: where each piece of a frame came from. Several named graphs, files or
 timestamped triples of one stream at one time are one frame (C-SPARQL §3.1, TA-RDF restriction
 2); each part keeps its source, graph IRI, line and checksum. Frames stored before this revision
-get one part each, of unknown source.
+get one part each, of unknown source. And window results of DESCRIBE queries.
 
 Revision ID: 0006
 Revises: 0005
@@ -37,7 +37,13 @@ def upgrade() -> None:
     )
     op.execute("INSERT INTO frame_parts (frame_id, source, graph_iri, line, statements, checksum) "
                "SELECT id, '', frame_iri, NULL, triple_count, checksum FROM frames")
+    with op.batch_alter_table("window_results") as batch:
+        batch.drop_constraint(op.f("ck_window_results_form"), type_="check")
+        batch.create_check_constraint(op.f("ck_window_results_form"), "form IN ('SELECT', 'CONSTRUCT', 'ASK', 'DESCRIBE')")
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("window_results") as batch:
+        batch.drop_constraint(op.f("ck_window_results_form"), type_="check")
+        batch.create_check_constraint(op.f("ck_window_results_form"), "form IN ('SELECT', 'CONSTRUCT', 'ASK')")
     op.drop_table("frame_parts")
