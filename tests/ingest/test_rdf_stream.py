@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import merge_known_frames, read_stream_file
+from rsp_jobs.store import db
+from rsp_jobs.store.frames import load_batch
+from rsp_jobs.store.models import Frame
+from tests.engine.test_differential import S1, streams
+from tests.support.stream_files import layouts, write_stream_files
 
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
@@ -171,3 +179,47 @@ def test_loading_a_batch_twice_replaces_it_and_rejections_are_quarantined(tmp_pa
     assert lake.read(spark, ["http://ex/stream"]).count() == 3
     quarantined = [json.loads(line) for f in (tmp_path / "quarantine").glob("*.jsonl") for line in f.read_text().splitlines()]
     assert [(q["line"], q["text"]) for q in quarantined] == [(6, "garbage line")]
+
+
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(elements=streams(), layout=layouts, garbage=st.lists(st.integers(0, 40), max_size=3))
+def test_nothing_is_lost_across_files_with_shared_timestamps_repeats_and_bad_lines(elements, layout, garbage, tmp_path):
+    """For every file: triples read = accepted + repeated within their frame + quarantined; over
+    the split files of a stream, the frames hold every distinct triple of every time once, in
+    the store as in the lake's union, whichever file brought it."""
+    folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+    elements = elements + [elements[-1]]  # a reading sent twice in its graph
+    files = write_stream_files(elements, folder, {S1: layout})
+    if layout.format != "trig":  # a line-based file keeps its good lines around bad ones
+        for number, (_, path) in enumerate(files[:len(garbage)]):
+            lines = path.read_text().splitlines()
+            lines.insert(garbage[number] % (len(lines) + 1), f"this is not a triple {number}")
+            path.write_text("\n".join(lines) + "\n")
+    bad = min(len(garbage), len(files)) if layout.format != "trig" else 0
+    known: dict = {}
+    batches = []
+    for order, (iri, path) in enumerate(files):
+        batch = read_stream_file(path, iri, order=order)
+        merge_known_frames(batch, known)
+        assert batch.read_triples == len(batch.elements) + sum(batch.duplicates.values()) + batch.rejected_triples
+        batches.append(batch)
+    assert sum(b.read_triples for b in batches) == len(elements) + bad
+    assert sum(b.rejected_triples for b in batches) == bad
+    assert sum(sum(b.duplicates.values()) for b in batches) >= 1
+    distinct = {(e.ts_ms, e.s, e.p, e.o) for e in elements}
+    accepted = {(round(e.ts.timestamp() * 1000), e.s, e.p, e.o) for b in batches for e in b.elements}
+    assert accepted == distinct
+    frame_of = {}
+    for b in batches:
+        for e in b.elements:
+            assert frame_of.setdefault(e.ts, e.frame) == e.frame  # one time, one frame IRI, across files
+
+    store = db.engine(f"sqlite:///{folder / 'store.sqlite'}")
+    db.upgrade(f"sqlite:///{folder / 'store.sqlite'}")
+    reports = [load_batch(store, b) for b in batches]
+    assert sum(r.quarantined for r in reports) == bad
+    with store.connect() as conn:
+        frames = conn.execute(select(Frame.ts, Frame.triple_count)).all()
+    assert len(frames) == len({e.ts_ms for e in elements})
+    assert sum(count for _, count in frames) == len(distinct)
