@@ -342,8 +342,10 @@ def cmd_demo(args) -> int:
 def _report_rejections(batch) -> None:
     if not batch.rejections:
         return
+    repeated = sum(batch.duplicates.values())
     print(f"rsp: {batch.source}: rejected {batch.rejected_triples} triple(s) in {len(batch.rejections)} "
-          f"place(s); {len(batch.elements)} accepted:", file=sys.stderr)
+          f"place(s); {len(batch.elements)} accepted" + (f", {repeated} repeated within their frame" if repeated else "")
+          + ":", file=sys.stderr)
     for rejection in batch.rejections[:10]:
         print(f"  {rejection}", file=sys.stderr)
     if len(batch.rejections) > 10:

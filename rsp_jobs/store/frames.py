@@ -207,7 +207,7 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
     (a batch built without parts, e.g. by hand, has one part per frame IRI it names). A frame
     is named by its first part; a frame IRI names one time (TA-RDF)."""
     triples: dict[datetime, dict] = {}
-    named: dict[datetime, list[str]] = {}
+    named: dict[datetime, dict[str, list[Triple]]] = {}  # time -> frame IRI -> its triples, as the elements name them
     iri_time: dict[str, datetime] = {}
     for e in batch.elements:
         if e.stream != batch.stream:
@@ -219,17 +219,14 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
         if e.o_time is not None and e.o_time.tzinfo is None:
             raise InputError(f"{batch.source}: frame <{e.frame}> has a literal time without time zone: {e.o}")
         triples.setdefault(ts, {}).setdefault((e.s, e.p, e.o), (e.o_num, e.o_time))
-        names = named.setdefault(ts, [])
-        if e.frame not in names:
-            names.append(e.frame)
+        named.setdefault(ts, {}).setdefault(e.frame, []).append((e.s, e.p, e.o))
     parts: dict[datetime, list[Part]] = defaultdict(list)
     for part in batch.parts:
         parts[_utc(part.ts, batch.source, part.frame)].append(part)
     for ts, names in named.items():
         if not parts[ts]:  # no parts given: each frame IRI the elements name is a part
-            for name in names:
-                mine = [(e.s, e.p, e.o) for e in batch.elements if e.frame == name and e.ts == ts]
-                parts[ts].append(Part(name, ts, name, batch.source, None, len(mine), frame_checksum(mine)))
+            parts[ts] = [Part(name, ts, name, batch.source, None, len(mine), frame_checksum(mine))
+                         for name, mine in names.items()]
     return [_BatchFrame(ts, ps[0].frame, triples.get(ts, {}), tuple(ps)) for ts, ps in sorted(parts.items())]
 
 

@@ -29,7 +29,7 @@ def reevaluate(engine: Engine, frame_iri: str, query_text: str, query_iri: str,
         close = stored.window_close
         lookback = max((getattr(w.window, "range_ms", 0) for w in query.windows), default=0)
         rows = conn.execute(
-            select(Stream.iri, Frame.ts, Frame.frame_iri, FrameTriple.s, FrameTriple.p, FrameTriple.o,
+            select(Stream.iri, Frame.ts, Frame.frame_iri, FrameTriple.id, FrameTriple.s, FrameTriple.p, FrameTriple.o,
                    FrameTriple.o_num, FrameTriple.o_time)
             .join(Frame, Frame.stream_id == Stream.id).join(FrameTriple, FrameTriple.frame_id == Frame.id)
             .where(Stream.iri.in_([w.stream for w in query.windows]), Frame.ts < close,
@@ -38,7 +38,8 @@ def reevaluate(engine: Engine, frame_iri: str, query_text: str, query_iri: str,
         lake = Lake(Path(scratch) / "lake")
         for stream in {r.iri for r in rows}:
             batch = StreamBatch(stream, "store")
-            batch.elements = [Element(stream, r.ts, r.frame_iri, r.s, r.p, r.o, r.o_num, r.o_time)
+            # a frame's triples were stored in the order the stream delivered them: that is their position
+            batch.elements = [Element(stream, r.ts, r.frame_iri, r.s, r.p, r.o, r.o_num, r.o_time, r.id)
                               for r in rows if r.iri == stream]
             lake.write(batch)
         close_us = _micros(close)

@@ -14,6 +14,7 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.reasoning.entailment import closed
 from rsp_jobs.terms import nt_to_rdflib
 from tests.engine.test_differential import EX, assert_same, run_engine
+from tests.support.stream_files import in_delivery_order, layouts
 
 SCHEMA = f"""
 @prefix ex: <{EX}> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
@@ -40,20 +41,23 @@ def schema_file(tmp_path_factory):
 
 @st.composite
 def streams(draw):
-    elements = []
-    for ts in draw(st.lists(st.integers(0, 6000), min_size=1, max_size=8, unique=True)):
+    """Graphs at uneven times, several sharing one (as in tests.engine.test_differential)."""
+    elements, ts = [], draw(st.integers(0, 1000))
+    for number, gap in enumerate(draw(st.lists(st.sampled_from([0, 0, 3, 700, 1000, 1900]), min_size=1, max_size=8))):
+        ts += gap
         for _ in range(draw(st.integers(1, 3))):
             p = draw(st.sampled_from([f"<{EX}p{i}>" for i in range(3)] + [f"<{EX}other>"]))
             o = draw(st.sampled_from(SUBJECTS + ['"7"^^<http://www.w3.org/2001/XMLSchema#integer>']))
-            elements.append(Elem(f"{EX}stream/one", ts, draw(st.sampled_from(SUBJECTS)), p, o))
-    return list(dict.fromkeys(elements))
+            elements.append(Elem(f"{EX}stream/one", ts, draw(st.sampled_from(SUBJECTS)), p, o, graph=f"{EX}stream/one/g{number}"))
+    return in_delivery_order(elements)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @settings(max_examples=3, deadline=None, derandomize=True, phases=[Phase.generate],
           suppress_health_check=list(HealthCheck))
-@given(elements=streams())
-def test_rdfs_entailment_matches_rdflib_over_the_closed_window(case, elements, schema_file, tmp_path_factory, spark):
+@given(elements=streams(), layout=layouts)
+def test_rdfs_entailment_matches_rdflib_over_the_closed_window(case, elements, layout, schema_file, tmp_path_factory,
+                                                               spark):
     query = f"PREFIX ex: <{EX}>\n{CASES[case]}"
     head, body = query.split("WHERE", 1)
     rsp = f"REGISTER QUERY q AS {head}FROM STREAM <{EX}stream/one> [RANGE 2s STEP 1s]\nFROM <{EX}schema.ttl>\nWHERE{body}"
@@ -66,7 +70,8 @@ def test_rdfs_entailment_matches_rdflib_over_the_closed_window(case, elements, s
         for _, e in content:
             window.add((nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o)))
         reference[close] = rdflib_answer(query, [], [closed(window, "rdfs")])
-    ours = run_engine(tmp_path_factory.mktemp(case), rsp, elements, [str(schema_file)], entailment="rdfs")
+    ours = run_engine(tmp_path_factory.mktemp(case), rsp, elements, [str(schema_file)], entailment="rdfs",
+                      layout={f"{EX}stream/one": layout})
     assert_same(ours, reference, "SELECT", ordered=False)
 
 
