@@ -46,3 +46,29 @@ def test_evaluate_store_persists_results_with_provenance_and_is_idempotent(store
         assert generated == 9
         ingests = conn.scalar(select(func.count()).select_from(Activity).where(Activity.kind == "ingest"))
         assert ingests == 2
+
+
+def test_an_empty_window_is_an_empty_frame_and_describe_results_are_stored(store_url, tmp_path):
+    """Tutorial 004, "Stream Registration - Notes": "Every query execution may produce from a
+    minimum of zero triples": an empty window is a frame of the derived stream with no triple
+    (nothing of it is data downstream); DESCRIBE results are stored as DESCRIBE."""
+    from datetime import datetime, timezone
+
+    from rsp_jobs.engine import compile_query
+    from rsp_jobs.store.frames import frame_parts, frame_triples
+    from rsp_jobs.store.results import store_evaluation
+
+    db.upgrade(store_url)
+    engine = db.engine(store_url)
+    query = compile_query("REGISTER STREAM described AS DESCRIBE ?x FROM STREAM <http://ex.org/s> [RANGE 1s STEP 1s] "
+                          "WHERE { ?x <http://ex.org/p> ?y }")
+    windows = [{"window_open": "2014-08-01T07:50:00.000Z", "window_close": "2014-08-01T07:50:01.000Z", "triples": []},
+               {"window_open": "2014-08-01T07:50:01.000Z", "window_close": "2014-08-01T07:50:02.000Z",
+                "triples": ["<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> ."]}]
+    store_evaluation(engine, query, windows, datetime.now(timezone.utc))
+    empty, full = (f"urn:rsp:query:described/stream/frame/{w['window_close']}" for w in windows)
+    assert frame_triples(engine, empty) == [] and len(frame_triples(engine, full)) == 1
+    assert [statements for *_, statements in frame_parts(engine, empty)] == [0]
+    with engine.connect() as conn:
+        assert set(conn.scalars(select(WindowResult.form))) == {"DESCRIBE"}
+        assert conn.scalar(select(Frame.triple_count).where(Frame.frame_iri == empty)) == 0

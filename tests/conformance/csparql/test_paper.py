@@ -21,7 +21,7 @@ from rdflib import Graph
 
 from rsp_jobs.bench.reference import rdflib_answer
 from rsp_jobs.engine import compile_query
-from rsp_jobs.errors import QuerySyntaxError
+from rsp_jobs.errors import QueryError, QuerySyntaxError
 from tests.conformance.csparql.support import DATA, answers, closes, local, run
 
 GLUE = "http://c-sparql.cefriel.it/glue/stream"
@@ -156,3 +156,16 @@ def test_register_stream_of_a_select_is_refused_naming_the_file_and_line(tmp_pat
 
     with pytest.raises(QuerySyntaxError, match=rf"^{re.escape(str(path))}:2:1: REGISTER STREAM needs a query that yields"):
         compile_file(path)
+
+
+@pytest.mark.parametrize("clause, message", [
+    ("AGGREGATE {(?topic, COUNT, {?post})}", r"3:1: AGGREGATE binds \?topic, which is already bound; it needs a new variable"),
+    ("AGGREGATE {(?n, COUNT, {?author})}", r"3:1: AGGREGATE uses \?author, which the WHERE clause does not bind"),
+    ("AGGREGATE {(?n, SUM(?score), {?topic})}", r"3:1: AGGREGATE uses \?score"),
+])
+def test_an_aggregate_clause_binds_a_new_variable_over_groups_of_bound_ones(clause, message):
+    """§3.3: "a new variable not occurring in the WHERE clause ... a set of one or more variables,
+    occurring in the WHERE clause"."""
+    text = restored("PREFIX sioc: SELECT ?topic FROM STREAM [RANGE 30m STEP 10m]\nWHERE { ?post sioc:topic ?topic }\n")
+    with pytest.raises(QueryError, match=rf"^agg\.rsp:{message}"):
+        compile_query(text + clause, "agg.rsp")
