@@ -104,6 +104,28 @@ def parse_duration(text: str) -> int:
     return int(ms)
 
 
+_CALENDAR = re.compile(r"P(?:(\d+)Y)?(?:(\d+)M)?(.*)", re.IGNORECASE)
+
+
+def parse_calendar_duration(text: str) -> tuple[int, int]:
+    """An xsd:duration with years and months too, as (months, milliseconds): months have no
+    fixed length, so what they mean depends on the time they are added to (XSD 1.1 appendix
+    E). ``P1Y2M3D`` is (14, 259200000). Raises ValueError as ``parse_duration`` does."""
+    match = _CALENDAR.fullmatch(text)
+    if not match or not (match[1] or match[2]):
+        return 0, parse_duration(text)
+    months = int(match[1] or 0) * 12 + int(match[2] or 0)
+    rest = match[3]
+    return months, (parse_duration("P" + rest) if rest else 0)
+
+
+def duration_upper_bound_ms(text: str) -> int:
+    """The longest an xsd:duration can last: a year 366 days, a month 31."""
+    months, ms = parse_calendar_duration(text)
+    years, months = divmod(months, 12)
+    return ms + (years * 366 + months * 31) * 86_400_000
+
+
 # ------------------------------------------------------------------------------ the parser
 
 
@@ -251,7 +273,9 @@ class _AstBuilder(Transformer):
     def _form(self, form: str, children: list, **fields) -> dict:
         """The fields common to every form, from ``dataset_clause* where aggregate_clause*
         modifiers values?`` (DESCRIBE's where may be missing: the empty group)."""
-        where = next((c for c in children if isinstance(c, ast.GroupPattern)), ast.GroupPattern(()))
+        where = next((c for c in children if isinstance(c, (ast.GroupPattern, ast.SubSelect))), ast.GroupPattern(()))
+        if isinstance(where, ast.SubSelect):  # WHERE { SELECT ... }: the group holding just the subquery
+            where = ast.GroupPattern((where,))
         modifiers = next(c for c in children if isinstance(c, dict))
         return dict(fields, **modifiers, form=form, where=where,
                     aggregates=tuple(c for c in children if isinstance(c, ast.AggregateClause)),
@@ -272,6 +296,30 @@ class _AstBuilder(Transformer):
             return ast.SelectItem(children[0], position=_position(meta))
         expr, var = children
         return ast.SelectItem(var, expr, _position(meta))
+
+    def select_item_named_first(self, children):
+        """``?count AS ?prevcount + 1``: EP-SPARQL's example (5) names the variable first."""
+        var, first, *operations = children
+        return ast.SelectItem(var, _arithmetic(first, operations), None)
+
+    def select_item_named_last(self, children):
+        """``?sum / ?count AS ?average``: example (6), SPARQL's order without the brackets."""
+        first, *operations, var = children
+        return ast.SelectItem(var, _arithmetic(first, operations), None)
+
+    def select_operation(self, children):
+        op, operand = children
+        return str(op), operand
+
+    def bare_template(self, children):
+        return tuple(children[0])
+
+    def bare_name(self, children):
+        (token,) = children
+        if "" not in self._prefixes:
+            raise self._error(token, f"the bare name {str(token)!r} is read as ':{token}' (EP-SPARQL's examples "
+                                     "write names so), but the default prefix is not declared: add PREFIX : <...>")
+        return ast.IRI(self._prefixes[""] + str(token))
 
     def construct_query(self, children):
         template, *rest = children
@@ -621,6 +669,21 @@ class _AstBuilder(Transformer):
 
     def anonymous_blank_node(self, _):
         return self._fresh_bnode()
+
+
+def _arithmetic(first: ast.Expr, operations: list[tuple[str, ast.Expr]]) -> ast.Expr:
+    """``first op1 e1 op2 e2 ...`` with * and / binding tighter than + and -, left to right."""
+    terms, ops = [first], []
+    for op, operand in operations:
+        if op in ("*", "/"):
+            terms[-1] = ast.BinaryOp(op, terms[-1], operand)
+        else:
+            ops.append(op)
+            terms.append(operand)
+    expr = terms[0]
+    for op, operand in zip(ops, terms[1:]):
+        expr = ast.BinaryOp(op, expr, operand)
+    return expr
 
 
 def _fold_operators(chain: list) -> Union[ast.GroupPattern, ast.UnionPattern, ast.EventPattern]:

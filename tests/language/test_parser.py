@@ -745,3 +745,42 @@ def test_timestamp_takes_blank_nodes_as_the_tutorial_grammar_allows(call, subjec
                         f"SELECT ?t WHERE {{ ?s ?p ?o BIND({call} AS ?t) }}")
     (bind,) = [e for e in query.where.elements if isinstance(e, ast.Bind)]
     assert (bind.expr.subject, bind.expr.object) == (subject, obj)
+
+
+# ------------------------------------------------------------------ EP-SPARQL's own syntax
+
+
+def test_bare_names_are_names_in_the_default_namespace():
+    """EP-SPARQL 3.1 writes `?company hasStockPrice ?price1`: a bare name in a triple is
+    `:hasStockPrice`; keywords stay keywords, `a` stays rdf:type, prefixed names stay whole."""
+    query = parse_query("PREFIX : <http://ex.org/> PREFIX ex: <http://other.org/>\n"
+                        "SELECT * WHERE { ?c hasStockPrice ?p ; a Company . ?c ex:p x FILTER(bound(?p)) }")
+    triples = query.where.elements[0].triples
+    assert [t.predicate for t in triples] == [IRI("http://ex.org/hasStockPrice"), IRI(ast.RDF_TYPE),
+                                              IRI("http://other.org/p")]
+    assert [t.object for t in triples][1:] == [IRI("http://ex.org/Company"), IRI("http://ex.org/x")]
+    with pytest.raises(QuerySyntaxError, match=r"q.rsp:1:15: the bare name 'hasStockPrice'.*PREFIX :"):
+        parse_query("SELECT * { ?c hasStockPrice ?p }", "q.rsp")
+
+
+def test_unbracketed_select_expressions_in_either_order():
+    """Examples (5) and (6): `?count AS ?prevcount + 1` names first, `?sum / ?count AS ?average`
+    names last; * and / bind tighter than + and -."""
+    query = parse_query("SELECT ?count AS ?prevcount + 1 ?sum AS ?prevsum + ?price ?a - ?b * 2 AS ?c ?d "
+                        "WHERE { ?s ?p ?o }")
+    items = [(i.var.name, i.expr) for i in query.projection]
+    assert items == [
+        ("count", BinaryOp("+", Var("prevcount"), Literal("1", XSD + "integer"))),
+        ("sum", BinaryOp("+", Var("prevsum"), Var("price"))),
+        ("c", BinaryOp("-", Var("a"), BinaryOp("*", Var("b"), Literal("2", XSD + "integer")))),
+        ("d", None)]
+
+
+def test_a_construct_template_without_braces_and_a_where_that_is_a_subquery():
+    """Example (4): `CONSTRUCT ?company downratedby ?ratingagency WHERE ...`; example (5): the
+    template followed by `{ SELECT ... }`, the WHERE keyword left out."""
+    query = parse_query("PREFIX : <http://ex.org/> CONSTRUCT ?c downratedby ?a . _:x :n ?c WHERE { ?c :p ?a }")
+    assert [t.predicate for t in query.template] == [IRI("http://ex.org/downratedby"), IRI("http://ex.org/n")]
+    sub = parse_query("PREFIX : <http://ex.org/> CONSTRUCT _:b :n ?n . { SELECT ?n AS ?m + 1 WHERE { ?s :m ?m } }")
+    (element,) = sub.where.elements
+    assert isinstance(element, ast.SubSelect) and element.query.projection[0].var == Var("n")
