@@ -59,7 +59,7 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
     with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
              max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
-        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams, lookahead_us=rq.lookahead_us)
+        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
 
         @task(task_id="evaluate", outlets=[output])
         def evaluate(**context) -> dict:

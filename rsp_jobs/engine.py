@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterator, Optional, Sequence
 
-from rsp_jobs.algebra.patterns import pattern_lookahead_us, pattern_lookback_us, pattern_streams
+from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.ingest.lake import Lake
@@ -86,7 +86,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     spark = get_spark()
     lookback = pattern_lookback_us(pattern)
     start = None if interval.after is None else _moment(interval.after - lookback)
-    end = None if interval.until is None else _moment(interval.until + pattern_lookahead_us(pattern) + 1)
+    end = None if interval.until is None else _moment(interval.until + 1)
     # a frame is a graph: a triple two files bring for one time is one event
     elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(["stream", "ts", "s", "p", "o"])
     background = Background.for_query(pattern.graphs, background_files, pattern.source)

@@ -1,7 +1,7 @@
 """What a micro-batch needs to know of a temporal pattern (an EP-SPARQL pattern query or a DOTR
-rule), without Spark: its streams, how far back it reads (its bounded duration) and how far
-past the batch its inputs must be complete (an optional part's absence). The DAG processor and
-the registry use these, so this module stays free of Spark imports.
+rule), without Spark: its streams and how far back it reads (its bounded duration). Nothing
+past a batch is needed: every part of a pattern, optional ones too, is decided by the time its
+match ends (EP-SPARQL 3.2's timewise monotonicity). The DAG processor and the registry use these, so this module stays free of Spark imports.
 """
 from __future__ import annotations
 
@@ -30,9 +30,14 @@ def is_pattern(compiled) -> bool:
 
 
 def pattern_streams(pattern) -> list[str]:
-    if isinstance(pattern, ContinuousQuery):
-        return sorted({w.stream for w in pattern.windows})
-    return sorted(pattern.streams)
+    """The streams a pattern reads. An EP-SPARQL query may name none, as the paper's examples
+    do: evaluated on its own it reads whatever stream it is given, but a run over the lake
+    needs its FROM STREAM clauses."""
+    streams = sorted({w.stream for w in pattern.windows} if isinstance(pattern, ContinuousQuery) else pattern.streams)
+    if not streams:
+        raise QueryError(f"{pattern.source}: the pattern names no stream to read from the lake; add "
+                         "FROM STREAM <iri> after its SELECT or CONSTRUCT clause")
+    return streams
 
 
 def pattern_lookback_us(pattern) -> int:
@@ -45,33 +50,18 @@ def pattern_lookback_us(pattern) -> int:
     return bound
 
 
-def pattern_lookahead_us(pattern) -> int:
-    """How far past a batch a pattern must see: an OPTIONALSEQ / EQUALSOPTIONAL part that is
-    absent is known absent only once the pattern's bound has passed after its left side (the
-    bound limits what an optional part may be, so the wait is finite). Otherwise 0."""
-    if not isinstance(pattern, ContinuousQuery) or not pattern.pattern:
-        return 0
-
-    def optional(node) -> bool:
-        if isinstance(node, (P.SeqLeftJoin, P.EqLeftJoin)):
-            return True
-        return any(optional(getattr(node, f)) for f in ("input", "left", "right") if hasattr(node, f))
-
-    return (pattern.bound_us or 0) if optional(pattern.plan) else 0
-
-
 def check_batchable(pattern) -> int:
-    """A pattern registered for micro-batches: bounded, and free of parts whose outcome depends
-    on events at any distance (plain OPTIONAL and MINUS over the stream: use OPTIONALSEQ /
-    EQUALSOPTIONAL, which the bound decides). Returns the bound (µs)."""
+    """A pattern registered for micro-batches: bounded, and free of MINUS over the stream (its
+    outcome depends on events at any distance, before or after). Optional parts need no
+    lookahead: each is decided by the time its match ends (EP-SPARQL 3.2's timewise
+    monotonicity). Returns the bound (µs)."""
     bound = pattern_lookback_us(pattern)
     if isinstance(pattern, ContinuousQuery):
         def walk(node):
-            if isinstance(node, (P.LeftJoin, P.Minus)):
-                kind = "OPTIONAL" if isinstance(node, P.LeftJoin) else "MINUS"
-                raise UnsupportedConstruct(pattern.source, f"{kind} in a registered EP-SPARQL pattern (its "
-                                           "outcome depends on events at any distance; use OPTIONALSEQ or "
-                                           "EQUALSOPTIONAL, which the pattern's bound decides)")
+            if isinstance(node, P.Minus):
+                raise UnsupportedConstruct(pattern.source, "MINUS in a registered EP-SPARQL pattern (its "
+                                           "outcome depends on events at any distance; use OPTIONALSEQ, "
+                                           "EQUALSOPTIONAL or OPTIONAL with !BOUND)")
             for f in ("input", "left", "right"):
                 if hasattr(node, f):
                     walk(getattr(node, f))

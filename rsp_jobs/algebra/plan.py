@@ -58,12 +58,12 @@ class EqJoin:
 
 
 @dataclass(frozen=True)
-class SeqLeftJoin:
-    """``P1 OPTIONALSEQ P2``: Filter(expr, SeqJoin(Ω1, Ω2)) ∪ Diff, the SeqJoin counterpart of
-    LeftJoin (EP-SPARQL 3.2); μ1 stays alone when no compatible μ2 follows it with expr true.
-    Restricted for streams: a μ2 counts only if μ1 ∪ μ2 lasts at most the pattern's bound
-    (``ContinuousQuery.bound_us``), so μ2's absence is known once the bound has passed (see
-    ``rsp_jobs.spark.events``)."""
+class SeqRightJoin:
+    """``P1 OPTIONALSEQ P2``, EP-SPARQL 3.2's SeqRightJoin(Ψ', Ψ, F): P1 (``left``) is the
+    optional part and comes first, P2 (``right``) is mandatory. It gives Filter(F, SeqJoin(Ψ',
+    Ψ)), and each μ of P2 for which no compatible μ' of P1 ended before μ started with F true.
+    Whether μ stays alone is known when μ starts, so answers are never withdrawn (timewise
+    monotonicity). ``expr`` is the filter written in P1's group, as OPTIONAL takes its group's."""
 
     left: "Node"
     right: "Node"
@@ -72,9 +72,8 @@ class SeqLeftJoin:
 
 @dataclass(frozen=True)
 class EqLeftJoin:
-    """``P1 EQUALSOPTIONAL P2``: Filter(expr, EqJoin(Ω1, Ω2)) ∪ Diff (EP-SPARQL 3.2); μ1 stays
-    alone when no compatible μ2 has its interval with expr true. As for SeqLeftJoin, a μ2
-    counts only within the pattern's bound."""
+    """``P1 EQUALSOPTIONAL P2``, EP-SPARQL 3.2's EqLeftJoin(Ψ, Ψ', F): Filter(F, EqJoin(Ψ, Ψ'))
+    and each μ of P1 for which no compatible μ' of P2 has the same interval with F true."""
 
     left: "Node"
     right: "Node"
@@ -161,7 +160,7 @@ class Slice:
     limit: Optional[int] = None
 
 
-Node = Union[BGP, Join, LeftJoin, SeqJoin, EqJoin, SeqLeftJoin, EqLeftJoin, Minus, Union_, Filter, Extend,
+Node = Union[BGP, Join, LeftJoin, SeqJoin, EqJoin, SeqRightJoin, EqLeftJoin, Minus, Union_, Filter, Extend,
              Group, GroupExtend, ToMultiset, OrderBy, Project, Distinct, Slice]
 
 

@@ -13,16 +13,16 @@ from typing import Optional
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
-from rsp_jobs.language.parser import parse_duration
+from rsp_jobs.language.parser import duration_upper_bound_ms, parse_duration
 
 INTERVAL_BUILTINS = frozenset({"getduration", "getstarttime", "getendtime"})
-DURATION_TYPES = frozenset({ast.XSD + "duration", ast.XSD + "dayTimeDuration"})
+DURATION_TYPES = frozenset({ast.XSD + "duration", ast.XSD + "dayTimeDuration", ast.XSD + "yearMonthDuration"})
 
 
 def translate(query: ast.Query) -> P.ContinuousQuery:
-    if not query.streams:
-        raise QueryError(f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])")
     pattern = is_pattern(query)
+    if not query.streams and not pattern:
+        raise QueryError(f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])")
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
     node, variables = _modifiers(query, node)
@@ -233,8 +233,8 @@ def _duration_bound(expr: ast.Expr) -> Optional[int]:
         return None
     if not isinstance(right, ast.Literal) or right.datatype not in DURATION_TYPES:
         return None
-    try:
-        return parse_duration(right.lexical) * 1000
+    try:  # P1M bounds a match by its longest: 31 days
+        return duration_upper_bound_ms(right.lexical) * 1000
     except ValueError:
         return None
 
@@ -253,10 +253,7 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
         elif isinstance(element, ast.Filter):
             filters.append(element.expr)
         elif isinstance(element, ast.OptionalPattern):
-            inner = translate_group(element.group, graph)
-            expr = None
-            if isinstance(inner, P.Filter):
-                inner, expr = inner.input, inner.expr
+            inner, expr = _condition(translate_group(element.group, graph))
             node = P.LeftJoin(node if node is not None else _empty(graph), inner, expr)
         elif isinstance(element, ast.MinusPattern):
             node = P.Minus(node if node is not None else _empty(graph), translate_group(element.group, graph))
@@ -286,19 +283,29 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
 
 
 _EVENT_JOINS = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
-_EVENT_LEFT_JOINS = {"OPTIONALSEQ": P.SeqLeftJoin, "EQUALSOPTIONAL": P.EqLeftJoin}
 
 
 def _translate_event(element: ast.EventPattern, graph) -> P.Node:
-    """EP-SPARQL 3.2: SEQ → SeqJoin, EQUALS → EqJoin; the optional variants take the right
-    group's filter as their condition, as OPTIONAL does (SPARQL 18.2.2.6)."""
+    """EP-SPARQL 3.2: SEQ → SeqJoin, EQUALS → EqJoin, OPTIONALSEQ → SeqRightJoin (the left
+    part optional), EQUALSOPTIONAL → EqLeftJoin (the right part optional). The optional part's
+    group filter is the join condition, as OPTIONAL's is (SPARQL 18.2.2.6)."""
     left, right = translate_group(element.left, graph), translate_group(element.right, graph)
     if element.op in _EVENT_JOINS:
         return _EVENT_JOINS[element.op](left, right)
+    if element.op == "OPTIONALSEQ":
+        left, expr = _condition(left)
+        return P.SeqRightJoin(left, right, expr)
+    right, expr = _condition(right)
+    return P.EqLeftJoin(left, right, expr)
+
+
+def _condition(node: P.Node) -> tuple[P.Node, Optional[ast.Expr]]:
+    """An optional group's plan without its filter, and the filter (None when it has none)."""
     expr = None
-    if isinstance(right, P.Filter):
-        right, expr = right.input, right.expr
-    return _EVENT_LEFT_JOINS[element.op](left, right, expr)
+    while isinstance(node, P.Filter):
+        expr = node.expr if expr is None else ast.BinaryOp("&&", node.expr, expr)
+        node = node.input
+    return node, expr
 
 
 def _empty(graph) -> P.BGP:

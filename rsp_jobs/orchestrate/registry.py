@@ -25,7 +25,7 @@ from typing import Optional
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookahead_us, pattern_streams
+from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_streams
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration
@@ -120,11 +120,6 @@ class RegisteredQuery:
         if self.kind != "window":
             return self.batch_us
         return schedule(self.query, self.t0_us).step
-
-    @property
-    def lookahead_us(self) -> int:
-        """How far past a run's end its inputs must be complete (an optional pattern part)."""
-        return pattern_lookahead_us(self.query)
 
     def affected_closes(self, ts_us: int, until_us: int) -> range:
         """The evaluated closes a frame at ``ts_us`` could change: the windows that hold it, or

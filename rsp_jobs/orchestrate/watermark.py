@@ -64,15 +64,14 @@ class WatermarkSensor(BaseSensorOperator):
     """Waits (deferred) until the run's input streams are complete up to its interval's end."""
 
     def __init__(self, *, streams: Sequence[str], store_url: Optional[str] = None,
-                 poll_seconds: float = 10.0, lookahead_us: int = 0, **kwargs):
+                 poll_seconds: float = 10.0, **kwargs):
         kwargs.setdefault("timeout", timedelta(hours=6))
         super().__init__(**kwargs)
         self.streams, self.store_url, self.poll_seconds = list(streams), store_url, poll_seconds
-        self.lookahead_us = lookahead_us  # a pattern with an optional part waits for its bound
 
     def _until(self, context) -> datetime:
         _, until = run_interval(context)
-        return until + timedelta(microseconds=self.lookahead_us)
+        return until
 
     def poke(self, context) -> bool:
         return not lagging_streams(self.store_url, self.streams, self._until(context))

@@ -5,28 +5,31 @@ uses, for provenance) and ``v_<var>`` columns (N-Triples text, NULL unbound, as 
 ``evaluate.py``). Section 3.2's semantics, operator by operator:
 
 - a stream triple is an atomic event over [t, t]; a background triple holds at no particular
-  time (NULL interval) and leaves the interval of what it joins with unchanged;
-- Join: compatible μ1 ∪ μ2 over [min ta, max tw];
-- SeqJoin: also tw1 < ta2, over [ta1, tw2];  EqJoin: also ta1 = ta2 and tw1 = tw2;
-- the optional variants (OPTIONALSEQ, EQUALSOPTIONAL) are Filter(expr, SeqJoin/EqJoin) ∪ Diff:
-  μ1 stays alone when no compatible μ2 meets the temporal condition with expr true, as
-  LeftJoin does for Join — restricted, for streams, as below;
-- Filter sees the interval: getDURATION() = tw − ta, getSTARTTIME() = ta, getENDTIME() = tw.
+  time (NULL interval), meets every temporal condition and leaves the interval of what it joins
+  with unchanged;
+- every combination μ ⋈ μ' spans [min(tα, t'α), max(tω, t'ω)];
+- Join: compatible pairs;  SeqJoin: also tω < t'α;  EqJoin: also the same interval;
+- SeqRightJoin (``P1 OPTIONALSEQ P2``, P1 optional and earlier): Filter(F, SeqJoin(P1, P2)), and
+  each μ of P2 no compatible μ' of P1 ended before with F true;
+- EqLeftJoin (``P1 EQUALSOPTIONAL P2``): Filter(F, EqJoin(P1, P2)), and each μ of P1 no
+  compatible μ' of P2 has the same interval with F true;
+- LeftJoin (plain OPTIONAL): the combinations with F true and t'ω <= tω, and each μ no such μ'
+  exists for. The paper writes t'ω < tω; strict, it contradicts the paper's own downward
+  compatibility (over a stream of one time stamp OPTIONAL could never bind), so the condition
+  is non-strict (README, Semantics);
+- F, in every left-join, sees the interval of the combination (the paper's σ is μ's interval in
+  two places and the combination's in a third; the README says why one is taken);
+- Filter sees the interval: getDURATION() = tω − tα, getSTARTTIME() = tα, getENDTIME() = tω.
 
-Bounded optional parts, a deliberate restriction of the paper's semantics for streams: in
-OPTIONALSEQ and EQUALSOPTIONAL a right solution μ2 counts, in the joined branch and in the Diff
-test alike, only if the combined interval lasts at most the pattern's bound
-(``ContinuousQuery.bound_us``, from the top-level ``getDURATION() < d`` conjunct): the optional
-part must fall within the pattern's bound. As the paper defines Diff, "μ1 stays alone" depends on
-events arbitrarily far in the future, so no finite batch could decide it; bounded, the absence of
-the optional part is decided once the bound has passed after μ1 started, and a batch over
-(after, until] reads events up to until + bound (``engine.pattern_lookahead_us``). A μ2 past the
-bound could only have made a match the top-level duration filter drops anyway, so the joined
-branch loses nothing; what changes is that such a μ2 no longer suppresses μ1 alone. Without a
-bound (a query that cannot be registered) the optional parts are the paper's, unrestricted.
+Each optional part is decided by the time its match ends (LeftJoin, EqLeftJoin) or starts
+(SeqRightJoin): an answer over a stream stays an answer over any longer stream (section 3.2's
+timewise monotonicity), so a batch needs no event after its end.
 
-CONSTRUCT rules close the stream under their output (the paper's Q-closure, section 3.2):
-each match's triples are new events over the match's interval, fed back until a fixpoint.
+Every operator's solutions are a set of ⟨μ, tα, tω⟩ (the same μ over the same interval found
+twice is one solution, its provenance the union); SELECT projects that set to a bag, as SPARQL
+does, and DISTINCT merges equal rows of equal interval. CONSTRUCT rules close the stream under
+their output (the paper's Q-closure): each match's triples are new events over the match's
+interval, fed back to the least fixpoint.
 """
 from __future__ import annotations
 
@@ -59,20 +62,20 @@ EVENT_SCHEMA = T.StructType([
 
 def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: Background,
                     after_us: Optional[int] = None, until_us: Optional[int] = None,
-                    rules: Sequence[P.ContinuousQuery] = (), max_iterations: int = 8) -> list[dict]:
+                    rules: Sequence[P.ContinuousQuery] = ()) -> list[dict]:
     """The matches of ``query`` whose end lies in ``(after_us, until_us]``, sorted by (end,
-    start, bindings). ``rules`` (CONSTRUCT pattern queries) first derive events from the stream
-    and from each other until nothing new comes (at most ``max_iterations`` rounds)."""
+    start, bindings). With ``rules`` (CONSTRUCT pattern queries) the query reads the stream's
+    Q-closure under them (section 3.2), and a match's events are the stream frames behind it."""
     events = _materialized(stream_events(elements, query, rules))
     try:
-        if rules:
-            derived = close_under_rules(events, background, rules, max_iterations)
-            current = _materialized(events.unionByName(derived))
-            try:
-                return _matches(query, current, background, after_us, until_us)
-            finally:
-                current.unpersist()
-        return _matches(query, events, background, after_us, until_us)
+        if not rules:
+            return _matches(query, events, background, after_us, until_us)
+        closure = _Closure(events, background, rules)
+        current = _materialized(events.unionByName(closure.derived_frame()))
+        try:
+            return _matches(query, current, background, after_us, until_us, closure.sources)
+        finally:
+            current.unpersist()
     finally:
         events.unpersist()
 
@@ -102,55 +105,107 @@ def stream_events(elements: DataFrame, query: P.ContinuousQuery,
                            F.array(F.col("frame")).alias(EV))
 
 
-def close_under_rules(events: DataFrame, background: Background, rules: Sequence[P.ContinuousQuery],
-                      max_iterations: int) -> DataFrame:
-    """The events the CONSTRUCT ``rules`` derive, to a fixpoint: each round evaluates every rule
-    (all in one Spark job) over the stream plus what earlier rounds derived; blank nodes are
-    fresh per match but the same for the same match, so a round that finds no new match adds
-    nothing."""
-    spark = events.sparkSession
-    for rule in rules:
-        if rule.form != "CONSTRUCT" or not rule.pattern:
-            raise QueryError(f"{rule.source}: a rule must be an EP-SPARQL CONSTRUCT pattern query")
+class _Closure:
+    """closQ(S) of section 3.2: the smallest stream holding S and each rule's output over it,
+    reached by naive rounds (every rule over all that is known, in one Spark job a round)
+    until a round adds nothing: no fixed number of rounds.
 
-    def frame_of(derived: dict[tuple, set]) -> DataFrame:
-        return spark.createDataFrame(
-            [(None, s, p, o, ta, tw, sorted(ev)) for (s, p, o, ta, tw), ev in sorted(derived.items())],
-            EVENT_SCHEMA)
+    A rule set can derive without end only by creating terms (a blank node in its template, or a
+    value an expression computes) from terms it created itself: over a finite stream every other
+    rule set reaches its fixpoint, and a derivation that goes on for ever must, after finitely
+    many steps, have a rule create a term over an interval from something that rule created over
+    the same interval. Each derived event therefore carries the (rule, interval) pairs of the
+    creations behind it, and a creation that repeats one of them stops the closure with an error
+    naming the rule (README, Semantics: this also stops a rule that would create a bounded
+    number of terms over one interval from its own output, a case the paper never needs)."""
 
-    derived: dict[tuple, set] = {}
-    for _ in range(max_iterations):
-        current = _materialized(events.unionByName(frame_of(derived))) if derived else events
-        try:
-            found: dict[tuple, set] = {}
-            for m in _matches_of_all(rules, current, background):
-                for line in m["triples"]:
-                    s, p, o = _split_triple(line)
-                    found.setdefault((s, p, o, m["start_us"], m["end_us"]), set()).update(m["events"])
-        finally:
-            if current is not events:
-                current.unpersist()
-        grew = any(key not in derived or not found[key] <= derived[key] for key in found)
-        for key, ev in found.items():
-            derived.setdefault(key, set()).update(ev)
-        if not grew:
-            return frame_of(derived)
-    names = ", ".join(f"{r.name} ({r.source})" for r in rules)
-    raise QueryError(f"rules {names} reached no fixpoint in {max_iterations} iterations: they keep deriving "
-                     "new events (a rule that matches its own output with fresh blank nodes never stops)")
+    PREFIX = "urn:rsp:derived:"
+
+    def __init__(self, events: DataFrame, background: Background, rules: Sequence[P.ContinuousQuery]):
+        for rule in rules:
+            if rule.form != "CONSTRUCT" or not rule.pattern:
+                raise QueryError(f"{rule.source}: a rule must be an EP-SPARQL CONSTRUCT pattern query")
+        self.spark = events.sparkSession
+        self.rules = list(rules)
+        self.creating = [_creates_terms(r) for r in rules]
+        self.derived: dict[tuple, str] = {}  # (s, p, o, ta, tw) -> id
+        self.frames: dict[str, frozenset] = {}  # id -> the stream frames behind it
+        self.ancestry: dict[str, frozenset] = {}  # id -> the (rule, ta, tw) creations behind it
+        while True:
+            current = _materialized(events.unionByName(self.derived_frame())) if self.derived else events
+            try:
+                per_rule = _matches_per_query(self.rules, current, background)
+            finally:
+                if current is not events:
+                    current.unpersist()
+            if not self._add(per_rule):
+                return
+
+    def derived_frame(self) -> DataFrame:
+        return self.spark.createDataFrame(
+            [(None, s, p, o, ta, tw, [i]) for (s, p, o, ta, tw), i in sorted(self.derived.items())], EVENT_SCHEMA)
+
+    def _add(self, per_rule: list[list[dict]]) -> bool:
+        new: dict[tuple, tuple[frozenset, frozenset]] = {}
+        for i, (rule, matches) in enumerate(zip(self.rules, per_rule)):
+            for m in matches:
+                used = [e for e in m["events"] if e.startswith(self.PREFIX)]
+                frames = frozenset(e for e in m["events"] if not e.startswith(self.PREFIX))
+                frames = frames.union(*(self.frames[e] for e in used))
+                ancestry = frozenset().union(*(self.ancestry[e] for e in used))
+                keys = [(*_split_triple(line), m["start_us"], m["end_us"]) for line in m["triples"]]
+                keys = [k for k in keys if k not in self.derived and k not in new]
+                if keys and self.creating[i]:
+                    creation = (i, m["start_us"], m["end_us"])
+                    if creation in ancestry:
+                        raise QueryError(
+                            f"rule {rule.name} ({rule.source}) derives without end: over "
+                            f"[{m['start']}, {m['end']}] it creates new terms from terms it created over "
+                            "that same interval (a blank node or computed value in its template fed back "
+                            "to itself); the Q-closure has no finite fixpoint")
+                    ancestry |= {creation}
+                for key in keys:
+                    new[key] = (frames, ancestry)
+        for key, (frames, ancestry) in new.items():
+            ident = self.PREFIX + hashlib.sha1(repr(key).encode()).hexdigest()[:20]
+            self.derived[key], self.frames[ident], self.ancestry[ident] = ident, frames, ancestry
+        return bool(new)
+
+    def sources(self, events) -> list[str]:
+        """A match's events as stream frames: a derived event stands for those behind it."""
+        derived = [e for e in events if e.startswith(self.PREFIX)]
+        return sorted(frozenset(e for e in events if not e.startswith(self.PREFIX)).union(
+            *(self.frames[e] for e in derived)))
+
+
+def _creates_terms(rule: P.ContinuousQuery) -> bool:
+    """Whether ``rule``'s template can hold a term its input does not: a blank node, or a
+    variable an expression binds (BIND, a select expression)."""
+    if any(isinstance(x, ast.BNode) for t in rule.template for x in (t.subject, t.predicate, t.object)):
+        return True
+    template_vars = {x for t in rule.template for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
+
+    def binds(node) -> bool:
+        if isinstance(node, P.Extend) and node.var in template_vars:
+            return True
+        return any(binds(getattr(node, f)) for f in ("input", "left", "right") if hasattr(node, f))
+
+    return binds(rule.plan)
 
 
 # ------------------------------------------------------------------------------ matches
 
 def _matches(query: P.ContinuousQuery, events: DataFrame, background: Background,
-             after_us: Optional[int], until_us: Optional[int]) -> list[dict]:
-    return _matches_of_all([query], events, background, after_us, until_us)
+             after_us: Optional[int], until_us: Optional[int], sources=sorted) -> list[dict]:
+    return _matches_per_query([query], events, background, after_us, until_us, sources)[0]
 
 
-def _matches_of_all(queries: Sequence[P.ContinuousQuery], events: DataFrame, background: Background,
-                    after_us: Optional[int] = None, until_us: Optional[int] = None) -> list[dict]:
+def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, background: Background,
+                       after_us: Optional[int] = None, until_us: Optional[int] = None,
+                       sources=sorted) -> list[list[dict]]:
     """The matches of every query in ``queries``, computed in one Spark job (one round trip),
-    each query's sorted and merged as ``evaluate_events`` reports them, one query after another."""
+    each query's sorted as ``evaluate_events`` reports them; ``sources`` maps a match's
+    events to those it reports."""
     frames = []
     for i, query in enumerate(queries):
         if query.form not in ("SELECT", "CONSTRUCT"):
@@ -162,29 +217,28 @@ def _matches_of_all(queries: Sequence[P.ContinuousQuery], events: DataFrame, bac
         if until_us is not None:
             frame = frame.where(F.col(TW) <= until_us)
         cols = [vcol(v.name) for v in query.variables]
-        grouped = frame.groupBy(TA, TW, *cols).agg(
-            F.sort_array(F.array_distinct(F.flatten(F.collect_list(EV)))).alias(EV))
-        frames.append(grouped.select(F.lit(i).alias("_q"), TA, TW, EV,
-                                     F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals")))
+        rows = frame if sols.bag else _as_set(_Solutions(frame, sols.vars))
+        frames.append(rows.select(F.lit(i).alias("_q"), TA, TW, EV,
+                                  F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals")))
     rows: list[list] = [[] for _ in queries]
     for row in functools.reduce(DataFrame.unionByName, frames).collect():
         rows[row["_q"]].append(row)
-    return [m for query, group in zip(queries, rows) for m in _report(query, group)]
+    return [_report(query, group, sources) for query, group in zip(queries, rows)]
 
 
-def _report(query: P.ContinuousQuery, rows: list) -> list[dict]:
+def _report(query: P.ContinuousQuery, rows: list, sources=sorted) -> list[dict]:
     names = [v.name for v in query.variables]
     out = []
     for row in rows:
         match = {"start": iso_ms(row[TA]), "end": iso_ms(row[TW]), "start_us": row[TA], "end_us": row[TW],
-                 "events": list(row[EV])}
+                 "events": sources(row[EV])}
         nt = {n: v for n, v in zip(names, row["_vals"]) if v is not None}
         if query.form == "CONSTRUCT":
             match["triples"] = _instantiate(query, row[TA], row[TW], nt)
         else:
             match["bindings"] = {n: terms.nt_to_json(v) for n, v in nt.items()}
-        out.append((row[TW], row[TA], sorted(nt.items()), match))
-    out.sort(key=lambda item: item[:3])
+        out.append((row[TW], row[TA], sorted(nt.items()), match["events"], match))
+    out.sort(key=lambda item: item[:4])
     if query.form == "CONSTRUCT":  # a set of matches: the same triples over the same interval once
         merged: dict[tuple, dict] = {}
         for *_, m in out:
@@ -225,6 +279,7 @@ class _Solutions:
     frame: DataFrame  # _ta, _tw, _ev, v_<var>...
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
+    bag: bool = False  # rows are a projection's bag, not (possibly repeated) solutions
 
 
 class _Evaluator:
@@ -279,19 +334,23 @@ class _Evaluator:
         return self._combine(self.evaluate(node.left), self.evaluate(node.right), "eq")
 
     def _leftjoin(self, node: P.LeftJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "join", node.expr, optional=True)
+        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "optional", node.expr,
+                             optional=True)
 
-    def _seqleftjoin(self, node: P.SeqLeftJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "seq", node.expr, optional=True)
+    def _seqrightjoin(self, node: P.SeqRightJoin) -> _Solutions:
+        """The right (mandatory) part is kept; the left one, earlier, is the optional partner."""
+        return self._combine(self.evaluate(node.right), self.evaluate(node.left), "after", node.expr,
+                             optional=True)
 
     def _eqleftjoin(self, node: P.EqLeftJoin) -> _Solutions:
         return self._combine(self.evaluate(node.left), self.evaluate(node.right), "eq", node.expr, optional=True)
 
     def _combine(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr] = None,
                  optional: bool = False) -> _Solutions:
-        """Join, SeqJoin or EqJoin (``kind``) of compatible solutions; with ``optional`` the
-        left-join variant: a left solution no right one joins with (under ``expr``) stays alone.
-        For OPTIONALSEQ / EQUALSOPTIONAL a right one joins only within the pattern's bound."""
+        """Compatible pairs of ``a`` and ``b`` meeting ``kind``'s temporal condition: ``join``
+        none, ``seq`` a before b, ``after`` b before a, ``eq`` the same interval, ``optional``
+        b ending no later than a. With ``optional`` every ``a`` solution no ``b`` one pairs with
+        (under ``expr``) stays alone: LeftJoin, SeqRightJoin, EqLeftJoin."""
         shared = [v for v in a.vars if v in b.vars]
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared} | {TA: "_r" + TA, TW: "_r" + TW, EV: "_r" + EV}
         right = b.frame.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.frame.columns])
@@ -301,22 +360,20 @@ class _Evaluator:
             lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
             conds.append(lc.isNull() | rc.isNull() | (lc == rc) if v in a.maybe or v in b.maybe else lc == rc)
         # A timeless (background) side meets every temporal condition.
+        timeless = ta1.isNull() | ta2.isNull()
         if kind == "seq":
-            conds.append(tw1.isNull() | ta2.isNull() | (tw1 < ta2))
-            start, end = F.coalesce(ta1, ta2), F.coalesce(tw2, tw1)
+            conds.append(timeless | (tw1 < ta2))
+        elif kind == "after":
+            conds.append(timeless | (tw2 < ta1))
         elif kind == "eq":
-            conds.append(ta1.isNull() | ta2.isNull() | ((ta1 == ta2) & (tw1 == tw2)))
-            start, end = F.coalesce(ta1, ta2), F.coalesce(tw1, tw2)
-        else:
-            start, end = F.least(ta1, ta2), F.greatest(tw1, tw2)
+            conds.append(timeless | ((ta1 == ta2) & (tw1 == tw2)))
+        elif kind == "optional":
+            conds.append(timeless | (tw2 <= tw1))
+        start, end = F.least(ta1, ta2), F.greatest(tw1, tw2)  # both skip NULL
         if expr is not None:
             scope = Scope(joined_columns(shared, a.vars + b.vars), source=self.query.source,
                           interval=lambda: (start, end))
             conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
-        if optional and kind != "join" and self.query.bound_us is not None:
-            # Bounded optional parts (module docstring): a timeless combination has no duration.
-            duration = end - start
-            conds.append(duration.isNull() | (duration <= self.query.bound_us))
         condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
         joined = a.frame.join(right, on=condition, how="left" if optional else "inner")
         out_vars = []
@@ -384,15 +441,30 @@ class _Evaluator:
     # ---------------------------------------------------------------- modifiers
 
     def _project(self, node: P.Project) -> _Solutions:
+        """The set of solutions projected to a bag: one row per ⟨μ, tα, tω⟩."""
         inner = self.evaluate(node.input)
         names = tuple(v.name for v in node.vars)
-        frame = inner.frame.select(TA, TW, EV, *[
+        frame = _as_set(inner).select(TA, TW, EV, *[
             F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n)) for n in names])
-        return _Solutions(frame, names, frozenset(n for n in names if n in inner.maybe or n not in inner.vars))
+        return _Solutions(frame, names, frozenset(n for n in names if n in inner.maybe or n not in inner.vars),
+                          bag=True)
 
     def _distinct(self, node: P.Distinct) -> _Solutions:
-        """Matches are already a set of (interval, bindings): the result step merges them."""
-        return self.evaluate(node.input)
+        """Rows with the same bindings over the same interval, once."""
+        inner = self.evaluate(node.input)
+        return _Solutions(_as_set(inner), inner.vars, inner.maybe)
+
+    def _tomultiset(self, node: P.ToMultiset) -> _Solutions:
+        """A subquery's rows join the rest as solutions (a set again, as section 3.2's Ψ are)."""
+        inner = self.evaluate(node.input)
+        return _Solutions(inner.frame, inner.vars, inner.maybe)
+
+
+def _as_set(sols: _Solutions) -> DataFrame:
+    """One row per distinct ⟨μ, tα, tω⟩, its provenance the union of its derivations'."""
+    cols = [vcol(v) for v in sols.vars]
+    return sols.frame.groupBy(TA, TW, *cols).agg(
+        F.sort_array(F.array_distinct(F.flatten(F.collect_list(EV)))).alias(EV))
 
 
 def _merge(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:

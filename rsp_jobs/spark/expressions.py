@@ -27,6 +27,8 @@ class Value:
     rank: Optional[Column] = None  # numeric type rank, with num
     boolean: Optional[Column] = None
     duration: Optional[Column] = None  # µs, for xsd:duration constants and getDURATION()
+    months: int = 0  # a duration constant's years and months (its µs are the rest)
+    anchor: Optional[Column] = None  # getDURATION()'s start, µs: where months are counted from
 
     @staticmethod
     def of_term(term: Column) -> "Value":
@@ -88,7 +90,7 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
             value.num = F.lit(number)
             value.rank = F.lit(T.NUMERIC_RANK[str(rdf.datatype)])
         if isinstance(expr, ast.Literal) and expr.datatype in _DURATION_TYPES:
-            value.duration = _duration_us(expr, scope)
+            value.months, value.duration = _duration_parts(expr, scope)
         return value
     if isinstance(expr, ast.BinaryOp):
         return _binary(expr, scope)
@@ -100,7 +102,7 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         return Value.of_number(-num if expr.op == "-" else num, rank)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
-        tests = [_compare("=", left, compile_expr(o, scope)) for o in expr.options]
+        tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
         result = F.lit(False)
         for test in tests:
             result = result | test
@@ -128,7 +130,7 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
     if op == "&&":
         return Value.of_boolean(left.ebv() & right.ebv())
     if op in ("=", "!=", "<", ">", "<=", ">="):
-        return Value.of_boolean(_compare(op, left, right))
+        return Value.of_boolean(_compare(op, left, right, scope))
     a, b = left.number(), right.number()
     rank = F.greatest(left.number_rank(), right.number_rank())
     if op == "/":
@@ -138,7 +140,7 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
     return Value.of_number(_ARITHMETIC[op](a, b), rank)
 
 
-def _compare(op: str, left: Value, right: Value) -> Column:
+def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     """SPARQL's operator mapping for comparisons: numbers by value, strings, booleans and
     times by value, any other pair by term identity (only = and !=)."""
     lt, rt = left.term, right.term
@@ -148,7 +150,7 @@ def _compare(op: str, left: Value, right: Value) -> Column:
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return ordered(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
-        return ordered(left.duration, right.duration)
+        return ordered(*_comparable_durations(left, right, scope))
     if left.num is not None or right.num is not None:
         # One side is a number (a constant or arithmetic): only a numeric other side compares by
         # value; any other term is a different term (= false, != true) or an error (ordering).
@@ -255,17 +257,39 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
 
 
 _INTERVAL_CALLS = {"getduration": "getDURATION", "getstarttime": "getSTARTTIME", "getendtime": "getENDTIME"}
-_DURATION_TYPES = {T.XSD + "duration", T.XSD + "dayTimeDuration"}
+_DURATION_TYPES = {T.XSD + "duration", T.XSD + "dayTimeDuration", T.XSD + "yearMonthDuration"}
 
 
-def _duration_us(literal: ast.Literal, scope: Scope) -> Column:
-    """An xsd:duration constant in µs; years and months have no fixed length and are refused."""
-    from rsp_jobs.language.parser import parse_duration
+def _duration_parts(literal: ast.Literal, scope: Scope) -> tuple[int, Column]:
+    """An xsd:duration constant as (months, µs of the rest)."""
+    from rsp_jobs.language.parser import parse_calendar_duration
 
     try:
-        return F.lit(parse_duration(literal.lexical) * 1000)
+        months, ms = parse_calendar_duration(literal.lexical)
     except ValueError as err:
         raise UnsupportedConstruct(scope.source, f"duration {literal.lexical!r}: {err}") from None
+    return months, F.lit(ms * 1000)
+
+
+def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Column, Column]:
+    """Two durations as µs to compare. A duration with years or months has no fixed length:
+    against getDURATION() it is counted on the calendar from the match's start (getDURATION()
+    < "P1M" holds when the match ends before its start plus one month, the day pinned to the
+    month's last as XSD 1.1 appendix E adds them; README, Semantics)."""
+    if not left.months and not right.months:
+        return left.duration, right.duration
+    anchor = left.anchor if left.anchor is not None else right.anchor
+    if anchor is None:
+        raise UnsupportedConstruct(scope.source, "comparing a duration with years or months to anything but "
+                                   "getDURATION() (their order depends on a start time)")
+
+    def elapsed(value: Value) -> Column:
+        if not value.months:
+            return value.duration
+        shifted = F.expr(f"make_interval(0, {value.months})")
+        return F.unix_micros(F.timestamp_micros(anchor) + shifted) - anchor + value.duration
+
+    return elapsed(left), elapsed(right)
 
 
 def _interval_call(name: str, start: Column, end: Column) -> Value:
@@ -275,7 +299,8 @@ def _interval_call(name: str, start: Column, end: Column) -> Value:
         micros = end - start
         seconds = F.regexp_replace(F.regexp_replace((micros / F.lit(1_000_000)).cast("decimal(24,6)").cast("string"),
                                                     r"0+$", ""), r"\.$", "")
-        return Value(F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')), duration=micros)
+        return Value(F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')), duration=micros,
+                     anchor=start)
     moment = F.date_format(F.timestamp_micros(start if name == "getstarttime" else end),
                            "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
     lexical = F.regexp_replace(F.regexp_replace(moment, r"0+$", ""), r"\.$", "")

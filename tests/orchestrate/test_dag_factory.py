@@ -103,8 +103,8 @@ def test_patterns_and_rules_are_dags_that_wait_for_their_bound_and_unbounded_one
     fire, rise = bag.dags.get("Fire"), bag.dags.get("rise")
     assert {"rsp", "pattern", "alarms"} <= set(fire.tags) and "**DOTR rule**" in fire.doc_md
     assert fire.timetable.delta == timedelta(minutes=1) and "bound of 40 s" in fire.doc_md
-    assert rise.get_task("wait_for_inputs").lookahead_us == 30_000_000  # the optional part's bound
-    assert fire.get_task("wait_for_inputs").lookahead_us == 0
+    # an optional part is decided by the time its match ends: no run waits past its interval
+    assert not hasattr(rise.get_task("wait_for_inputs"), "lookahead_us")
     errors = "\n".join(bag.import_errors.values())
     assert "forever.rsp" in errors and "unbounded" in errors
 

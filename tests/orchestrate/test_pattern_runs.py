@@ -132,13 +132,21 @@ def test_an_unbounded_pattern_is_refused_at_registration_naming_its_file(pattern
     with pytest.raises(RspError, match="unbounded") as err:
         registry.load_query(path)
     assert str(path) in str(err.value)
-    optional = patterns / "alarms" / "optional.rsp"  # plain OPTIONAL: decided by events at any distance
+    minus = patterns / "alarms" / "minus.rsp"  # MINUS: decided by events at any distance, before or after
+    minus.write_text(PREFIXES + f"""REGISTER QUERY minus AS
+SELECT ?area FROM STREAM <{STREAM}>
+WHERE {{ ?a a :Smoke ; :area ?area MINUS {{ ?b :area ?area ; :value ?v }}
+        FILTER (getDURATION() < "PT30S"^^xsd:duration) }}
+""")
+    with pytest.raises(RspError, match="MINUS in a registered EP-SPARQL pattern"):
+        registry.load_query(minus)
+    optional = patterns / "alarms" / "optional.rsp"  # OPTIONAL: decided when its match ends (README)
     optional.write_text(PREFIXES + f"""REGISTER QUERY optional AS
 SELECT ?area ?v FROM STREAM <{STREAM}>
 WHERE {{ ?a a :Smoke ; :area ?area OPTIONAL {{ ?b :area ?area ; :value ?v }}
         FILTER (getDURATION() < "PT30S"^^xsd:duration) }}
 """)
-    with pytest.raises(RspError, match="OPTIONAL in a registered EP-SPARQL pattern"):
-        registry.load_query(optional)
+    assert registry.load_query(optional).dag_id == "optional"
+    optional.unlink()
     loaded, errors = registry.discover()
-    assert {path, optional} <= set(errors) and {q.dag_id for q in loaded} == {"Fire", "rise"}
+    assert {path, minus} <= set(errors) and {q.dag_id for q in loaded} == {"Fire", "rise"}

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import time
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -39,7 +38,7 @@ from rsp_jobs.orchestrate import registry
 from rsp_jobs.spark.background import load_graph
 from rsp_jobs.terms import ast_to_nt, to_nt
 from tests.patterns import dotr_reference as dotr_ref
-from tests.patterns import epsparql_reference as ep_ref
+from tests.conformance.epsparql import brute_force as ep_ref
 
 QUERIES = settings.REPO_ROOT / "queries" / "traffic"
 TRAFFIC = citybench.TRAFFIC
@@ -163,27 +162,6 @@ def background_triples(files) -> list[tuple[str, str, str]]:
     return triples
 
 
-@contextmanager
-def interval_binds():
-    """The reference BINDs constants and variables; the pattern also BINDs getSTARTTIME(): the
-    start of the solution's interval as an xsd:dateTime in UTC, written canonically (XSD 1.1:
-    fractional seconds without trailing zeros, none when whole)."""
-    original = ep_ref._value
-
-    def value(expr, sol):
-        if isinstance(expr, ast.FunctionCall) and expr.name == "getstarttime":
-            moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=sol.ta)
-            fraction = f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
-            return f'"{moment:%Y-%m-%dT%H:%M:%S}{fraction}Z"^^<{XSD}dateTime>'
-        return original(expr, sol)
-
-    ep_ref._value = value
-    try:
-        yield
-    finally:
-        ep_ref._value = original
-
-
 def canonical(matches: list[dict]) -> list[tuple]:
     return sorted((m["end_us"], m["start_us"], tuple(m["triples"]), tuple(m["events"])) for m in matches)
 
@@ -205,12 +183,11 @@ def test_congestion_rising_equals_the_brute_force_evaluation(rising, lake, spark
     background = [t for t in background_triples(rq.background) if can_match(t, patterns)]
     assert background and all(p == f"<{RDF.type}>" for _, p, _ in background)
     expected = []
-    with interval_binds():
-        for sensor in sorted(set(sensor_of.values())):
-            mine = [e for e in events if sensor_of[e.s] == sensor]
-            named = {e.o for e in mine}
-            expected += ep_ref.evaluate(query, mine, [t for t in background if t[0] in named],
-                                        us(RISING[0]), us(RISING[1]))
+    for sensor in sorted(set(sensor_of.values())):
+        mine = [e for e in events if sensor_of[e.s] == sensor]
+        named = {e.o for e in mine}
+        expected += ep_ref.evaluate(query, mine, [t for t in background if t[0] in named],
+                                    us(RISING[0]), us(RISING[1]))
     assert expected, "the data must exercise the pattern"
     assert canonical(matches) == canonical(expected)
     assert all(m["start"].endswith("Z") and m["end"].endswith("Z") for m in matches)
