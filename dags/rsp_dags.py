@@ -39,6 +39,10 @@ def describe(rq: registry.RegisteredQuery) -> str:
         scope = (f"Each run covers {rq.batch_us // 1_000_000} s of window closes (STEP "
                  f"{rq.step_us // 1_000_000} s, RANGE {rq.range_us // 1_000_000} s)")
         what = f"**{rq.query.form}** query"
+    elif rq.keeps_partials:
+        scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval; the "
+                 "pattern is unbounded, so its partial matches are kept in the store between runs "
+                 "(no retention: they are never dropped)")
     else:
         scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval, "
                  f"reading back the pattern's bound of {rq.range_us / 1_000_000:g} s")

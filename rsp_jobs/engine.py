@@ -75,22 +75,33 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
-          entailment: str = "simple", consumed: frozenset[str] = frozenset()) -> tuple[list[dict], set[str]]:
+          entailment: str = "simple", consumed: frozenset[str] = frozenset(),
+          partials=None, retention_us: Optional[int] = None) -> tuple[list[dict], set[str]]:
     """The matches of ``pattern`` (an EP-SPARQL pattern query or a DOTR rule) whose final event
     lies in ``(after, until]``, and the facts they consumed (DOTR ``consuming``; ``consumed``
     are those earlier batches consumed).
 
-    A match is emitted by the one batch whose interval holds its end, so reading back as far as
-    the pattern's bounded duration is all a batch needs: no duplicates across batches and no
-    matches lost at their borders (DESIGN.md, "Windows and micro-batches")."""
+    A match is emitted by the one batch whose interval holds its end. A bounded pattern reads
+    back as far as its duration bound (or the ``retention_us`` stated for it: longer matches
+    are not reported); an unbounded EP-SPARQL pattern reads the events after the cut of its
+    kept ``partials`` (``rsp_jobs.spark.events.PartialMatches``), or, without them, the whole
+    stream. Either way: no duplicates across batches and no matches lost at their borders
+    (DESIGN.md, "Windows and micro-batches")."""
     spark = get_spark()
-    lookback = pattern_lookback_us(pattern)
-    start = None if interval.after is None else _moment(interval.after - lookback)
+    lookback = pattern_lookback_us(pattern, retention_us)
+    if isinstance(pattern, ContinuousQuery) and pattern.bound_us is None and partials is not None \
+            and retention_us is None:
+        start = None if partials.cut_us is None else _moment(partials.cut_us + 1)
+    else:
+        partials = None
+        start = None if interval.after is None or lookback is None else _moment(interval.after - lookback)
     end = None if interval.until is None else _moment(interval.until + 1)
     # a frame is a graph: a triple two files bring for one time is one event
     elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(["stream", "ts", "s", "p", "o"])
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
-    if check_regime(entailment) != "simple":
+    # A DOTR rule entails inside evaluate_rule, with its own regime and its Datalog rules
+    # (what those derive is entailed too: DOTR §3's ontological part is one closure per instant).
+    if check_regime(entailment) != "simple" and isinstance(pattern, ContinuousQuery):
         background, schema = background.closed(entailment)
         elements = entail(elements, schema)
     elements = elements.cache()
@@ -98,10 +109,14 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         if isinstance(pattern, ContinuousQuery):
             from rsp_jobs.spark.events import evaluate_events
 
-            return evaluate_events(pattern, elements, background, interval.after, interval.until), set()
+            found = evaluate_events(pattern, elements, background, interval.after, interval.until,
+                                    partials=partials)
+            if retention_us is not None:
+                found = [m for m in found if m["end_us"] - m["start_us"] <= retention_us]
+            return found, set()
         from rsp_jobs.spark.rules import evaluate_rule
 
-        return evaluate_rule(pattern, elements, background, interval.after, interval.until, consumed)
+        return evaluate_rule(pattern, elements, background, interval.after, interval.until, consumed, entailment)
     finally:
         elements.unpersist()
 

@@ -5,7 +5,9 @@ match ends (EP-SPARQL 3.2's timewise monotonicity). The DAG processor and the re
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
@@ -40,22 +42,23 @@ def pattern_streams(pattern) -> list[str]:
     return streams
 
 
-def pattern_lookback_us(pattern) -> int:
-    """How far before a batch a pattern reads: its bounded duration (the Q-closure of CONSTRUCT
-    rules is evaluated within one query here, so one bound suffices)."""
+def pattern_lookback_us(pattern, retention_us: Optional[int] = None) -> Optional[int]:
+    """How far before a batch a pattern reads: its bounded duration, or the retention its
+    ``.toml`` states for an unbounded one (matches longer than it are not reported), or None:
+    an unbounded EP-SPARQL pattern keeps its partial matches in the store instead (EP-SPARQL
+    §4; ``rsp_jobs.spark.events.PartialMatches``)."""
     bound = pattern.bound_us
-    if bound is None:
-        raise QueryError(f"{pattern.source}: the pattern's duration is unbounded; bound it with "
-                         "`within` (DOTR) or FILTER(getDURATION() < \"PT30S\"^^xsd:duration) (EP-SPARQL)")
+    if retention_us is not None:
+        bound = retention_us if bound is None else min(bound, retention_us)
     return bound
 
 
-def check_batchable(pattern) -> int:
-    """A pattern registered for micro-batches: bounded, and free of MINUS over the stream (its
-    outcome depends on events at any distance, before or after). Optional parts need no
-    lookahead: each is decided by the time its match ends (EP-SPARQL 3.2's timewise
-    monotonicity). Returns the bound (µs)."""
-    bound = pattern_lookback_us(pattern)
+def check_batchable(pattern) -> Optional[int]:
+    """A pattern registered for micro-batches: free of MINUS over the stream (its outcome
+    depends on events at any distance, before or after). Optional parts need no lookahead:
+    each is decided by the time its match ends (EP-SPARQL 3.2's timewise monotonicity), and an
+    unbounded pattern keeps its partial matches between batches. Returns the bound (µs) or None."""
+    bound = pattern.bound_us
     if isinstance(pattern, ContinuousQuery):
         def walk(node):
             if isinstance(node, P.Minus):
@@ -67,3 +70,26 @@ def check_batchable(pattern) -> int:
                     walk(getattr(node, f))
         walk(pattern.plan)
     return bound
+
+
+@dataclass
+class PartialMatches:
+    """An unbounded pattern's partial matches, kept between micro-batches as ETALIS keeps its
+    goals (EP-SPARQL §4: binarization introduces "binary intermediate goals", and "The goals are
+    crucial for computing complex events incrementally. Goals can persist over a period of
+    time."): the solutions, ending at or before ``cut_us``, of every triple pattern and every
+    binary combination of the query, keyed by the subexpression (``old``; equal subexpressions
+    share them, as §4's "computation sharing of common subexpressions"), and those a batch adds
+    (``produced``) for the caller to store. ETALIS may retract a consumed goal (footnote 7);
+    here a part may combine with any later one, so nothing is retracted unless a retention says.
+
+    Why this suffices: every operator of section 3.2 is timewise monotonic and a combination
+    ends when its later part ends, so a solution ending after the cut combines either a part
+    ending after the cut with any part, or an earlier part with one ending after it; a part
+    that ended by the cut and has no new partner yields nothing new. A batch therefore reads
+    only the events after the cut and the stored parts, and never recomputes old pairs.
+    ``cut_us`` None: nothing is kept yet, every event up to the batch's end is read."""
+
+    cut_us: Optional[int]
+    old: dict[str, list[dict]] = field(default_factory=dict)  # key -> [{ta, tw, ev, vals}]
+    produced: dict[str, list[dict]] = field(default_factory=dict)

@@ -25,7 +25,7 @@ from typing import Optional
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_streams
+from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookback_us, pattern_streams
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration
@@ -75,6 +75,9 @@ class RegisteredQuery:
     background: tuple[str, ...] = field(default=())
     entailment: str = "simple"  # or rdfs, rdfs++ (``entailment = "rdfs"`` in the query's .toml)
     alert: Optional[AlertConfig] = None  # an ``[alert]`` table: its results raise alerts
+    # an unbounded EP-SPARQL pattern's ``retention = "1h"``: longer matches are not reported and
+    # the pattern reads back that far; without it, its partial matches are kept in the store
+    retention_us: Optional[int] = None
 
     @property
     def dag_id(self) -> str:
@@ -107,10 +110,16 @@ class RegisteredQuery:
         return pattern_streams(self.query)
 
     @property
-    def range_us(self) -> int:
-        """How far back a run reads: the widest window, or a pattern's bounded duration."""
+    def keeps_partials(self) -> bool:
+        """An unbounded EP-SPARQL pattern without retention keeps its partial matches in the store."""
+        return self.kind == "pattern" and self.range_us is None
+
+    @property
+    def range_us(self) -> Optional[int]:
+        """How far back a run reads: the widest window, or a pattern's bounded duration (or its
+        retention); None for an unbounded pattern, which keeps its partial matches instead."""
         if self.kind != "window":
-            return self.query.bound_us
+            return pattern_lookback_us(self.query, self.retention_us)
         return max(w.window.range_ms for w in self.query.windows) * MS
 
     @property
@@ -123,9 +132,12 @@ class RegisteredQuery:
 
     def affected_closes(self, ts_us: int, until_us: int) -> range:
         """The evaluated closes a frame at ``ts_us`` could change: the windows that hold it, or
-        for patterns the batches holding a match end in ``[ts, ts + bound]``."""
+        for patterns the batches holding a match end in ``[ts, ts + bound]`` (unbounded: every
+        batch from ``ts`` on)."""
         if self.kind == "window":
             return self.closes(ts_us, min(ts_us + self.range_us, until_us))
+        if self.range_us is None:
+            return self.closes(ts_us - 1, until_us)
         return self.closes(ts_us - 1, min(ts_us + self.range_us + self.step_us - 1, until_us))
 
     @property
@@ -179,7 +191,7 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
         # the evaluation grid: STEP, or COMPUTED EVERY when given (different STEPs need it)
         step = schedule(query, t0_us).step
     else:  # a pattern reads back its bounded duration; any batch will do
-        check_batchable(query)  # an unbounded pattern cannot be micro-batched: refuse it here
+        check_batchable(query)  # MINUS over a stream cannot be micro-batched: refuse it here
         step = MS
     batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
         else default_batch_us(step)
@@ -190,8 +202,15 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
     entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")
     alert = AlertConfig.from_table(options["alert"], path.with_suffix(".toml")) if "alert" in options else None
+    retention = None
+    if "retention" in options:
+        if not isinstance(query, ContinuousQuery) or not query.pattern:
+            raise InputError(f"{path.with_suffix('.toml')}: retention applies to EP-SPARQL patterns only")
+        retention = _duration_us(options["retention"], path.with_suffix(".toml"), "retention")
+        if retention <= 0:
+            raise InputError(f"{path.with_suffix('.toml')}: retention must be positive, got {options['retention']!r}")
     return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)), entailment,
-                           alert)
+                           alert, retention)
 
 
 def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:

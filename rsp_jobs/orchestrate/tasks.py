@@ -83,16 +83,21 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
 def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until: datetime,
                      revision_of: Optional[str] = None):
     """A pattern's batch: the matches ending in ``(after, until]`` (reading back its bounded
-    duration), reported as results closing at their end time, with the exact frames they used
-    and, for a rule that consumes, the consumed facts stored in the same transaction."""
+    duration, or from its kept partial matches), reported as results closing at their end time,
+    with the exact frames they used and, in the same transaction, the state the next batch
+    starts from: the facts a consuming rule consumed, an unbounded pattern's partial matches."""
     from rsp_jobs.quality import gate
     from rsp_jobs.spark.session import get_spark
     from rsp_jobs.store.consumption import consumed_before, fact_time, replace_consumed
+    from rsp_jobs.store.partials import load_partials, save_partials
 
     started_at = datetime.now(timezone.utc)
     consumed = consumed_before(engine, registered.iri, after) if registered.kind == "rule" else frozenset()
+    plan_key = _plan_key(registered)
+    partials = load_partials(engine, registered.iri, plan_key, to_us(after)) if registered.keeps_partials else None
     matches, newly = match(registered.query, lake(), registered.background,
-                           Interval(to_us(after), to_us(until)), registered.entailment, consumed)
+                           Interval(to_us(after), to_us(until)), registered.entailment, consumed,
+                           partials=partials, retention_us=registered.retention_us)
     results = matches_as_results(matches)
     outcome = gate.check_output_batch(
         _windows_frame(registered.iri, results), query_iri=registered.iri, first_close_us=0, step_us=1,
@@ -105,6 +110,8 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     def record_consumed(conn, activity_iri: str) -> None:
         if registered.kind == "rule":
             replace_consumed(conn, registered.iri, after, until, facts, activity_iri)
+        if partials is not None:
+            save_partials(conn, registered.iri, plan_key, partials, to_us(until))
 
     stored = store_evaluation(engine, registered.query, results, started_at,
                               get_spark().sparkContext.applicationId,
@@ -114,6 +121,15 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     if registered.derives_stream:
         _write_derived(registered, results)
     return results, stored
+
+
+def _plan_key(registered: RegisteredQuery) -> str:
+    """What kept partial matches were computed for: the query as written, its entailment and
+    background files (another version of any of them starts the kept state over)."""
+    import hashlib
+
+    return hashlib.sha1(repr((registered.query.text, registered.entailment, registered.background)).encode()
+                        ).hexdigest()
 
 
 def _windows_frame(query_iri: str, windows: list[dict]):

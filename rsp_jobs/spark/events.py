@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from pyspark.sql import DataFrame
@@ -44,6 +45,7 @@ from pyspark.sql import types as T
 
 from rsp_jobs import terms
 from rsp_jobs.algebra import plan as P
+from rsp_jobs.algebra.patterns import PartialMatches
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark.background import Background
@@ -62,14 +64,19 @@ EVENT_SCHEMA = T.StructType([
 
 def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: Background,
                     after_us: Optional[int] = None, until_us: Optional[int] = None,
-                    rules: Sequence[P.ContinuousQuery] = ()) -> list[dict]:
+                    rules: Sequence[P.ContinuousQuery] = (), partials: Optional[PartialMatches] = None) -> list[dict]:
     """The matches of ``query`` whose end lies in ``(after_us, until_us]``, sorted by (end,
     start, bindings). With ``rules`` (CONSTRUCT pattern queries) the query reads the stream's
-    Q-closure under them (section 3.2), and a match's events are the stream frames behind it."""
+    Q-closure under them (section 3.2), and a match's events are the stream frames behind it.
+    With ``partials`` (an unbounded pattern's state, see ``PartialMatches``) ``elements`` holds
+    only the events after ``partials.cut_us`` and the earlier ones are read from the state."""
+    if partials is not None and rules:
+        raise QueryError(f"{query.source}: kept partial matches and CONSTRUCT rules in one evaluation; "
+                         "register the rules as streams instead")
     events = _materialized(stream_events(elements, query, rules))
     try:
         if not rules:
-            return _matches(query, events, background, after_us, until_us)
+            return _matches_per_query([query], events, background, after_us, until_us, partials=partials)[0]
         closure = _Closure(events, background, rules)
         current = _materialized(events.unionByName(closure.derived_frame()))
         try:
@@ -202,15 +209,19 @@ def _matches(query: P.ContinuousQuery, events: DataFrame, background: Background
 
 def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, background: Background,
                        after_us: Optional[int] = None, until_us: Optional[int] = None,
-                       sources=sorted) -> list[list[dict]]:
+                       sources=sorted, partials: Optional[PartialMatches] = None) -> list[list[dict]]:
     """The matches of every query in ``queries``, computed in one Spark job (one round trip),
     each query's sorted as ``evaluate_events`` reports them; ``sources`` maps a match's
     events to those it reports."""
-    frames = []
+    frames, evaluators = [], []
     for i, query in enumerate(queries):
         if query.form not in ("SELECT", "CONSTRUCT"):
             raise UnsupportedConstruct(query.source, f"{query.form} over an EP-SPARQL pattern")
-        sols = _Evaluator(query, events, background).evaluate(query.plan)
+        evaluator = _Evaluator(query, events, background, partials)
+        sols = evaluator.evaluate(query.plan)
+        evaluators.append(evaluator)
+        if partials is not None:
+            evaluator.collect_partials(until_us)
         frame = sols.frame.where(F.col(TW).isNotNull())
         if after_us is not None:
             frame = frame.where(F.col(TW) > after_us)
@@ -221,8 +232,12 @@ def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, 
         frames.append(rows.select(F.lit(i).alias("_q"), TA, TW, EV,
                                   F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals")))
     rows: list[list] = [[] for _ in queries]
-    for row in functools.reduce(DataFrame.unionByName, frames).collect():
-        rows[row["_q"]].append(row)
+    try:
+        for row in functools.reduce(DataFrame.unionByName, frames).collect():
+            rows[row["_q"]].append(row)
+    finally:
+        for evaluator in evaluators:
+            evaluator.release()
     return [_report(query, group, sources) for query, group in zip(queries, rows)]
 
 
@@ -280,16 +295,68 @@ class _Solutions:
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
     bag: bool = False  # rows are a projection's bag, not (possibly repeated) solutions
+    key: str = ""  # names the subexpression: what its kept partial matches are stored under
+
+
+def _key(*parts) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()
 
 
 class _Evaluator:
     """One method per algebra operator, as ``evaluate.Evaluator`` has, over interval solutions."""
 
-    def __init__(self, query: P.ContinuousQuery, events: DataFrame, background: Background):
+    def __init__(self, query: P.ContinuousQuery, events: DataFrame, background: Background,
+                 partials: Optional[PartialMatches] = None):
         self.query = query
         self.events = events
         self.background = background
         self.spark = events.sparkSession
+        self.partials = partials
+        # with kept partial matches, the events read are those after the cut (NULL: all are)
+        self.cut = None if partials is None else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
+        self.kept: dict[str, DataFrame] = {}
+        self.cached: list[DataFrame] = []
+
+    # ---------------------------------------------------------------- kept partial matches
+
+    def _keep(self, sols: _Solutions, materialize: bool = True) -> _Solutions:
+        """With kept partial matches, ``sols`` holds the solutions after the cut (and timeless
+        ones): add the stored earlier ones, and note the new ones for the store."""
+        if self.partials is None:
+            return sols
+        columns = sols.frame.columns
+        rows = [(r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(c) for c in columns[3:]])
+                for r in self.partials.old.get(sols.key, [])]
+        frame = sols.frame
+        if rows:
+            frame = frame.unionByName(self.spark.createDataFrame(rows, sols.frame.schema))
+        # computed once: a combination reads each part up to three times (new x all, old x new,
+        # timeless x timeless), and an unshared plan would grow threefold with every level
+        if materialize:
+            frame = _materialized(frame)
+            self.cached.append(frame)
+        self.kept.setdefault(sols.key, frame.where(F.col(TW) > self.cut))
+        return replace(sols, frame=frame)
+
+    def collect_partials(self, until_us: Optional[int]) -> None:
+        """The partial matches this batch adds (ending in ``(cut, until]``), into
+        ``partials.produced``, in one Spark job."""
+        if not self.kept:
+            return
+        frames = []
+        for key, frame in self.kept.items():
+            if until_us is not None:
+                frame = frame.where(F.col(TW) <= until_us)
+            values = [c for c in frame.columns if c not in (TA, TW, EV)]
+            vals = F.to_json(F.struct(*[F.col(c) for c in values])) if values else F.lit("{}")
+            frames.append(frame.select(F.lit(key).alias("_key"), TA, TW, EV, vals.alias("_vals")))
+        for row in functools.reduce(DataFrame.unionByName, frames).collect():
+            self.partials.produced.setdefault(row["_key"], []).append(
+                {"ta": row[TA], "tw": row[TW], "ev": list(row[EV]), "vals": json.loads(row["_vals"])})
+
+    def release(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
 
     def evaluate(self, node: P.Node) -> _Solutions:
         method = getattr(self, "_" + type(node).__name__.lower().rstrip("_"), None)
@@ -303,7 +370,7 @@ class _Evaluator:
         if not node.triples:
             unit = self.spark.range(1).select(F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
                                               F.array().cast("array<string>").alias(EV))
-            return _Solutions(unit, ())
+            return _Solutions(unit, (), key="unit")
         patterns = [self._pattern(t, node.graph) for t in node.triples]
         order = _join_order([set(p.vars) for p in patterns], [_constants(t) for t in node.triples])
         acc = patterns[order[0]]
@@ -320,7 +387,7 @@ class _Evaluator:
                 F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
                 F.array().cast("array<string>").alias(EV), *columns)
             frame = frame.unionByName(timeless)
-        return _Solutions(frame, tuple(binds))
+        return self._keep(_Solutions(frame, tuple(binds), key=_key("triple", triple, graph)), materialize=False)
 
     # ---------------------------------------------------------------- joins
 
@@ -350,7 +417,32 @@ class _Evaluator:
         """Compatible pairs of ``a`` and ``b`` meeting ``kind``'s temporal condition: ``join``
         none, ``seq`` a before b, ``after`` b before a, ``eq`` the same interval, ``optional``
         b ending no later than a. With ``optional`` every ``a`` solution no ``b`` one pairs with
-        (under ``expr``) stays alone: LeftJoin, SeqRightJoin, EqLeftJoin."""
+        (under ``expr``) stays alone: LeftJoin, SeqRightJoin, EqLeftJoin.
+
+        With kept partial matches only the pairs ending after the cut are computed: a new part
+        with any part, or an old (or timeless) part with a new one, or two timeless parts. An
+        optional pairing never ends after its mandatory part (LeftJoin t'ω <= tω, EqLeftJoin the
+        same interval, SeqRightJoin the optional part earlier), so an old mandatory part is final."""
+        key = _key(kind, expr, optional, a.key, b.key)
+        if self.cut is None:
+            return self._pairs(a, b, kind, expr, optional, key)
+        tw, cut = F.col(TW), self.cut
+        new, old_or_timeless, timeless = tw > cut, F.coalesce(tw <= cut, F.lit(True)), tw.isNull()
+
+        def part(sols: _Solutions, condition) -> _Solutions:
+            return replace(sols, frame=sols.frame.where(condition))
+
+        if optional:
+            sols = self._pairs(part(a, new | timeless), b, kind, expr, optional, key)
+            return self._keep(part(sols, new | timeless))
+        pieces = [self._pairs(part(a, new), b, kind, expr, optional, key),
+                  self._pairs(part(a, old_or_timeless), part(b, new), kind, expr, optional, key),
+                  self._pairs(part(a, timeless), part(b, timeless), kind, expr, optional, key)]
+        frame = functools.reduce(DataFrame.unionByName, [p.frame for p in pieces])
+        return self._keep(replace(pieces[0], frame=frame))
+
+    def _pairs(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr], optional: bool,
+               key: str) -> _Solutions:
         shared = [v for v in a.vars if v in b.vars]
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared} | {TA: "_r" + TA, TW: "_r" + TW, EV: "_r" + EV}
         right = b.frame.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.frame.columns])
@@ -389,7 +481,7 @@ class _Evaluator:
         else:
             maybe = frozenset(v for v in _merge(a.vars, b.vars)
                               if (v not in b.vars or v in b.maybe) and (v not in a.vars or v in a.maybe))
-        return _Solutions(frame, _merge(a.vars, b.vars), maybe)
+        return _Solutions(frame, _merge(a.vars, b.vars), maybe, key=key)
 
     def _minus(self, node: P.Minus) -> _Solutions:
         """SPARQL 18.5 Minus, timeless: removes the left solutions some compatible right one
@@ -405,7 +497,8 @@ class _Evaluator:
             conds.append(lc.isNull() | rc.isNull() | (lc == rc))
             overlap = overlap | (lc.isNotNull() & rc.isNotNull())
         condition = functools.reduce(lambda x, y: x & y, conds) & overlap
-        return _Solutions(a.frame.join(right, on=condition, how="left_anti"), a.vars, a.maybe)
+        return _Solutions(a.frame.join(right, on=condition, how="left_anti"), a.vars, a.maybe,
+                          key=_key("minus", a.key, b.key))
 
     def _union(self, node: P.Union_) -> _Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
@@ -416,7 +509,7 @@ class _Evaluator:
                 F.col(vcol(v)) if v in sols.vars else F.lit(None).cast("string").alias(vcol(v)) for v in names])
 
         maybe = a.maybe | b.maybe | (frozenset(a.vars) ^ frozenset(b.vars))
-        return _Solutions(align(a).unionByName(align(b)), names, maybe)
+        return _Solutions(align(a).unionByName(align(b)), names, maybe, key=_key("union", a.key, b.key))
 
     # ---------------------------------------------------------------- expressions
 
@@ -427,7 +520,8 @@ class _Evaluator:
     def _filter(self, node: P.Filter) -> _Solutions:
         sols = self.evaluate(node.input)
         test = compile_expr(node.expr, self._scope(sols)).ebv()
-        return _Solutions(sols.frame.where(F.coalesce(test, F.lit(False))), sols.vars, sols.maybe)
+        return _Solutions(sols.frame.where(F.coalesce(test, F.lit(False))), sols.vars, sols.maybe,
+                          key=_key("filter", node.expr, sols.key))
 
     def _extend(self, node: P.Extend) -> _Solutions:
         sols = self.evaluate(node.input)
@@ -436,7 +530,7 @@ class _Evaluator:
                              "in the group (SPARQL 18.2.1)")
         term = compile_expr(node.expr, self._scope(sols)).term
         return _Solutions(sols.frame.withColumn(vcol(node.var.name), term), sols.vars + (node.var.name,),
-                          sols.maybe | {node.var.name})
+                          sols.maybe | {node.var.name}, key=_key("extend", node.var, node.expr, sols.key))
 
     # ---------------------------------------------------------------- modifiers
 
@@ -447,17 +541,17 @@ class _Evaluator:
         frame = _as_set(inner).select(TA, TW, EV, *[
             F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n)) for n in names])
         return _Solutions(frame, names, frozenset(n for n in names if n in inner.maybe or n not in inner.vars),
-                          bag=True)
+                          bag=True, key=_key("project", names, inner.key))
 
     def _distinct(self, node: P.Distinct) -> _Solutions:
         """Rows with the same bindings over the same interval, once."""
         inner = self.evaluate(node.input)
-        return _Solutions(_as_set(inner), inner.vars, inner.maybe)
+        return _Solutions(_as_set(inner), inner.vars, inner.maybe, key=_key("distinct", inner.key))
 
     def _tomultiset(self, node: P.ToMultiset) -> _Solutions:
         """A subquery's rows join the rest as solutions (a set again, as section 3.2's Ψ are)."""
         inner = self.evaluate(node.input)
-        return _Solutions(inner.frame, inner.vars, inner.maybe)
+        return _Solutions(inner.frame, inner.vars, inner.maybe, key=_key("multiset", inner.key))
 
 
 def _as_set(sols: _Solutions) -> DataFrame:

@@ -307,6 +307,34 @@ class ConsumedFact(Base):
     activity_iri: Mapped[Optional[str]] = mapped_column(Text)
 
 
+class PartialMatch(Base):
+    """A partial match of an unbounded EP-SPARQL pattern kept between micro-batches (EP-SPARQL
+    §4): a solution of one of its subexpressions (``node_key``) over ``[ta, tw]`` (µs), the
+    frames behind it and its bindings (N-Triples text by column)."""
+
+    __tablename__ = "partial_matches"
+    __table_args__ = (Index(None, "query_iri", "tw"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    query_iri: Mapped[str] = mapped_column(Text)
+    node_key: Mapped[str] = mapped_column(String(40))
+    ta: Mapped[int] = mapped_column(BigInteger)
+    tw: Mapped[int] = mapped_column(BigInteger)
+    events: Mapped[list[str]] = mapped_column(JSON)
+    vals: Mapped[dict[str, Any]]
+
+
+class PartialMatchCut(Base):
+    """How far a pattern's kept partial matches are complete (µs: every one ending at or before
+    it is stored), and for which version of the query (``plan_key``): a changed query starts over."""
+
+    __tablename__ = "partial_match_cuts"
+
+    query_iri: Mapped[str] = mapped_column(Text, primary_key=True)
+    plan_key: Mapped[str] = mapped_column(String(40))
+    cut_us: Mapped[int] = mapped_column(BigInteger)
+
+
 class Alert(Base):
     """An alert an alert DAG raised from a registered query's results: what, about which
     subject (a sensor), when it happened and was reported, its payload (the triggering solution
