@@ -97,7 +97,8 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         start = None if interval.after is None or lookback is None else _moment(interval.after - lookback)
     end = None if interval.until is None else _moment(interval.until + 1)
     # a frame is a graph: a triple two files bring for one time is one event
-    elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(["stream", "ts", "s", "p", "o"])
+    elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(
+        ["stream", "start", "ts", "s", "p", "o"])
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
     # A DOTR rule entails inside evaluate_rule, with its own regime and its Datalog rules
     # (what those derive is entailed too: DOTR §3's ontological part is one closure per instant).

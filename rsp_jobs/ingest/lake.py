@@ -33,6 +33,7 @@ SCHEMA = pa.schema([
     ("o_num", pa.float64()),
     ("o_time", pa.timestamp("us", tz="UTC")),
     ("seq", pa.int64()),
+    ("start", pa.timestamp("us", tz="UTC")),  # a derived event's interval start; NULL: ts
     ("stream_key", pa.string()),
     ("hour", pa.string()),
 ])
@@ -80,7 +81,7 @@ class Lake:
         key = stream_key(stream)
         columns: dict[str, list] = {name: [] for name in SCHEMA.names}
         for e in elements:
-            for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time"):
+            for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start"):
                 columns[name].append(getattr(e, name))
             columns["seq"].append((order << 32) + e.pos)
             columns["stream_key"].append(key)
@@ -116,7 +117,7 @@ class Lake:
         return frame.select(*COLUMNS)
 
 
-COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq")  # what a read returns
+COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq", "start")  # what a read returns
 
 
 def _spark_schema(partitions: bool = False):
@@ -127,7 +128,7 @@ def _spark_schema(partitions: bool = False):
         T.StructField("frame", T.StringType()), T.StructField("s", T.StringType()),
         T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
         T.StructField("o_num", T.DoubleType()), T.StructField("o_time", T.TimestampType()),
-        T.StructField("seq", T.LongType()),
+        T.StructField("seq", T.LongType()), T.StructField("start", T.TimestampType()),
     ]
     if partitions:
         fields += [T.StructField("stream_key", T.StringType()), T.StructField("hour", T.StringType())]

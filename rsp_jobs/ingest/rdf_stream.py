@@ -63,6 +63,7 @@ class Element:
     o_num: Optional[float]
     o_time: Optional[datetime]
     pos: int = 0
+    start: Optional[datetime] = None  # a derived event's interval start (EP-SPARQL 3.2); None: [ts, ts]
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,9 @@ def _materialized(frame: DataFrame) -> DataFrame:
 
 def stream_events(elements: DataFrame, query: P.ContinuousQuery,
                   rules: Sequence[P.ContinuousQuery] = ()) -> DataFrame:
-    """Each stream triple as an atomic event [ts, ts], in the graph its FROM clause names."""
+    """Each stream triple as an event in the graph its FROM clause names: atomic, [ts, ts], or
+    over [start, ts] when a pattern derived it (a REGISTER STREAM pattern's match keeps its
+    interval, as within one evaluation's Q-closure)."""
     graphs: dict[str, Optional[str]] = {}
     for q in (query, *rules):
         for w in q.windows:
@@ -108,7 +110,8 @@ def stream_events(elements: DataFrame, query: P.ContinuousQuery,
         if name is not None:
             graph = F.when(F.col("stream") == stream, F.lit(f"<{name}>")).otherwise(graph)
     ts = F.expr("unix_micros(ts)")
-    return elements.select(graph.alias("g"), "s", "p", "o", ts.alias(TA), ts.alias(TW),
+    start = F.coalesce(F.expr("unix_micros(start)"), ts) if "start" in elements.columns else ts
+    return elements.select(graph.alias("g"), "s", "p", "o", start.alias(TA), ts.alias(TW),
                            F.array(F.col("frame")).alias(EV))
 
 

@@ -77,6 +77,16 @@ def _json_to_nt(term: dict) -> str:
     return to_nt(Literal(term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None))
 
 
+def _starts(window: dict) -> dict[tuple, list]:
+    """A pattern's derived triples with the starts of the matches behind them: one event per
+    interval (the same triple over [s1, t] and [s2, t] is two events, EP-SPARQL 3.2)."""
+    starts: dict[tuple, list] = {}
+    for start, line in window.get("derived", []):
+        s, p, rest = line.split(" ", 2)
+        starts.setdefault((s, p, rest[:-2]), []).append(_parse_time(start))
+    return starts
+
+
 def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[StreamBatch, dict[str, str]]:
     """The reported windows as frames of the query's output stream, stamped with each window's
     close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this.
@@ -90,9 +100,12 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
         frame = f"{stream}/frame/{window['window_close']}"
         frame_of[window["window_close"]] = frame
         triples = _window_triples(query, frame, window)
+        starts = _starts(window)
         for pos, (s, p, o) in enumerate(triples):
             rdf = nt_to_rdflib(o)
-            batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf), pos))
+            for start in starts.get((s, p, o), [None]):
+                batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf), pos,
+                                              None if start == close else start))
         batch.parts.append(Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(triples)))
     return batch, frame_of
 
@@ -111,6 +124,8 @@ def matches_as_results(matches: list[dict]) -> list[dict]:
             out["bindings"] = [m["bindings"] for m in group]
         else:
             out["triples"] = sorted({t for m in group for t in m["triples"]})
+            if any(m.get("start_us", end) != end for m in group):  # derived events keep their interval
+                out["derived"] = sorted({(iso_ms(m["start_us"]), t) for m in group for t in m["triples"]})
         results.append(out)
     return results
 
