@@ -46,6 +46,7 @@ def describe(rq: registry.RegisteredQuery) -> str:
     else:
         scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval, "
                  f"reading back the pattern's bound of {rq.range_us / 1_000_000:g} s")
+    if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
     return (f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
             f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n")

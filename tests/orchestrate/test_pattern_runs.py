@@ -1,8 +1,8 @@
 """Registered patterns run as micro-batches like windowed queries: an EP-SPARQL query and a
 DOTR rule with ``consuming`` give the same stored matches whether their stream is evaluated in
 one run or in many consecutive runs, consumption surviving between runs in the store; a re-run
-rewrites the same; each match's provenance names the frames it used; an unbounded pattern is
-refused at registration."""
+rewrites the same; each match's provenance names the frames it used; an unbounded pattern registers and keeps its
+partial matches unless its ``.toml`` gives a retention."""
 from __future__ import annotations
 
 import random
@@ -126,12 +126,17 @@ def test_patterns_give_the_same_matches_in_one_run_as_in_many_and_consumption_ho
     assert used and all(iri.startswith(f"{STREAM}/frame/") for iri in used)
 
 
-def test_an_unbounded_pattern_is_refused_at_registration_naming_its_file(patterns):
+def test_an_unbounded_pattern_keeps_partial_matches_and_a_bad_retention_names_its_file(patterns):
     path = patterns / "alarms" / "forever.rsp"
     path.write_text(UNBOUNDED)
-    with pytest.raises(RspError, match="unbounded") as err:
+    assert registry.load_query(path).keeps_partials
+    path.with_suffix(".toml").write_text('retention = "2h"\n')
+    rq = registry.load_query(path)
+    assert not rq.keeps_partials and rq.range_us == 2 * 3600 * 1_000_000
+    path.with_suffix(".toml").write_text('retention = "soon"\n')
+    with pytest.raises(RspError, match="retention") as err:
         registry.load_query(path)
-    assert str(path) in str(err.value)
+    assert "forever.toml" in str(err.value)
     minus = patterns / "alarms" / "minus.rsp"  # MINUS: decided by events at any distance, before or after
     minus.write_text(PREFIXES + f"""REGISTER QUERY minus AS
 SELECT ?area FROM STREAM <{STREAM}>
