@@ -74,7 +74,8 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
             summary = evaluate_run(str(rq.path), after, until).as_dict()
             context["outlet_events"][output].extra = {
                 "after": summary["after"], "until": summary["until"], "windows": summary["windows"],
-                "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"]}
+                "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"],
+                "intervals": [list(span) for span in summary["intervals"]]}
             return summary
 
         wait >> evaluate()

@@ -38,6 +38,9 @@ class RunSummary:
     output_stream: str
     revised_windows: int = 0
     seconds: float = 0.0
+    # a REGISTER STREAM pattern's derived events as [start, end] (EP-SPARQL 3.2: a match's output
+    # holds over the match's interval), for the asset event downstream DAGs are triggered by
+    intervals: tuple = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -52,9 +55,12 @@ def evaluate_run(query_path: str, after: datetime, until: datetime, store_url: O
     revised = _revise_late_windows(registered, engine, store_url)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until)
     rows = sum(len(w.get("bindings", w.get("triples", []))) for w in windows)
+    intervals = sorted({(start, w["window_close"]) for w in windows for start, _ in w.get("derived", [])} |
+                       {(w["window_close"], w["window_close"]) for w in windows
+                        if registered.kind == "pattern" and w.get("triples") and not w.get("derived")})
     return RunSummary(registered.iri, after.isoformat(), until.isoformat(), len(windows), rows,
                       stored.frames_written, stored.activity_iri, registered.output_stream, revised,
-                      round(time.perf_counter() - started, 3))
+                      round(time.perf_counter() - started, 3), tuple(intervals))
 
 
 def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: datetime, until: datetime,

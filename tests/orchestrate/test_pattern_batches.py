@@ -71,3 +71,18 @@ def test_pattern_runs_with_late_data_reevaluated_report_what_one_evaluation_give
             == {"revised"}
         kept = conn.scalar(select(func.count()).select_from(PartialMatch).where(PartialMatch.query_iri == rq.iri))
     assert (kept > 0) == (not bound)
+
+
+def test_a_derived_streams_run_reports_its_events_intervals_for_the_asset_event(home, queries, spark):
+    """The run summary (the asset event's ``extra``) names each derived event's [start, end]."""
+    from rsp_jobs.terms import iso_ms
+    from tests.conformance.epsparql.support import at
+    from tests.patterns.test_derived_intervals import EVENTS, UPSTREAM
+    from tests.patterns.test_partial_matches import as_batch
+
+    path = queries / "traffic" / "rose.rsp"
+    path.write_text(UPSTREAM)
+    tasks.lake().write(as_batch(EVENTS), batch_id="readings")
+    summary = tasks.evaluate_run(str(path), registry.from_us(at(-2)), registry.from_us(at(3)))
+    assert summary.intervals == ((iso_ms(at(0)), iso_ms(at(2))),)
+    assert summary.as_dict()["intervals"] == summary.intervals
