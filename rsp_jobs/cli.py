@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.reasoning.entailment import REGIMES
+from rsp_jobs.terms import iso_ms
 
 
 def parse_time(text: str) -> int:
@@ -45,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("evaluate", help="evaluate a continuous query over stream files",
                         description="Evaluate a C-SPARQL / RSP-QL query over stream files and write one "
                                     "JSON object per reported window; for an EP-SPARQL pattern query or "
-                                    "a DOTR rule (.dotr), one JSON object per match.")
+                                    "a DOTR rule (.dotr), one JSON object per match. A DOTR rule that consumes "
+                                    "keeps what it consumed in the store (--store, else the default one), so "
+                                    "consecutive --from/--to intervals give what one run gives.")
     ev.add_argument("query_file", type=Path)
     ev.add_argument("--stream", action="append", type=stream_spec, default=[], metavar="IRI=PATH",
                     help="a stream file (TriG or N-Quads, one named graph per frame) for the stream IRI")
@@ -214,9 +217,13 @@ def cmd_evaluate(args) -> int:
         try:
             interval = Interval(args.after, args.until)
             if pattern:  # one JSON object per match, reported at its end
-                matches, _ = match(query, lake, args.background, interval, args.entailment)
+                carried = _Consumption.of(query, store, args.after, args.until)
+                matches, newly = match(query, lake, args.background, interval, args.entailment,
+                                       carried.before if carried else frozenset())
                 for m in matches:
                     out.write(json.dumps(m, ensure_ascii=False) + "\n")
+                if carried is not None:
+                    carried.found(matches, newly)
                 if windows is not None:
                     from rsp_jobs.store.results import matches_as_results
 
@@ -233,18 +240,67 @@ def cmd_evaluate(args) -> int:
             progress.done()
             if args.output:
                 out.close()
+        if pattern and carried is not None and store is None:
+            carried.write()
         if store is not None:
             from rsp_jobs.spark.session import get_spark
             from rsp_jobs.store.results import store_evaluation
 
+            also = carried.record if pattern and carried is not None else None
             stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId,
-                                      **(dict(kind="pattern_match", used_frames=used) if pattern else {}))
+                                      **(dict(kind="pattern_match", used_frames=used, also=also) if pattern else {}))
             print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
                   f"activity {stored.activity_iri}", file=sys.stderr)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+class _Consumption:
+    """What a consuming DOTR rule consumed, carried between ``rsp evaluate`` runs as the DAG
+    tasks carry it (``orchestrate/tasks.py``, ``store/consumption.py``): a run over ``(after,
+    until]`` starts from what matches at or before ``after`` consumed and replaces what its own
+    matches consume, so consecutive ``--from/--to`` intervals give what one run gives (DOTR §3:
+    consumed events "cannot be used in subsequent evaluations of the same rule"). Kept in the
+    ``--store`` given, else in the default store (RSP_STORE_URL or the SQLite store under the
+    project home), keyed by the rule's IRI; a run without ``--from`` starts afresh."""
+
+    def __init__(self, engine, iri: str, after: Optional[int], until: Optional[int]):
+        from rsp_jobs.store.consumption import consumed_before
+
+        self.engine, self.iri, self.after, self.until = engine, iri, _utc(after), _utc(until)
+        self.before = consumed_before(engine, iri, self.after)
+        self.records: list = []
+
+    @classmethod
+    def of(cls, query, store, after: Optional[int], until: Optional[int]) -> Optional["_Consumption"]:
+        """None unless ``query`` is a rule that consumes."""
+        if not getattr(query, "consumes", None):
+            return None
+        from rsp_jobs.store.results import query_iri
+
+        carried = cls(store if store is not None else _store_engine(""), query_iri(query), after, until)
+        if carried.before:
+            print(f"rsp: {len(carried.before)} fact(s) consumed before {iso_ms(after)} carried from the store",
+                  file=sys.stderr)
+        return carried
+
+    def found(self, matches: list[dict], newly) -> None:
+        from rsp_jobs.store.consumption import consumption_records
+
+        self.records = consumption_records(matches, newly)
+
+    def record(self, conn, activity_iri: Optional[str]) -> None:
+        from rsp_jobs.store.consumption import replace_consumed
+
+        replace_consumed(conn, self.iri, self.after, self.until, self.records, activity_iri)
+
+    def write(self) -> None:
+        from rsp_jobs.store.db import write_transaction
+
+        with write_transaction(self.engine) as conn:
+            self.record(conn, None)
 
 
 def _store_engine(url: str):

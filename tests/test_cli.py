@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -58,3 +59,44 @@ def test_a_stream_without_a_file_is_named(tmp_path):
     query.write_text("SELECT ?x FROM STREAM <http://ex/s> [RANGE 1s STEP 1s] WHERE { ?x ?p ?o }")
     result = rsp("evaluate", str(query))
     assert result.returncode == 2 and "no --stream given for <http://ex/s>" in result.stderr
+
+
+FIRE_RULE = """PREFIX : <http://ex/>
+FROM STREAM <http://ex/stream>
+define Fire = [dotr_id1 :at ?room]
+from S = [SELECT ?room WHERE { ?s a :Smoke ; :in ?room }]
+and each T = [SELECT ?room WHERE { ?t a :Temp ; :in ?room . FILTER (?room = S.?room) }] within 10 s from S
+with Fire.?room = S.?room
+consuming T
+"""
+
+
+def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_path):
+    """DOTR §3: consumed events "cannot be used in subsequent evaluations of the same rule".
+    A reading at 1 s, smoke at 2 s (fires, consumes the reading), smoke at 5 s (the reading is
+    used up: nothing). `rsp evaluate` over (0, 3] then (3, 10] keeps what the first consumed in
+    the store, as the DAG runs do, and the two give the one run's single match; a second
+    interval evaluated against a store that never saw the first would fire again at 5 s."""
+    stream = tmp_path / "s.nq"
+    stream.write_text("".join(
+        f'<http://ex/f{s}> {AT} "2024-01-01T00:00:0{s}Z"^^{DT} .\n' + "".join(
+            f"<http://ex/{x}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://ex/{kind}> <http://ex/f{s}> .\n"
+            f"<http://ex/{x}> <http://ex/in> <http://ex/r1> <http://ex/f{s}> .\n" for x, kind in events)
+        for s, events in ((1, [("t1", "Temp")]), (2, [("s2", "Smoke")]), (5, [("s5", "Smoke")]))))
+    rule = tmp_path / "fire.dotr"
+    rule.write_text(FIRE_RULE)
+
+    def evaluate(store: str, *interval: str) -> list[dict]:
+        env = {**os.environ, "RSP_STORE_URL": f"sqlite:///{tmp_path / store}"}
+        result = subprocess.run([RSP, "evaluate", str(rule), "--stream", f"http://ex/stream={stream}", *interval],
+                                capture_output=True, text=True, timeout=600, env=env)
+        assert result.returncode == 0, result.stderr
+        return [json.loads(line) for line in result.stdout.splitlines()]
+
+    one = evaluate("one.sqlite")
+    assert [m["time"] for m in one] == ["2024-01-01T00:00:02.000Z"]
+    first = evaluate("batches.sqlite", "--from", "2024-01-01T00:00:00Z", "--to", "2024-01-01T00:00:03Z")
+    second = evaluate("batches.sqlite", "--from", "2024-01-01T00:00:03Z", "--to", "2024-01-01T00:00:10Z")
+    assert first + second == one
+    alone = evaluate("fresh.sqlite", "--from", "2024-01-01T00:00:03Z", "--to", "2024-01-01T00:00:10Z")
+    assert [m["time"] for m in alone] == ["2024-01-01T00:00:05.000Z"]

@@ -15,6 +15,9 @@ def event_queries(rule: Rule) -> dict[str, P.ContinuousQuery]:
     """Label → the plan of that event's SELECT (SPARQL 18.2 translation, unchanged)."""
     # The window is nominal (translate wants one on a C-SPARQL stream): rows are grouped by
     # instant, never windowed, when a rule is evaluated.
-    streams = tuple(ast.StreamClause(iri, ast.TimeWindow(1, 1), None, None) for iri in rule.streams)
+    # A rule without FROM STREAM (as the paper prints them) reads the elements it is given: a
+    # nominal stream stands in, as the instants' rows carry no stream.
+    streams = tuple(ast.StreamClause(iri, ast.TimeWindow(1, 1), None, None)
+                    for iri in rule.streams or ("urn:rsp:dotr:given-stream",))
     return {p.label: translate(replace(p.query, streams=streams, graphs=rule.graphs, source=rule.source))
             for p in rule.predicates}

@@ -1,2 +1,2 @@
-"""Reasoning: entailment regimes over background knowledge and stream frames (DESIGN.md,
+"""Reasoning: entailment regimes and Datalog rules over background knowledge and stream frames (DESIGN.md,
 "Reasoning")."""

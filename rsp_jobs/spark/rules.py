@@ -6,8 +6,16 @@ that instant's graph plus the background, and a TESLA-like engine then reasons o
 extracted events in time. Here:
 
 1. *Facts.* Each event's SELECT is run by the ordinary ``Evaluator`` with one "window" per
-   instant (``_win = _open = ts``), after per-frame RDFS entailment if the rule asks for it.
-   Each solution is a fact ``(label, ts, bindings)`` keyed ``label@ts#sha1(bindings)[:12]``.
+   instant (``_win = _open = ts``), after per-frame RDFS entailment if the rule asks for it
+   and the rule's Datalog rules closed per instant (``spark/datalog.py``). Each solution is a
+   fact ``(label, ts, bindings)`` (DOTR §4: "For each query RDFox generates zero, one, or more
+   facts of interests"; §3: each solution mapping "to a logic predicate that is true at time
+   t"): solutions are a bag, so two equal solutions of one instant are two facts, merged only
+   by the query's own DISTINCT. A fact is keyed ``label@ts#sha1(bindings)[:12]``, and the
+   n-th further copy of an equal solution ``...#sha1[:12].n``: the copies of an instant are
+   interchangeable, so which one is the n-th does not matter, and a batch reads an instant
+   whole, so every batch keys it alike (consumption records stay valid across batches, and a
+   fact that has no equal keeps the key it had before copies were told apart).
 2. *Candidates (Spark).* For each trigger fact ``A`` at ``tA`` in ``(after, until]``, each
    positive event ``B ... within d from R`` joins the facts of ``B`` with
    ``tR - d <= tB < tR`` (TESLA's *within*: B occurs at most d before R, and before it; a
@@ -19,7 +27,8 @@ extracted events in time. Here:
    earlier match (or an earlier batch: ``consumed``) is not usable; the facts a match uses of
    the ``consuming`` events become consumed once its trigger has been processed. Selection
    happens before negation and aggregate conditions are checked (T-Rex's order: the selected
-   sequence is then tested).
+   sequence is then tested). A ``not`` or aggregate scope is ``within d from R`` or ``between
+   X and Y`` (``language.rules.Between``).
 
 Each match instantiates the ``define`` template, with a fresh IRI per match for its blank
 nodes and unassigned variables, and is timestamped with its trigger's time.
@@ -27,7 +36,7 @@ nodes and unassigned variables, and is timestamped with its trigger's time.
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
+from typing import Optional, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -35,9 +44,10 @@ from pyspark.sql import functions as F
 from rsp_jobs import terms
 from rsp_jobs.algebra.rules import event_queries
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import SEP, Rule, expr_vars, parse_rule, split_qualified
-from rsp_jobs.reasoning.entailment import check_regime, entail
+from rsp_jobs.language.rules import SEP, Between, Rule, Within, expr_vars, parse_rule, split_qualified
+from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
 from rsp_jobs.spark.background import Background
+from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.terms import iso_ms
@@ -45,19 +55,29 @@ from rsp_jobs.terms import iso_ms
 __all__ = ["parse_rule", "evaluate_rule", "facts_frame", "fact_key"]
 
 
-def fact_key(label: str, ts_us: int, bindings: dict[str, str]) -> str:
-    """The key ``facts_frame`` computes in Spark, for callers and tests."""
+def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) -> str:
+    """The key ``facts_frame`` computes in Spark, for callers and tests: ``copy`` counts the
+    equal solutions of the instant before this one."""
     text = "\n".join(f"{name}={value}" for name, value in sorted(bindings.items()))
-    return f"{label}@{ts_us}#{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+    return f"{label}@{ts_us}#{hashlib.sha1(text.encode()).hexdigest()[:12]}" + (f".{copy}" if copy else "")
+
+
+def regime_of(*regimes: Optional[str]) -> str:
+    """The strongest of the regimes asked for (a rule's ENTAILMENT, a run's ``--entailment``):
+    each entails what the weaker ones do, so applying it alone is applying them all."""
+    return max((check_regime(r) for r in regimes if r), key=REGIMES.index, default="simple")
 
 
 def facts_frame(rule: Rule, elements: DataFrame, background: Background,
-                lo_us: Optional[int] = None, hi_us: Optional[int] = None) -> DataFrame:
+                lo_us: Optional[int] = None, hi_us: Optional[int] = None, entailment: str = "simple") -> DataFrame:
     """Every event's solutions per instant in ``[lo, hi]``: ``label, ts, b`` (variable →
-    N-Triples term, bound ones only), ``key`` and ``frames`` (the instant's frame IRIs)."""
-    elements = elements.where(F.col("stream").isin(list(rule.streams)))
-    if check_regime(rule.entailment, rule.source) != "simple":
-        background, schema = background.closed(rule.entailment)
+    N-Triples term, bound ones only), ``key`` and ``frames`` (the instant's frame IRIs).
+    ``entailment``: the run's regime, applied with the rule's own (the stronger of the two)."""
+    if rule.streams:  # a rule without FROM STREAM reads the elements it is given
+        elements = elements.where(F.col("stream").isin(list(rule.streams)))
+    regime, schema = regime_of(check_regime(rule.entailment, rule.source), entailment), None
+    if regime != "simple":
+        background, schema = background.closed(regime)
         elements = entail(elements, schema)
     rows = elements.select(F.unix_micros("ts").alias("ts"), "frame", "s", "p", "o")
     if lo_us is not None:
@@ -65,6 +85,8 @@ def facts_frame(rule: Rule, elements: DataFrame, background: Background,
     if hi_us is not None:
         rows = rows.where(F.col("ts") <= hi_us)
     frames = rows.groupBy("ts").agg(F.array_sort(F.collect_set("frame")).alias("frames"))
+    if rule.program:
+        rows, background = reason_per_instant(rows, rule.program, background, schema)
     # Not cached: every event's plan reads ``instants`` through the same shuffle, which Spark
     # computes once per job (exchange reuse).
     instants = (rows.select(F.col("ts").alias(WIN), F.col("ts").alias("_open"),
@@ -81,15 +103,19 @@ def facts_frame(rule: Rule, elements: DataFrame, background: Background,
         text = F.concat_ws("\n", *[F.when(F.col(vcol(n)).isNotNull(), F.concat(F.lit(n + "="), F.col(vcol(n))))
                                    for n in names]) if names else F.lit("")
         digest = solutions.select(F.col(WIN).alias("ts"), F.map_from_entries(entries).alias("b"),
-                                  F.substring(F.sha1(text), 1, 12).alias("_digest")).dropDuplicates(["ts", "_digest"])
+                                  F.substring(F.sha1(text), 1, 12).alias("_digest"))
+        # one fact per solution: equal ones are counted, then numbered (see the module doc)
+        digest = (digest.groupBy("ts", "_digest").agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
+                  .select("ts", "b", "_digest", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
         # Events with the same SELECT (``last L = [q] ... and first F = [q]``) share one
         # evaluation: its solutions are labelled once per event.
         parts.append(digest.select(F.explode(F.array(*[F.lit(label) for label in labels])).alias("label"),
-                                   "ts", "b", "_digest"))
+                                   "ts", "b", "_digest", "_copy"))
     facts = parts[0]
     for part in parts[1:]:
         facts = facts.unionByName(part)
-    key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"))
+    key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"),
+                   F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(F.lit("")))
     return facts.select("label", "ts", "b", key.alias("key")).join(frames, "ts")
 
 
@@ -107,12 +133,13 @@ def _distinct_queries(rule: Rule) -> list[tuple[list[str], object]]:
 
 def evaluate_rule(rule: Rule, elements: DataFrame, background: Background,
                   after_us: Optional[int] = None, until_us: Optional[int] = None,
-                  consumed: frozenset[str] = frozenset()) -> tuple[list[dict], set[str]]:
+                  consumed: frozenset[str] = frozenset(), entailment: str = "simple") -> tuple[list[dict], set[str]]:
     """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
     and the fact keys they newly consumed. ``elements`` must cover
-    ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys."""
+    ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
+    ``entailment``: the run's regime (see ``facts_frame``)."""
     lo = None if after_us is None else after_us - rule.bound_us
-    facts = facts_frame(rule, elements, background, lo, until_us).cache()
+    facts = facts_frame(rule, elements, background, lo, until_us, entailment).cache()
     facts.count()  # one job computes every event's facts; the candidate job reads the cache
     try:
         return _combine(rule, facts, after_us, until_us, frozenset(consumed))
@@ -197,9 +224,14 @@ def _join_key(term: Column) -> Column:
     return F.when(term.startswith("<") | term.startswith("_:"), term).otherwise(F.lit('"'))
 
 
-def _in_scope(rule: Rule, label: str, within) -> Column:
-    t, ref = F.col(_c(label, "ts")), F.col(_c(within.ref, "ts"))
-    return (t >= ref - F.lit(within.us)) & (t < ref)
+def _in_scope(rule: Rule, label: str, scope: Union[Within, Between]) -> Column:
+    """``within d from R``: ``t_R - d <= t < t_R``; ``between X and Y``: ``min <= t < max``."""
+    t = F.col(_c(label, "ts"))
+    if isinstance(scope, Between):
+        a, b = F.col(_c(scope.first, "ts")), F.col(_c(scope.second, "ts"))
+        return (t >= F.least(a, b)) & (t < F.greatest(a, b))
+    ref = F.col(_c(scope.ref, "ts"))
+    return (t >= ref - F.lit(scope.us)) & (t < ref)
 
 
 def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozenset[str]):
@@ -240,7 +272,7 @@ def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozens
     for n in (p for p in rule.predicates if p.kind == "negative"):
         exprs = [c.expr for c in rule.conditions if n.label in c.labels and c.labels != {n.label}]
         hits = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-                .join(F.broadcast(_side(rule, facts, n.label)), _in_scope(rule, n.label, n.within))
+                .join(F.broadcast(_side(rule, facts, n.label)), _in_scope(rule, n.label, n.scope))
                 .where(_test(rule, exprs)).select(F.col("_id").alias("_hit_id")).distinct()
                 .withColumn(f"_neg_{n.label}", F.lit(True)))
         cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
@@ -275,7 +307,7 @@ def _attach_aggregate(rule: Rule, cur: DataFrame, full: DataFrame, facts: DataFr
     value = compile_expr(ast.Var(f"{agg.label}{SEP}{agg.var}"), scope)
     name = f"_a_{agg.placeholder}"
     joined = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-              .join(F.broadcast(_side(rule, facts, agg.label)), _in_scope(rule, agg.label, agg.within))
+              .join(F.broadcast(_side(rule, facts, agg.label)), _in_scope(rule, agg.label, agg.scope))
               .where(_test(rule, exprs))
               .select("_id", value.term.alias(name + "_t"), value.number().alias(name + "_n"),
                       value.number_rank().alias(name + "_r")))

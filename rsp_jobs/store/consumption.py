@@ -3,11 +3,15 @@
 A batch over ``(after, until]`` loads the facts that matches at or before ``after`` consumed,
 and replaces what matches inside its own interval consumed. That makes consumption hold
 across batches exactly as in one long evaluation, and a re-run of an interval idempotent.
+DOTR §3: "the consuming clause marks events that are consumed by the rule and cannot be used
+in subsequent evaluations of the same rule" — whichever run evaluates them: the DAG tasks and
+``rsp evaluate --from/--to`` keep them here alike. An unbounded bound (None) is the start or
+the end of time.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Iterable
+from typing import Iterable, Optional
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
@@ -16,19 +20,26 @@ from rsp_jobs.store.models import ConsumedFact
 TABLE = ConsumedFact.__table__
 
 
-def consumed_before(engine: Engine, query_iri: str, after: datetime) -> frozenset[str]:
+def consumed_before(engine: Engine, query_iri: str, after: Optional[datetime]) -> frozenset[str]:
+    """The facts matches at or before ``after`` consumed (none before the start of time)."""
+    if after is None:
+        return frozenset()
     with engine.connect() as conn:
         rows = conn.execute(select(TABLE.c.fact_key).where(TABLE.c.query_iri == query_iri,
                                                            TABLE.c.match_time <= after))
         return frozenset(r.fact_key for r in rows)
 
 
-def replace_consumed(conn: Connection, query_iri: str, after: datetime, until: datetime,
-                     facts: Iterable[tuple[str, datetime, datetime]], activity_iri: str) -> int:
+def replace_consumed(conn: Connection, query_iri: str, after: Optional[datetime], until: Optional[datetime],
+                     facts: Iterable[tuple[str, datetime, datetime]], activity_iri: Optional[str]) -> int:
     """Record ``(fact key, fact time, match time)`` for the interval's matches, replacing what
     an earlier run of the same interval recorded; returns how many facts."""
-    conn.execute(delete(TABLE).where(TABLE.c.query_iri == query_iri, TABLE.c.match_time > after,
-                                     TABLE.c.match_time <= until))
+    where = [TABLE.c.query_iri == query_iri]
+    if after is not None:
+        where.append(TABLE.c.match_time > after)
+    if until is not None:
+        where.append(TABLE.c.match_time <= until)
+    conn.execute(delete(TABLE).where(*where))
     rows = [dict(query_iri=query_iri, fact_key=key, fact_time=fact_time, match_time=match_time,
                  activity_iri=activity_iri) for key, fact_time, match_time in facts]
     if rows:
@@ -39,4 +50,14 @@ def replace_consumed(conn: Connection, query_iri: str, after: datetime, until: d
 def fact_time(key: str) -> datetime:
     """A fact key's time (``label@<µs>#hash``)."""
     micros = int(key.split("@", 1)[1].split("#", 1)[0])
+    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
+
+
+def consumption_records(matches: list[dict], newly: Iterable[str]) -> list[tuple[str, datetime, datetime]]:
+    """``(fact key, fact time, match time)`` of each fact ``newly`` consumed by ``matches``."""
+    ended = {key: m["time_us"] for m in matches for key in m.get("facts", {}).values()}
+    return [(key, fact_time(key), _moment(ended[key])) for key in sorted(newly)]
+
+
+def _moment(micros: int) -> datetime:
     return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)

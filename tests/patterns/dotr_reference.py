@@ -8,7 +8,9 @@ every event in its scope and applies the definitions directly.
 - ``not C``: no C fact in scope satisfying its conditions; aggregates over the G facts in
   scope satisfying theirs (empty avg/sum/count = 0, empty min/max = None);
 - consumption: a consumed fact is not a candidate; a match's consumed facts are consumed once
-  its trigger has been processed; triggers in (time, key) order.
+  its trigger has been processed; triggers in (time, key) order;
+- facts are a bag (DOTR §4: a query gives "zero, one, or more facts"): equal solutions of one
+  instant are distinct facts, told apart by ``copy`` (``numbered``).
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ class Fact:
     label: str
     t: int
     bindings: tuple[tuple[str, str], ...]  # sorted (variable, N-Triples term)
+    copy: int = 0  # how many equal solutions of the instant come before this one
 
     @property
     def key(self) -> str:
         text = "\n".join(f"{n}={v}" for n, v in self.bindings)
-        return f"{self.label}@{self.t}#{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+        return f"{self.label}@{self.t}#{hashlib.sha1(text.encode()).hexdigest()[:12]}" + (
+            f".{self.copy}" if self.copy else "")
 
     def __getitem__(self, name: str) -> str:
         return dict(self.bindings)[name]
@@ -34,6 +38,17 @@ class Fact:
 
 def fact(label: str, t: int, **bindings: str) -> Fact:
     return Fact(label, t, tuple(sorted(bindings.items())))
+
+
+def numbered(facts: list[Fact]) -> list[Fact]:
+    """Equal solutions as distinct facts: the n-th repetition of (label, t, bindings) is copy n."""
+    seen: dict = {}
+    out = []
+    for f in facts:
+        n = seen.get((f.label, f.t, f.bindings), 0)
+        seen[(f.label, f.t, f.bindings)] = n + 1
+        out.append(Fact(f.label, f.t, f.bindings, n))
+    return out
 
 
 Env = dict  # label -> Fact

@@ -88,7 +88,7 @@ def reference_facts(frames) -> list[ref.Fact]:
             else:
                 facts.append(ref.fact("T", us(t), area=a, v=num(value)))
                 facts.append(ref.fact("H", us(t), area=a, v=num(value)))
-    return facts
+    return ref.numbered(facts)  # two equal observations of a frame are two facts
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +159,7 @@ CASES = {"policies": combined_rule(False), "policies+consuming": combined_rule(T
 def generated_facts() -> tuple:
     facts = reference_facts([f for seed in SEEDS for f in generate(seed)])
     temps = [f for f in facts if f.label == "T"]
-    return tuple(facts + [ref.Fact(label, f.t, f.bindings) for label in "LFE" for f in temps])
+    return tuple(facts + [ref.Fact(label, f.t, f.bindings, f.copy) for label in "LFE" for f in temps])
 
 
 def as_comparable(matches):
