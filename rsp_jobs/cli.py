@@ -370,7 +370,8 @@ def cmd_import(args) -> int:
 
     report = import_stream(_store_engine(args.store or ""), args.path, args.stream)
     print(f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
-          f"{report.triples_written} triples, {report.quarantined} quarantined", file=sys.stderr)
+          f"{report.triples_written} triples, {report.invariant} time-invariant statements, "
+          f"{report.quarantined} quarantined", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ same way. Decoding to the SPARQL 1.1 JSON results encoding happens only for resu
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from rdflib import BNode, Literal, URIRef
@@ -24,6 +24,7 @@ XSD_DECIMAL = XSD + "decimal"
 XSD_FLOAT = XSD + "float"
 XSD_DOUBLE = XSD + "double"
 XSD_DATETIME = XSD + "dateTime"
+XSD_DATE = XSD + "date"
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 INTEGER_TYPES = frozenset(XSD + t for t in (
@@ -163,3 +164,29 @@ def template_lines(template, term_of) -> list[str]:
             continue
         lines.add(f"{s} {p} {o} .")
     return sorted(lines)
+
+
+# An xsd:date or xsd:dateTime with an optional offset. The TA-RDF paper (§6) prints times as
+# "2009-01-01Z-06:00" and "2008-07-20T05:34:00Z-06:00": a 'Z' followed by an offset, which no
+# XSD form allows. Read as the paper means them (Chicago local time, UTC-6), 'Z-06:00' is the
+# offset -06:00; a lone 'Z' is UTC and no offset is UTC too, as the store reads data literals.
+_PAPER_TIME = re.compile(r"(?P<date>-?\d{4,}-\d\d-\d\d)(?:T(?P<time>\d\d:\d\d(?::\d\d(?:\.\d+)?)?))?"
+                         r"(?P<zone>Z|Z?[+-]\d\d:?\d\d)?")
+
+
+def time_interval(lexical: str, date: bool = False) -> Optional[tuple[datetime, datetime]]:
+    """The UTC interval an xsd:dateTime (one instant: start == end) or, with ``date``, an
+    xsd:date (the whole day, end exclusive) denotes, or None when ``lexical`` is neither.
+    Accepts the paper's 'Z-06:00' offsets (see ``_PAPER_TIME``)."""
+    match = _PAPER_TIME.fullmatch(lexical.strip())
+    if match is None or (date and match["time"]) or (not date and not match["time"]):
+        return None
+    zone = (match["zone"] or "Z").lstrip("Z") or "+00:00"
+    if len(zone) == 5:  # +hhmm
+        zone = zone[:3] + ":" + zone[3:]
+    try:
+        start = datetime.fromisoformat(f"{match['date']}T{match['time'] or '00:00:00'}{zone}")
+    except ValueError:
+        return None
+    start = start.astimezone(timezone.utc)
+    return (start, start + timedelta(days=1)) if date else (start, start)

@@ -142,9 +142,18 @@ def stream_format(path: Path) -> str:
                          f"expected one of {', '.join(sorted(FORMATS))}") from None
 
 
-def read_stream_file(path: str | Path, stream_iri: str, order: int = 0) -> StreamBatch:
+def read_stream_file(path: str | Path, stream_iri: str, order: int = 0,
+                     outside: Optional[list["Statement"]] = None) -> StreamBatch:
     """Parse one stream file into elements of ``stream_iri``, rejecting what is malformed;
     ``order``: the file's place among the stream's files (see ``StreamBatch``)."""
+    batch = StreamBatch(stream=stream_iri, source=str(Path(path)), order=order)
+    _to_frames(read_statements(path, batch), batch, outside)
+    return batch
+
+
+def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
+    """The statements of a TriG or N-Quads file in order, with their lines; an N-Quads line
+    that does not parse goes to ``batch.rejections``, a TriG syntax error is an InputError."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: stream file not found")
@@ -154,16 +163,13 @@ def read_stream_file(path: str | Path, stream_iri: str, order: int = 0) -> Strea
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
-    batch = StreamBatch(stream=stream_iri, source=str(path), order=order)
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
-    statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
-    _to_frames(statements, batch)
-    return batch
+    return _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
 
 
 @dataclass(frozen=True)
-class _Statement:
+class Statement:
     """A parsed statement: ``graph`` None (default graph), an IRI or blank node, or the
     timestamp literal of C-SPARQL's N-Quads form."""
 
@@ -206,7 +212,7 @@ class _QuadLine(W3CNTriplesParser):
         return s, p, o, graph
 
 
-def _nquads(text: str, batch: StreamBatch, salt: str) -> list[_Statement]:
+def _nquads(text: str, batch: StreamBatch, salt: str) -> list[Statement]:
     """N-Quads are line based, so a bad line is quarantined on its own and the rest is kept."""
     parser = _QuadLine(salt)
     out = []
@@ -218,7 +224,7 @@ def _nquads(text: str, batch: StreamBatch, salt: str) -> list[_Statement]:
                                               1, line[:500]))
             continue
         if quad is not None:
-            out.append(_Statement(quad[3], *quad[:3], number))
+            out.append(Statement(quad[3], *quad[:3], number))
     return out
 
 
@@ -232,16 +238,16 @@ class _RecordingSink(RDFSink):
         super().__init__(Graph(identifier=_DEFAULT_GRAPH))
         self.uuid = salt  # rdflib names anonymous blank nodes n<uuid>b<counter>
         self.parser: Optional[TrigSinkParser] = None
-        self.statements: list[_Statement] = []
+        self.statements: list[Statement] = []
 
     def makeStatement(self, quadruple, why=None) -> None:  # noqa: N802 - rdflib's name
         f, p, s, o = quadruple
         graph = None if f is self.rootFormula or f is None or f.identifier == _DEFAULT_GRAPH else f.identifier
-        self.statements.append(_Statement(graph, self.normalise(f, s), self.normalise(f, p),
+        self.statements.append(Statement(graph, self.normalise(f, s), self.normalise(f, p),
                                           self.normalise(f, o), self.parser.lines + 1))
 
 
-def _trig(text: str, path: Path, salt: str) -> list[_Statement]:
+def _trig(text: str, path: Path, salt: str) -> list[Statement]:
     sink = _RecordingSink(salt)
     parser = TrigSinkParser(sink, baseURI=path.resolve().as_uri(), turtle=True)
     sink.parser = parser
@@ -256,11 +262,15 @@ def _trig(text: str, path: Path, salt: str) -> list[_Statement]:
 class _Part:
     graph: str
     line: Optional[int]
-    statements: list[tuple[int, _Statement]] = field(default_factory=list)  # (position, statement)
+    statements: list[tuple[int, Statement]] = field(default_factory=list)  # (position, statement)
 
 
-def _to_frames(statements: Sequence[_Statement], batch: StreamBatch) -> None:
-    """Parts (named graphs, timestamp contexts) → one frame per time, in time order."""
+def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
+               outside: Optional[list[Statement]] = None) -> None:
+    """Parts (named graphs, timestamp contexts) → one frame per time, in time order. The
+    default graph's other statements are rejected, or collected in ``outside`` when given
+    (a TA-RDF import keeps them as time-invariant statements)."""
+    collect = outside
     stamps: dict[object, list] = {}
     outside = []
     parts: dict[object, _Part] = {}
@@ -310,7 +320,9 @@ def _to_frames(statements: Sequence[_Statement], batch: StreamBatch) -> None:
             batch.elements.append(Element(batch.stream, ts, frame, *triple, numeric_value(st.o),
                                           time_value(st.o), pos))
     batch.elements.sort(key=lambda e: (e.ts, e.pos))
-    if outside:
+    if collect is not None:
+        collect.extend(outside)
+    elif outside:
         batch.rejections.append(Rejection(batch.source, outside[0].line, OUTSIDE_FRAMES, len(outside)))
 
 

@@ -70,6 +70,7 @@ class LoadReport:
     triples_written: int
     quarantined: int  # triples in the batch's rejections: accepted + quarantined = read
     frames_merged: int = 0  # of frames_written: stored frames that gained a part of another source
+    invariant: int = 0  # time-invariant statements stored (TA-RDF imports)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
     frames = _frames_of(batch)
     stream_id = _get_or_create_stream(conn, batch.stream, kind, query_iri)[0]
     stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
+    _check_frame_streams(conn, batch, stream_id, [f for f in frames if f.ts not in stored])
     stored_parts = _stored_parts(conn, [row[0] for row in stored.values()])
     new, replaced, merged = [], [], []
     for f in frames:
@@ -234,6 +236,24 @@ def _utc(ts: datetime, source: str, frame: str) -> datetime:
     if ts.tzinfo is None:
         raise InputError(f"{source}: frame <{frame}> has a timestamp without time zone")
     return ts.astimezone(timezone.utc)
+
+
+def _check_frame_streams(conn: Connection, batch: StreamBatch, stream_id: int, new: list[_BatchFrame]) -> None:
+    """A frame IRI names one frame of one stream (TA-RDF restriction 2(ii)): a new frame named
+    like a frame stored for another stream, or at another time, is refused before anything
+    is written."""
+    by_iri = {f.iri: f for f in new}
+    for chunk in _chunks(list(by_iri), KEYS_PER_QUERY):
+        rows = conn.execute(select(Frame.frame_iri, Frame.ts, Stream.iri).join(Stream, Stream.id == Frame.stream_id)
+                            .where(Frame.frame_iri.in_(chunk)))
+        for iri, ts, owner in rows:
+            if owner != batch.stream:
+                raise InputError(f"{batch.source}: frame <{iri}> belongs to stream <{owner}>; it cannot also be a "
+                                 f"frame of <{batch.stream}> (TA-RDF restriction 2(ii): a frame belongs to one "
+                                 "stream). Nothing of this file was loaded")
+            raise InputError(f"{batch.source}: frame <{iri}> of <{owner}> is stored at {ts.isoformat()}; "
+                             f"it cannot also be the frame at {by_iri[iri].ts.isoformat()} (TA-RDF restriction "
+                             "2(iii): a frame has one timestamp). Nothing of this file was loaded")
 
 
 def _get_or_create_stream(conn: Connection, iri: str, kind: str,

@@ -122,6 +122,26 @@ class FrameTriple(Base):
     o_time: Mapped[Optional[datetime]]
 
 
+class InvariantTriple(Base):
+    """A time-invariant statement (TA-RDF §4: every resource annotated with Nil), stored once.
+    A statement about a stream holds for every frame of it (restriction 1), so TA-SPARQL sees
+    it from each frame without a copy per frame. ``checksum``: sha256 of its N-Triples line,
+    which keeps it once whatever its length (a unique index on long text would not)."""
+
+    __tablename__ = "invariant_triples"
+    __table_args__ = (UniqueConstraint("checksum"), Index(None, "p"))
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    s: Mapped[str] = mapped_column(Text)
+    p: Mapped[str] = mapped_column(Text)
+    o: Mapped[str] = mapped_column(Text)
+    o_num: Mapped[Optional[float]] = mapped_column(Double)
+    o_time: Mapped[Optional[datetime]]
+    checksum: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(Text)  # the file that first stated it
+    line: Mapped[Optional[int]]
+
+
 class FramePart(Base):
     """A delivered part of a frame: a named graph (or the timestamped triples of one time) of
     one source file, or one evaluation's result. Several parts at one (stream, ts) are one

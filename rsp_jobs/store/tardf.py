@@ -1,50 +1,52 @@
 """Stored streams as TA-RDF files and back (Rodriguez, McGrath, Liu, Myers, "Semantic Management
-of Streaming Data", SSN 2009; issue 3).
+of Streaming Data", SSN 2009, §5).
 
-TA-RDF translates a time-annotated stream into plain RDF with the Data Stream Vocabulary: each
-frame is a resource that ``dsv:belongsTo`` its stream and ``dsv:hasTimestamp`` its time. An
-export keeps the RSP data model around that translation, so that it is both TA-RDF and a stream
-file any RSP reader loads:
+An export is at once the plain-RDF translation of Definition 3 and an RSP stream file:
 
-* each frame is a named graph, named by the frame IRI, holding the frame's triples;
-* the default graph states the translation and the RSP time of every frame::
+* the default graph holds the translation: the stream, each frame as a resource that
+  ``dsv:belongsTo`` the stream and ``dsv:hasTimestamp`` its time, and the frame's TA-RDF
+  statements ``S[t] p o`` as ``F p o`` (a frame triple about the stream or the frame itself; in
+  the object position likewise), so Table 2's SPARQL translation of a TA-SPARQL query runs on
+  it; then the time-invariant statements about the stream (``S p o`` and ``x p S``: Nil);
+* each frame is also a named graph, named by the frame IRI, with the frame's triples as stored,
+  and ``prov:generatedAtTime`` gives its time to RSP readers::
 
       <stream> a dsv:DataStream .
-      <frame> a dsv:Frame ; dsv:belongsTo <stream> ;
-          dsv:hasTimestamp "t"^^xsd:dateTime ; prov:generatedAtTime "t"^^xsd:dateTime .
+      <frame> { <stream> ex:reading 10 . <obs> ex:value 3 . }
+      <frame> a dsv:Frame ; dsv:belongsTo <stream> ; dsv:hasTimestamp "t"^^xsd:dateTime ;
+          prov:generatedAtTime "t"^^xsd:dateTime ; ex:reading 10 .
 
-The namespace ``http://purl.org/dsv#`` and the class names ``dsv:DataStream`` and ``dsv:Frame``
-are the project's choice: the paper (CEUR-WS Vol-522, pp. 63-82) was found, but not its text of
-the vocabulary or of Definition 3. TA-SPARQL should import ``DSV`` from here so the two cannot
-drift apart.
+Importing (``ingest.tardf``) reads both forms, so export then import gives the same frames
+(Theorem 2's reversibility): the translation's statements that the named graph already states
+are not added twice.
 
-Timestamps are written as UTC ``xsd:dateTime`` with every stored microsecond. Exports stream
-rows from SQL and write the stored N-Triples text as it is; no graph of the whole stream is
-built. Frames come in time order, each frame's triples sorted, so an export depends only on the
-stored frames (an exported, imported and re-exported stream is the same file).
+The namespace ``http://purl.org/dsv#`` is the project's choice: the paper names the vocabulary
+``dsv`` (Table 1 did not survive in our copy) but prints no namespace IRI. Timestamps are written
+as UTC ``xsd:dateTime`` with every stored microsecond. Exports stream rows from SQL and write
+the stored N-Triples text as it is; frames come in time order, each frame's triples sorted, so
+an export depends only on the stored frames.
 """
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, TextIO, Union
 
-from rdflib import Dataset, Graph, URIRef
 from rdflib.namespace import RDF
 from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.rdf_stream import (FORMATS, OUTSIDE_FRAMES, PROV_GENERATED_AT, StreamBatch,
-                                        read_stream_file, stream_format)
-from rsp_jobs.store.frames import LoadReport, load_batch
+from rsp_jobs.ingest.rdf_stream import FORMATS, PROV_GENERATED_AT
+from rsp_jobs.ingest.tardf import DSV, read_tardf
+from rsp_jobs.store.db import write_transaction
+from rsp_jobs.store.frames import LoadReport, write_batch
+from rsp_jobs.store.invariant import invariants_about, write_invariants
 from rsp_jobs.store.models import Frame, FrameTriple, Stream
-from rsp_jobs.terms import XSD_DATETIME, time_value
+from rsp_jobs.terms import XSD_DATETIME
 
-DSV = "http://purl.org/dsv#"
 DSV_DATA_STREAM = DSV + "DataStream"
 DSV_FRAME = DSV + "Frame"
 DSV_BELONGS_TO = DSV + "belongsTo"
@@ -87,26 +89,25 @@ def export_stream(engine: Engine, stream_iri: str, out: Out, fmt: str = "trig",
         stream_id = conn.execute(select(Stream.id).where(Stream.iri == stream_iri)).scalar()
         if stream_id is None:
             raise InputError(f"stream <{stream_iri}> is not in the store")
+        invariant = invariants_about(conn, f"<{stream_iri}>")
         rows = conn.execution_options(yield_per=ROWS_PER_FETCH).execute(_frame_rows(stream_id, start, end))
         with _text_out(out) as handle:
             write = _write_trig if fmt == "trig" else _write_nquads
-            return write(handle, stream_iri, _frames(rows))
+            return write(handle, stream_iri, _frames(rows), invariant)
 
 
 def import_stream(engine: Engine, path: Union[str, Path], stream_iri: Optional[str] = None) -> LoadReport:
-    """Load a TA-RDF export, or any RSP stream file, into the store as stream ``stream_iri``
-    (default: the stream the file's frames ``dsv:belongsTo``).
-
-    The frames are read by ``read_stream_file`` and loaded by ``load_batch``, so an import is
-    idempotent and quarantines what is malformed, like any load. The default graph's TA-RDF
-    statements are frame metadata, not triples outside any frame: they are not quarantined, and
-    a frame whose ``dsv:hasTimestamp`` is not its ``prov:generatedAtTime`` is rejected whole.
-    """
-    path = Path(path)
-    statements = _tardf_statements(path)
-    batch = read_stream_file(path, stream_iri or _stream_of(path, statements))
-    _accept_statements(batch, statements)
-    return load_batch(engine, batch)
+    """Load a TA-RDF file (Definition 3's translation, an export, or any RSP stream file) into
+    the store in one transaction: each stream's frames (default: the streams its frames
+    ``dsv:belongsTo``; ``stream_iri`` loads a one-stream file into that stream instead) and its
+    time-invariant statements. Frames are loaded as by ``load_batch``: idempotent, merged with
+    the frames stored at the same (stream, time), what is malformed quarantined."""
+    tardf = read_tardf(path, stream_iri)
+    with write_transaction(engine) as conn:
+        reports = [write_batch(conn, batch) for batch in tardf.batches.values()]
+        invariant = write_invariants(conn, tardf.source, tardf.invariant)
+    totals = {f.name: sum(getattr(r, f.name) for r in reports) for f in fields(LoadReport) if f.name != "invariant"}
+    return LoadReport(**totals, invariant=invariant)
 
 
 # --- export -------------------------------------------------------------------------------
@@ -132,10 +133,12 @@ def _frames(rows: Iterable) -> Iterator[_StoredFrame]:
         yield _StoredFrame(first.ts, first.frame_iri, triples)
 
 
-def _write_trig(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame]) -> ExportReport:
+def _write_trig(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
+                invariant: list[tuple[str, str, str]]) -> ExportReport:
     out.write(f"# TA-RDF export of stream <{stream_iri}>\n"
               f"@prefix dsv: <{DSV}> .\n@prefix prov: <{PROV}> .\n@prefix xsd: <{XSD}> .\n\n"
               f"<{stream_iri}> a dsv:DataStream .\n")
+    out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
     count = triples = 0
     for frame in frames:
         graph = f"<{frame.iri}>"
@@ -146,13 +149,16 @@ def _write_trig(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame]) ->
         stamp = f'"{xsd_datetime(frame.ts)}"^^xsd:dateTime'
         out.write(f"{graph} a dsv:Frame ;\n  dsv:belongsTo <{stream_iri}> ;\n"
                   f"  dsv:hasTimestamp {stamp} ;\n  prov:generatedAtTime {stamp} .\n")
+        out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
         count, triples = count + 1, triples + len(frame.triples)
     return ExportReport(count, triples)
 
 
-def _write_nquads(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame]) -> ExportReport:
+def _write_nquads(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
+                  invariant: list[tuple[str, str, str]]) -> ExportReport:
     stream = f"<{stream_iri}>"
     out.write(f"# TA-RDF export of stream {stream}\n{stream} <{RDF_TYPE}> <{DSV_DATA_STREAM}> .\n")
+    out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
     count = triples = 0
     for frame in frames:
         graph = f"<{frame.iri}>"
@@ -160,8 +166,23 @@ def _write_nquads(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame]) 
         stamp = f'"{xsd_datetime(frame.ts)}"^^<{XSD_DATETIME}>'
         out.write(f"{graph} <{RDF_TYPE}> <{DSV_FRAME}> .\n{graph} <{DSV_BELONGS_TO}> {stream} .\n"
                   f"{graph} <{DSV_HAS_TIMESTAMP}> {stamp} .\n{graph} <{PROV_GENERATED_AT}> {stamp} .\n")
+        out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
         count, triples = count + 1, triples + len(frame.triples)
     return ExportReport(count, triples)
+
+
+def _translation(stream_iri: str, frame: _StoredFrame) -> list[tuple[str, str, str]]:
+    """Definition 3 of the frame's TA-RDF statements: a frame triple about the stream (or the
+    frame) is ``S[t] p o``, written ``F p o``; so is one with the stream in the object."""
+    own = {f"<{stream_iri}>", f"<{frame.iri}>"}
+    name = f"<{frame.iri}>"
+    out = []
+    for s, p, o in frame.triples:
+        if s in own or o in own:
+            triple = (name if s in own else s, p, name if o in own else o)
+            if triple not in out:
+                out.append(triple)
+    return out
 
 
 def xsd_datetime(ts: datetime) -> str:
@@ -182,72 +203,3 @@ def _aware(ts: datetime) -> datetime:
     if ts.tzinfo is None:
         raise ValueError(f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)")
     return ts
-
-
-# --- import -------------------------------------------------------------------------------
-
-
-def _is_tardf(triple) -> bool:
-    _, p, o = triple
-    return str(p).startswith(DSV) or (p == RDF.type and str(o).startswith(DSV))
-
-
-def _tardf_statements(path: Path) -> Graph:
-    """The TA-RDF statements of the file's default graph (a second parse beside the reader's,
-    which keeps nothing of the default graph but the frame times)."""
-    fmt = stream_format(path)
-    if not path.is_file():
-        raise InputError(f"{path}: stream file not found")
-    dataset = Dataset()
-    if fmt == "nquads":
-        # a quad is a line, so only lines naming the vocabulary can be TA-RDF statements; a
-        # malformed one is skipped here and quarantined by the reader
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if DSV in line]
-        try:
-            dataset.parse(data="\n".join(lines) + "\n", format="nquads")
-        except Exception:
-            for line in lines:
-                try:
-                    dataset.parse(data=line + "\n", format="nquads")
-                except Exception:
-                    continue
-    else:
-        try:
-            dataset.parse(path, format="trig")
-        except Exception as exc:  # rdflib raises several kinds
-            raise InputError(f"{path}: not valid TriG: {' '.join(str(exc).split())[:300]}") from exc
-    statements = Graph()
-    for triple in dataset.default_graph:
-        if _is_tardf(triple):
-            statements.add(triple)
-    return statements
-
-
-def _stream_of(path: Path, statements: Graph) -> str:
-    streams = sorted({f"<{o}>" for o in statements.objects(None, URIRef(DSV_BELONGS_TO))})
-    if len(streams) != 1:
-        named = ", ".join(streams[:5]) or "no stream"
-        raise InputError(f"{path}: its frames dsv:belongsTo {named}; give the stream IRI to import into")
-    return streams[0][1:-1]
-
-
-def _accept_statements(batch: StreamBatch, statements: Graph) -> None:
-    """Take the TA-RDF statements out of the reader's "no frame" rejection, and reject the
-    frames whose dsv:hasTimestamp contradicts their prov:generatedAtTime."""
-    for i, rejection in enumerate(batch.rejections):
-        if rejection.reason == OUTSIDE_FRAMES:  # the reader's one rejection of default-graph triples
-            rest = rejection.triples - len(statements)
-            batch.rejections[i:i + 1] = [replace(rejection, triples=rest)] if rest > 0 else []
-            break
-    stated: dict[str, set] = defaultdict(set)
-    for frame, stamp in statements.subject_objects(URIRef(DSV_HAS_TIMESTAMP)):
-        stated[str(frame)].add(time_value(stamp))
-    times = {e.frame: e.ts for e in batch.elements}
-    wrong = {frame: ts for frame, ts in times.items() if frame in stated and stated[frame] != {ts}}
-    if not wrong:
-        return
-    batch.drop_frames({
-        frame: f"frame <{frame}> has dsv:hasTimestamp "
-               f"{', '.join(sorted(xsd_datetime(t) if t else 'not an xsd:dateTime' for t in stated[frame]))} "
-               f"but prov:generatedAtTime {xsd_datetime(ts)} (TA-RDF: a frame has one timestamp)"
-        for frame, ts in wrong.items()})

@@ -200,7 +200,7 @@ def test_a_frame_iri_names_one_graph_and_reusing_it_at_another_time_fails_whole(
     before = snapshot(store)
     moved = {(f"{STREAM}/frame/0", T0 + timedelta(hours=9)): [("<http://ex.org/s>", "<http://ex.org/p>", '"x"')],
              (f"{STREAM}/frame/new", T0 + timedelta(hours=10)): [("<http://ex.org/s>", "<http://ex.org/p>", '"y"')]}
-    with pytest.raises(IntegrityError):
+    with pytest.raises(InputError, match=r"moved.nq: frame <.*/frame/0> .* is stored at .*restriction 2\(iii\)"):
         load_batch(store, batch_of(moved, source="moved.nq"))
     assert snapshot(store) == before
 

@@ -21,7 +21,8 @@ from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.rdf_stream import StreamBatch, read_stream_file
 from rsp_jobs.store import db
 from rsp_jobs.store.frames import frame_checksum, load_batch
-from rsp_jobs.store.models import Frame, FrameTriple, Stream
+from rsp_jobs.store.invariant import invariants_about
+from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream
 from rsp_jobs.store.tardf import (DSV_BELONGS_TO, DSV_DATA_STREAM, DSV_FRAME, DSV_HAS_TIMESTAMP,
                                   ExportReport, export_stream, import_stream)
 from rsp_jobs.terms import XSD_DATETIME, XSD_DOUBLE, time_value, to_nt
@@ -181,19 +182,23 @@ def test_import_under_another_stream_iri(store, fresh_store, csrbench_batch, tmp
 
 def test_a_plain_rsp_file_imports_once_given_its_stream(store, tmp_path):
     batch = nquads_batch(tmp_path, {f"{STREAM}/frame/0": T0})
-    with pytest.raises(InputError, match="dsv:belongsTo no stream; give the stream IRI"):
+    with pytest.raises(InputError, match="no frame dsv:belongsTo a stream; give the stream IRI"):
         import_stream(store, batch.source)
     assert import_stream(store, batch.source, STREAM).frames_written == 1
 
 
-def test_default_graph_triples_other_than_tardf_are_still_quarantined(store, fresh_store, tmp_path):
+def test_default_graph_triples_about_no_frame_are_time_invariant_statements(store, fresh_store, tmp_path):
+    """TA-RDF §4: a triple whose resources carry no time is time-invariant (all at Nil)."""
     load_batch(store, nquads_batch(tmp_path, {f"{STREAM}/frame/0": T0, f"{STREAM}/frame/1": T0 + timedelta(1)}))
     out = tmp_path / "export.nq"
     export_stream(store, STREAM, out, "nquads")
     with out.open("a") as f:
         f.write("<http://ex.org/a> <http://ex.org/b> <http://ex.org/c> .\n")
     report = import_stream(fresh_store, out)
-    assert (report.frames_written, report.quarantined) == (2, 1)
+    assert (report.frames_written, report.invariant, report.quarantined) == (2, 1, 0)
+    with fresh_store.connect() as conn:
+        assert invariants_about(conn, "<http://ex.org/a>") == [("<http://ex.org/a>", "<http://ex.org/b>",
+                                                               "<http://ex.org/c>")]
 
 
 def test_a_frame_whose_dsv_timestamp_contradicts_its_time_is_rejected(store, fresh_store, tmp_path):
@@ -205,7 +210,11 @@ def test_a_frame_whose_dsv_timestamp_contradicts_its_time_is_rejected(store, fre
     assert stated in text
     out.write_text(text.replace(stated, f'<{DSV_HAS_TIMESTAMP}> "2014-08-01T07:51:00Z"'))
     report = import_stream(fresh_store, out)
-    assert (report.frames_written, report.quarantined) == (1, 2)
+    held = sum(1 for line in text.splitlines() if f"<{STREAM}/frame/0>" in line)  # every statement naming it
+    assert (report.frames_written, report.quarantined) == (1, held)
+    with fresh_store.connect() as conn:
+        reasons = conn.execute(select(QuarantinedInput.reason)).scalars().all()
+    assert any("dsv:hasTimestamp other than its prov:generatedAtTime" in r for r in reasons)
     assert [f[1] for f in stored_frames(fresh_store, STREAM)] == [f"{STREAM}/frame/1"]
 
 
