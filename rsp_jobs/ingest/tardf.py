@@ -134,6 +134,8 @@ class _Reader:
         strays: dict[object, list[Statement]] = {}  # named graphs that are no frame
         for pos, st in enumerate(self.statements):
             if st.graph is not None:
+                if st.graph in self.problems:
+                    continue  # counted in the frame's rejection
                 owner = st.graph if st.graph in frames else None
                 if owner is None:
                     strays.setdefault(st.graph, []).append(st)
