@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -39,7 +40,7 @@ from typing import Any, Optional, Union
 from lark import Lark, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from rdflib import Literal, URIRef
-from sqlalchemy import (Double, Engine, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
+from sqlalchemy import (Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
                         or_, select, true)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
@@ -47,21 +48,23 @@ from sqlalchemy.sql.functions import FunctionElement
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language.diagnostics import excerpt, syntax_error, terminal_display
 from rsp_jobs.store.tardf import DSV
-from rsp_jobs.store.models import Frame, FrameTriple, Stream, UTCDateTime
-from rsp_jobs.terms import (NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, datetime_lexical,
-                            nt_to_json, to_nt)
+from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
+from rsp_jobs.terms import (INTEGER_TYPES, NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE,
+                            XSD_INTEGER, datetime_lexical, nt_to_json, time_interval, to_nt)
 
 __all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
 
 # The namespace of the TA-RDF paper's dsv: vocabulary could not be checked against its full text;
 # this one is used consistently.
 BELONGS_TO = DSV + "belongsTo"
+HAS_TIMESTAMP = DSV + "hasTimestamp"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 # Declared unless the query declares them itself.
 DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV}
 
 _GRAMMAR = Path(__file__).resolve().parent.parent / "language" / "tasparql.lark"
 _FRAMES, _TRIPLES, _STREAMS = Frame.__table__, FrameTriple.__table__, Stream.__table__
+_INVARIANT = InvariantTriple.__table__
 
 
 @dataclass(frozen=True)
@@ -75,18 +78,30 @@ class QueryResult:
 
 def run_query(engine: Engine, text: str, source: str = "<query>") -> QueryResult:
     """Evaluate a TA-SPARQL SELECT over the store in one SQL statement."""
-    plan = _plan(text, source)
+    query = _parse(text, source)
     with engine.connect() as conn:
+        plan = _Translator(query, source, _stream_predicates(conn)).plan()
         rows = conn.execute(plan.statement).all()
+    width = len(plan.outputs)
     return QueryResult([name for name, _ in plan.outputs],
-                       [{name: term for (name, kind), value in zip(plan.outputs, row)
-                         if (term := _to_json(kind, value)) is not None} for row in rows])
+                       [{name: term for (name, kind), value, rank in zip(plan.outputs, row, row[width:] if
+                                                                         plan.ranked else [None] * width)
+                         if (term := _to_json(kind, value, rank)) is not None} for row in rows])
 
 
-def translate(text: str, source: str = "<query>") -> tuple[Select, dict[str, Any]]:
-    """The SQL statement a query runs as and its bound parameters (for inspection and tests)."""
-    statement = _plan(text, source).statement
+def translate(text: str, source: str = "<query>", stream_predicates: frozenset = frozenset()) -> tuple[Select, dict[str, Any]]:
+    """The SQL statement a query runs as and its bound parameters (for inspection and tests);
+    ``stream_predicates``: those of time-invariant statements about streams (see ``run_query``)."""
+    statement = _Translator(_parse(text, source), source, stream_predicates).plan().statement
     return statement, dict(statement.compile().params)
+
+
+def _stream_predicates(conn) -> frozenset:
+    """The predicates of the stored time-invariant statements about a stream: a frame pattern
+    with one of them also matches those (restriction 1), at the price of a union; the others
+    read the frames' triples alone."""
+    about_stream = select(literal("<", String) + _STREAMS.c.iri + literal(">", String))
+    return frozenset(conn.execute(select(_INVARIANT.c.p).where(_INVARIANT.c.s.in_(about_stream)).distinct()).scalars())
 
 
 # ------------------------------------------------------------------------------- syntax tree
@@ -116,8 +131,12 @@ _Term = Union[_Var, _Const]
 
 @dataclass(frozen=True)
 class _Selector:
-    kind: str  # every, at, between, first, last
-    times: tuple[datetime, ...]
+    """``kind``: every, at, between, first, last. ``times``: for at and between the UTC
+    interval (start, end, end included?): a date-time is one instant, an xsd:date its whole
+    day, and ``t1 .. t2`` runs from t1's start to t2's end."""
+
+    kind: str
+    times: tuple
     pos: _Pos
 
 
@@ -133,6 +152,40 @@ class _Triple:
 class _Membership:
     frame: str
     stream: _Term
+
+
+@dataclass(frozen=True)
+class _Stamp:
+    """``?F dsv:hasTimestamp ?t`` (Table 2): the frame's time, a variable or a constant."""
+
+    frame: str
+    time: Any  # _Var or _LiteralTerm
+
+
+@dataclass(frozen=True)
+class _Link:
+    """``s p ?x[sel]``: a time-invariant statement whose object is a stream; ?x ranges over that
+    stream's frames (TA-RDF restriction 1, the object form: <x p S> ∧ <r belongsTo S> ⇒ <x p r>)."""
+
+    subject: _Term
+    predicate: _Term
+    frame: str
+
+
+@dataclass(frozen=True)
+class _Invariant:
+    """A triple pattern about no frame: it matches the time-invariant statements (r[Nil])."""
+
+    subject: _Term
+    predicate: _Term
+    obj: _Term
+
+
+@dataclass(frozen=True)
+class _Call:
+    name: str
+    args: tuple
+    pos: "_Pos"
 
 
 # expressions
@@ -207,6 +260,9 @@ class _Query:
     triples: list[_Triple]
     memberships: list[_Membership]
     filters: list[Any]
+    links: list[_Link]
+    invariants: list[_Invariant]
+    stamps: list[_Stamp]
     group_by: Optional[list[Any]]
     having: Optional[Any]
     order_by: list[tuple[Any, bool]]
@@ -293,6 +349,10 @@ class _Patterns:
     triples: list[_Triple] = field(default_factory=list)
     memberships: list[_Membership] = field(default_factory=list)
     filters: list[Any] = field(default_factory=list)
+    links: list[_Link] = field(default_factory=list)
+    invariants: list[_Invariant] = field(default_factory=list)
+    stamps: list[_Stamp] = field(default_factory=list)
+    hidden: set = field(default_factory=set)  # frame variables made for <iri>[sel]
 
 
 class _Builder(Transformer):
@@ -304,6 +364,7 @@ class _Builder(Transformer):
         self._source = source
         self._prefixes = dict(DEFAULT_PREFIXES)
         self._patterns = _Patterns()
+        self._variables: dict[str, _Pos] = {}  # every variable, in order of appearance (SELECT *)
 
     def _error(self, where, message: str) -> QuerySyntaxError:
         return QuerySyntaxError(self._source, where.line, where.column, message)
@@ -318,16 +379,33 @@ class _Builder(Transformer):
         self._prefixes[str(name)[:-1]] = _unescape(iri[1:-1])
 
     def select_query(self, children):
-        distinct, *items, _group, group_by, having, order_by, limit_offset = children
+        distinct, items, _group, group_by, having, order_by, limit_offset = children
+        p = self._patterns
+        if items is None:  # SELECT *: every variable, in order of appearance
+            items = [_Item(name, _VarRef(name, pos), pos) for name, pos in self._variables.items()
+                     if name not in p.hidden]
         names = set()
         for item in items:
             if item.name in names:
                 raise self._error(item.pos, f"?{item.name} is projected twice")
             names.add(item.name)
         limit, offset = limit_offset or (None, None)
-        p = self._patterns
         return _Query(distinct is not None, items, p.frames, p.selectors, p.triples, p.memberships,
-                      p.filters, group_by, having, order_by or [], limit, offset)
+                      p.filters, p.links, p.invariants, p.stamps, group_by, having, order_by or [], limit, offset)
+
+    def select_items(self, children):
+        return children
+
+    def select_all(self, _):
+        return None
+
+    def select_aggregate(self, children):
+        """The paper's ``SELECT sum(?rain)``: an aggregate without AS, named after what it
+        aggregates (``sum_rain``; ``count`` for COUNT(*))."""
+        (agg,) = children
+        name = agg.name if agg.arg is None else (
+            f"{agg.name}_{agg.arg.name}" if isinstance(agg.arg, (_VarRef, _FrameTime)) else f"{agg.name}_{agg.pos.column}")
+        return _Item(name, agg, agg.pos)
 
     def select_var(self, children):
         (token,) = children
@@ -353,10 +431,32 @@ class _Builder(Transformer):
                 self._patterns.filters.append(child)
 
     def _top_level_triple(self, subject, selector, verb, obj):
-        if not isinstance(subject, _Var):
-            raise self._error(subject.pos, "outside GRAPH the subject of a triple pattern is a frame "
-                                           "variable: ?x[...] p o, or GRAPH ?x[...] { s p o }")
+        """Outside GRAPH (TA-RDF §6, Table 2): a frame in the object (``s p ?x[sel]``) makes a
+        time-invariant statement linking to a stream; an IRI with a selector is that stream's
+        frames; an IRI without one a time-invariant resource; a variable subject a frame."""
+        if isinstance(obj, _FrameRef):
+            frame = self._frame_ref(obj)
+            if isinstance(subject, _Located) and selector is not None:
+                raise self._error(selector.pos, "a statement about two frames is not supported: "
+                                                "select the frame in the subject or in the object")
+            if isinstance(subject, _Var) and selector is not None:
+                raise self._error(selector.pos, "a statement about two frames is not supported: "
+                                                "select the frame in the subject or in the object")
+            self._patterns.links.append(_Link(subject.const if isinstance(subject, _Located) else subject,
+                                              verb, frame.name))
+            return
+        if isinstance(subject, _Located):
+            if selector is None:
+                self._patterns.invariants.append(_Invariant(subject.const, verb, obj))
+                return
+            subject = self._frame_ref(_FrameRef(subject, selector))
+            selector = None
         self._frame(subject, selector)
+        if verb == _Const(f"<{HAS_TIMESTAMP}>"):
+            if not isinstance(obj, (_Var, _LiteralTerm)):
+                raise self._error(subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime")
+            self._patterns.stamps.append(_Stamp(subject.name, obj))
+            return
         if verb == _Const(f"<{BELONGS_TO}>"):
             if isinstance(obj, _LiteralTerm):
                 raise self._error(subject.pos, "dsv:belongsTo takes a stream IRI or a variable")
@@ -366,7 +466,7 @@ class _Builder(Transformer):
 
     def graph_block(self, children):
         var, selector, *rest = children
-        frame = _Var(var[1:], _pos(var))
+        frame = self._var(var)
         self._frame(frame, selector)
         for child in rest:
             if isinstance(child, list):
@@ -378,6 +478,20 @@ class _Builder(Transformer):
             elif child is not None:
                 self._patterns.filters.append(child)
         return _GraphBlock()
+
+    def _frame_ref(self, ref: "_FrameRef") -> _Var:
+        """The frame variable of ``?x[sel]`` or ``<stream>[sel]`` (a hidden variable, one per
+        stream and selector, that dsv:belongsTo the stream)."""
+        if isinstance(ref.term, _Var):
+            self._frame(ref.term, ref.selector)
+            return ref.term
+        name = f"{ref.term.const.nt}[{ref.selector.kind}{ref.selector.times}]"
+        var = _Var(name, ref.term.pos)
+        if name not in self._patterns.frames:
+            self._patterns.hidden.add(name)
+            self._frame(var, ref.selector)
+            self._patterns.memberships.append(_Membership(name, ref.term.const))
+        return var
 
     def _frame(self, var: _Var, selector: Optional[_Selector]) -> None:
         self._patterns.frames.setdefault(var.name, var.pos)
@@ -400,11 +514,25 @@ class _Builder(Transformer):
 
     def var_subject(self, children):
         token, selector = children
-        return _Var(token[1:], _pos(token)), selector
+        return self._var(token), selector
 
     @v_args(meta=True)
     def iri_subject(self, meta, children):
-        return _Located(children[0], _pos(meta)), None
+        return _Located(children[0], _pos(meta)), children[1]
+
+    @v_args(meta=True)
+    def frame_object(self, meta, children):
+        term, selector = children
+        if isinstance(term, _Const):
+            term = _Located(term, _pos(meta))
+        else:
+            term = self._var(term)
+        return _FrameRef(term, selector)
+
+    def _var(self, token) -> _Var:
+        var = _Var(token[1:], _pos(token))
+        self._variables.setdefault(var.name, var.pos)
+        return var
 
     def property_list(self, children):
         return list(zip(children[::2], children[1::2]))
@@ -414,7 +542,7 @@ class _Builder(Transformer):
 
     def var_term(self, children):
         (token,) = children
-        return _Var(token[1:], _pos(token))
+        return self._var(token)
 
     def rdf_type(self, _):
         return _Const(f"<{RDF_TYPE}>")
@@ -436,20 +564,27 @@ class _Builder(Transformer):
         return "every", ()
 
     def at(self, children):
-        return "at", tuple(children)
+        ((start, end, date),) = children
+        return "at", (start, end, not date)
 
     def between(self, children):
-        return "between", tuple(children)
+        (start, _, _), (_, end, date) = children
+        return "between", (start, end, not date)
 
     def time(self, children):
+        """(start, end, is a date) of a selector's time: an xsd:dateTime, a plain string or a
+        bare date-time is an instant; an xsd:date the whole day. Offsets as the paper prints
+        them ('Z-06:00') are read as the offset (``terms.time_interval``)."""
         token, datatype = children if len(children) == 2 else (children[0], None)
         text = _unescape(_string_body(token)) if token.type == "STRING" else str(token)
-        if datatype is not None and datatype != _Const(f"<{XSD_DATETIME}>"):
-            raise self._error(token, "a selector's time is an xsd:dateTime")
-        value = _iso_time(text)
-        if value is None:
-            raise self._error(token, f"not an ISO 8601 date-time: {excerpt(text)}")
-        return value
+        date = datatype == _Const(f"<{XSD_DATE}>")
+        if datatype is not None and not date and datatype != _Const(f"<{XSD_DATETIME}>"):
+            raise self._error(token, "a selector's time is an xsd:dateTime or an xsd:date")
+        interval = time_interval(text, date=date)
+        if interval is None:
+            kind = "xsd:date (YYYY-MM-DD with an optional offset)" if date else "ISO 8601 date-time"
+            raise self._error(token, f"not an {kind}: {excerpt(text)}")
+        return interval[0], interval[1], date
 
     # ---------------------------------------------------------------- modifiers
 
@@ -528,6 +663,10 @@ class _Builder(Transformer):
     def expression_var(self, children):
         return _VarRef(children[0][1:], _pos(children[0]))
 
+    def call(self, children):
+        name, *args = children
+        return _Call(str(name).lower(), tuple(a for a in args if a is not None), _pos(name))
+
     def frame_time(self, children):
         return self.key_time(children)
 
@@ -573,6 +712,14 @@ class _Builder(Transformer):
 @dataclass(frozen=True)
 class _GraphBlock:
     """The marker a GRAPH block leaves in its group (its patterns are already collected)."""
+
+
+@dataclass(frozen=True)
+class _FrameRef:
+    """``?x[sel]`` or ``<stream>[sel]`` in the object of a triple pattern."""
+
+    term: Any  # _Var or _Located
+    selector: _Selector
 
 
 @dataclass(frozen=True)
@@ -668,19 +815,17 @@ class _Value:
     num: Any = None
     time: Any = None
     plain_time: bool = False  # a string constant that is a date-time: it orders as a time
+    rank: Any = None  # num: the SPARQL numeric type rank of the value (0 integer .. 3 double), when known
 
 
 _ORDERING = {"<", ">", "<=", ">="}
-
-
-def _plan(text: str, source: str) -> "_Plan":
-    return _Translator(_parse(text, source), source).plan()
 
 
 @dataclass(frozen=True)
 class _Plan:
     statement: Select
     outputs: list[tuple[str, str]]  # (variable, value kind) per result column
+    ranked: bool = False  # each output column is followed, after all of them, by its numeric type rank
 
 
 class _Translator:
@@ -690,11 +835,13 @@ class _Translator:
     ``frame_triples`` joined to its frame; a variable's first occurrence binds it, later ones
     are equalities on the N-Triples text (SPARQL term equality)."""
 
-    def __init__(self, query: _Query, source: str):
+    def __init__(self, query: _Query, source: str, stream_predicates: frozenset = frozenset()):
         self.q = query
         self.source = source
+        self.stream_predicates = stream_predicates
         self.frames: dict[str, Any] = {}
         self.bindings: dict[str, _Binding] = {}
+        self.stamps: dict[str, str] = {}  # a variable bound to a frame's time -> the frame variable
         self.where: list[Any] = []
 
     def error(self, pos: _Pos, message: str) -> QuerySyntaxError:
@@ -702,23 +849,26 @@ class _Translator:
 
     def plan(self) -> _Plan:
         q = self.q
-        if not q.frames:
-            raise QuerySyntaxError(self.source, 1, 1, "the query has no frame pattern (?x[...] p o)")
+        if not q.frames and not q.invariants:
+            raise QuerySyntaxError(self.source, 1, 1, "the query has no triple pattern")
         from_clause = self._patterns()
         for expr in q.filters:
             self.where.append(self._condition(expr, "FILTER"))
         aggregated = q.group_by is not None or q.having is not None or any(
             _has_aggregate(item.expr) for item in q.items)
         group_keys = self._group_keys() if aggregated else None
-        columns, outputs = [], []
+        columns, outputs, ranks = [], [], []
         for i, item in enumerate(q.items):
             if group_keys is not None and not _has_aggregate(item.expr):
                 self._check_grouped(item.expr, group_keys)
             value = self._value(item.expr, aggregates=aggregated)
             kind, column = _output_column(value)
             columns.append(column.label(f"c{i}"))
+            ranks.append(value.rank if value.rank is not None else null())
             outputs.append((item.name, kind))
-        statement = select(*columns).select_from(from_clause)
+        ranked = any(value is not None and not isinstance(value, type(null())) for value in ranks)
+        statement = select(*columns, *([r.label(f"r{i}") for i, r in enumerate(ranks)] if ranked else []))
+        statement = statement.select_from(from_clause)
         if self.where:
             statement = statement.where(and_(*self.where))
         if group_keys is not None:
@@ -734,7 +884,7 @@ class _Translator:
             statement = statement.limit(q.limit)
         if q.offset is not None:
             statement = statement.offset(q.offset)
-        return _Plan(statement, outputs)
+        return _Plan(statement, outputs, ranked)
 
     # -------------------------------------------------------------------------- patterns
 
@@ -751,12 +901,69 @@ class _Translator:
             from_clause = self._membership(name, frame, from_clause)
             self._selector(name, frame)
             for number, triple in enumerate(t for t in q.triples if t.frame == name):
-                alias = _TRIPLES.alias(f"f{index}t{number}")
+                alias = self._frame_statements(triple, frame).alias(f"f{index}t{number}")
                 on = [alias.c.frame_id == frame.c.id]
                 for term, column in ((triple.subject, "s"), (triple.predicate, "p"), (triple.obj, "o")):
                     on += self._term(term, alias, column)
                 from_clause = from_clause.join(alias, and_(*on))
+            for stamp in (st for st in q.stamps if st.frame == name):
+                self._stamp(stamp, frame)
+        for number, link in enumerate(q.links):
+            # the stream the statement's object names, and the frames of it
+            frame = self.frames[link.frame]
+            stream = _STREAMS.alias(f"l{number}s")
+            alias = _INVARIANT.alias(f"l{number}")
+            from_clause = from_clause.join(stream, stream.c.id == frame.c.stream_id)
+            on = [alias.c.o == literal("<", String) + stream.c.iri + literal(">", String)]
+            on += self._term(link.subject, alias, "s") + self._term(link.predicate, alias, "p")
+            from_clause = from_clause.join(alias, and_(*on))
+        for number, pattern in enumerate(q.invariants):
+            alias = _INVARIANT.alias(f"i{number}")
+            on = []
+            for term, column in ((pattern.subject, "s"), (pattern.predicate, "p"), (pattern.obj, "o")):
+                on += self._term(term, alias, column)
+            from_clause = alias if from_clause is None else from_clause.join(alias, and_(true(), *on))
+            if from_clause is alias:
+                self.where += on
         return from_clause
+
+    def _frame_statements(self, triple: _Triple, frame):
+        """What a frame pattern matches: the frame's triples and, outside GRAPH, the
+        time-invariant statements about its stream, which hold for every frame of it (TA-RDF
+        restriction 1). The union is built only when such statements exist with a predicate
+        the pattern can match (``run_query`` asks the store)."""
+        predicate = triple.predicate
+        wanted = (self.stream_predicates if isinstance(predicate, _Var)
+                  else self.stream_predicates & {predicate.nt})
+        if triple.subject is not None or not wanted:
+            return _TRIPLES
+        stated = select(_TRIPLES.c.frame_id, _TRIPLES.c.s, _TRIPLES.c.p, _TRIPLES.c.o, _TRIPLES.c.o_num,
+                        _TRIPLES.c.o_time)
+        if not isinstance(predicate, _Var):
+            stated = stated.where(_TRIPLES.c.p == predicate.nt)
+        frames, streams = _FRAMES.alias(), _STREAMS.alias()
+        invariant = (select(frames.c.id, _INVARIANT.c.s, _INVARIANT.c.p, _INVARIANT.c.o, _INVARIANT.c.o_num,
+                            _INVARIANT.c.o_time)
+                     .select_from(frames.join(streams, streams.c.id == frames.c.stream_id)
+                                  .join(_INVARIANT, _INVARIANT.c.s == literal("<", String) + streams.c.iri
+                                        + literal(">", String)))
+                     .where(_INVARIANT.c.p.in_(sorted(wanted))))
+        return stated.union_all(invariant).subquery()
+
+    def _stamp(self, stamp: _Stamp, frame) -> None:
+        """``?F dsv:hasTimestamp ?t``: ?t is the frame's time; a constant is an equality."""
+        if isinstance(stamp.time, _Var):
+            name = stamp.time.name
+            if name in self.stamps or name in self.bindings:
+                known = self.stamps.get(name)
+                self.where.append(frame.c.ts == (self.frames[known].c.ts if known else self.bindings[name].time))
+            else:
+                self.stamps[name] = stamp.frame
+            return
+        value = _expression_constant(stamp.time, self)
+        if not isinstance(value, _Time):
+            raise self.error(stamp.time.pos, "dsv:hasTimestamp takes an xsd:dateTime")
+        self.where.append(frame.c.ts == value.value)
 
     def _term(self, term, alias, column: str) -> list:
         """Conditions on one position of a triple alias; binds a variable met first here."""
@@ -801,10 +1008,13 @@ class _Translator:
         selector = self.q.selectors.get(name)
         if selector is None or selector.kind == "every":
             return
-        if selector.kind == "at":
-            self.where.append(frame.c.ts == selector.times[0])
-        elif selector.kind == "between":
-            self.where.append(frame.c.ts.between(*selector.times))
+        if selector.kind in ("at", "between"):
+            start, end, end_included = selector.times
+            if start == end and end_included:
+                self.where.append(frame.c.ts == start)
+            else:
+                self.where.append(frame.c.ts >= start)
+                self.where.append(frame.c.ts <= end if end_included else frame.c.ts < end)
         else:  # FIRST, LAST: per stream, by the (stream_id, ts) index, one look-up per stream
             inner, streams = _FRAMES.alias(), _STREAMS.alias()
             ts = inner.c.ts.desc() if selector.kind == "last" else inner.c.ts.asc()
@@ -914,6 +1124,8 @@ class _Translator:
         if isinstance(expr, _VarRef):
             if expr.name in self.frames:
                 return _Value("frame", self.frames[expr.name])
+            if expr.name in self.stamps:
+                return _Value("time", self.frames[self.stamps[expr.name]].c.ts)
             binding = self.bindings.get(expr.name)
             if binding is None:
                 raise self.error(expr.pos, f"?{expr.name} is not bound by any pattern")
@@ -928,7 +1140,54 @@ class _Translator:
             return self._aggregate(expr)
         if isinstance(expr, _Op):
             return self._operator(expr, aggregates, in_aggregate)
+        if isinstance(expr, _Call):
+            return self._call(expr, aggregates, in_aggregate)
         raise AssertionError(f"unknown expression {expr!r}")
+
+    def _call(self, call: _Call, aggregates: bool, in_aggregate: bool) -> _Value:
+        """SPARQL 1.1 built-ins (§17.4): numeric (abs, ceil, floor, round), bound, string
+        functions over a term's lexical form, and the parts of a time in UTC."""
+        arity = 2 if call.name in _STRING_TESTS else 1
+        if len(call.args) != arity:
+            raise self.error(call.pos, f"{call.name.upper()} takes {arity} argument{'s' if arity > 1 else ''}")
+        if call.name == "bound":
+            (arg,) = call.args
+            if not isinstance(arg, _VarRef):
+                raise self.error(call.pos, "BOUND takes a variable")
+            value = self._value(arg, aggregates, in_aggregate)
+            column = {"term": value.text, "frame": getattr(value.sql, "c", None) and value.sql.c.id}.get(value.kind,
+                                                                                                     value.sql)
+            return _Value("bool", column.isnot(None))
+        values = [self._value(arg, aggregates, in_aggregate) for arg in call.args]
+        if call.name in _NUMERIC_FUNCTIONS:
+            number = self._number(values[0], _Op(call.name.upper(), call.args[0], None, call.pos))
+            return _Value("num", getattr(func, call.name)(number), rank=values[0].rank)
+        if call.name in _TIME_PARTS:
+            if values[0].kind == "time":
+                time = values[0].sql
+            elif values[0].kind == "term" and values[0].time is not None:
+                time = values[0].time
+            else:
+                raise self.error(call.pos, f"{call.name.upper()} takes a time")
+            return _Value("num", _TimePart(_TIME_PARTS[call.name], time), rank=literal(0))
+        texts = []
+        for value, arg in zip(values, call.args):
+            if value.kind != "term":
+                raise self.error(_position(arg), f"{call.name.upper()} takes RDF terms")
+            texts.append(_Lexical(value.text))
+        if call.name == "str":
+            return _Value("term", text=literal('"', String) + _escape_quotes(texts[0]) + literal('"', String))
+        if call.name == "strlen":
+            return _Value("num", func.length(texts[0]), rank=literal(0))
+        if call.name in ("ucase", "lcase"):
+            lexical = (func.upper if call.name == "ucase" else func.lower)(texts[0])
+            return _Value("term", text=literal('"', String) + _escape_quotes(lexical) + literal('"', String))
+        a, b = texts
+        # by position, not LIKE: the data's % and _ are characters, not wildcards
+        test = {"contains": _Position(a, b) > 0,
+                "strstarts": func.substr(a, 1, func.length(b)) == b,
+                "strends": func.substr(a, func.length(a) - func.length(b) + 1) == b}[call.name]
+        return _Value("bool", test)
 
     def _operator(self, expr: _Op, aggregates: bool, in_aggregate: bool) -> _Value:
         left = self._value(expr.left, aggregates, in_aggregate)
@@ -946,7 +1205,12 @@ class _Translator:
         if op in ("+", "-", "*", "/"):
             a, b = self._number(left, expr), self._number(right, expr)
             result = {"+": a + b, "-": a - b, "*": a * b}.get(op)
-            return _Value("num", result if result is not None else a / func.nullif(b, 0))
+            rank = None
+            if left.rank is not None and right.rank is not None:  # SPARQL's numeric type promotion
+                rank = case((left.rank > right.rank, left.rank), else_=right.rank)
+                if op == "/":
+                    rank = case((rank < 1, 1), else_=rank)
+            return _Value("num", result if result is not None else a / func.nullif(b, 0), rank=rank)
         return _Value("bool", self._compare(op, left, right, expr))
 
     def _number(self, value: _Value, expr: _Op):
@@ -1014,8 +1278,96 @@ class _Translator:
         number = self._number(value, _Op(agg.name.upper(), agg.arg, None, agg.pos))
         column = distinct(number) if agg.distinct else number
         result = getattr(func, agg.name)(column)
-        # SPARQL: the sum and the average of no values are 0
-        return _Value("num", func.coalesce(result, 0.0) if agg.name in ("sum", "avg") else result)
+        # SPARQL 1.1 §18.5: the type of SUM and MIN/MAX is the promoted type of the values (a sum
+        # of integers is an integer), AVG divides, so is at least a decimal; of no values, 0
+        rank = value.rank if value.kind != "term" else _numeric_rank(value.text)
+        if rank is not None:
+            rank = func.coalesce(func.max(rank), 0)
+            if agg.name == "avg":  # the average of nothing is the integer 0 (§18.5.1.4)
+                rank = case((func.count(column) == 0, 0), (rank < 1, 1), else_=rank)
+        if agg.name in ("sum", "avg"):
+            result = func.coalesce(result, 0.0)
+        return _Value("num", result, rank=rank)
+
+
+_NUMERIC_FUNCTIONS = {"abs", "ceil", "floor", "round"}
+_STRING_TESTS = {"contains", "strstarts", "strends"}
+_TIME_PARTS = {"year": "year", "month": "month", "day": "day", "hours": "hour", "minutes": "minute",
+               "seconds": "second"}
+
+
+class _Lexical(FunctionElement):
+    """The lexical form of a term's N-Triples text: between the first and the last quote of a
+    literal (escapes kept), the IRI itself for an IRI."""
+
+    type = String()
+    name = "lexical"
+    inherit_cache = True
+
+
+@compiles(_Lexical)
+def _lexical(element, compiler, **kw):
+    text = compiler.process(element.clauses, **kw)
+    quote = "'\"'"
+    if compiler.dialect.name == "postgresql":
+        last = f"(length({text}) - strpos(reverse({text}), {quote}) + 1)"
+        first = f"strpos({text}, {quote})"
+    else:  # SQLite has no reverse(): the closing quote is the last one, before the suffix
+        last = f"length(rtrim({text}, replace({text}, {quote}, '')))"
+        first = f"instr({text}, {quote})"
+    return (f"CASE WHEN substr({text}, 1, 1) = {quote} THEN substr({text}, {first} + 1, {last} - {first} - 1) "
+            f"ELSE substr({text}, 2, length({text}) - 2) END")
+
+
+class _Position(FunctionElement):
+    """Where the second string first occurs in the first (1-based), 0 when it does not."""
+
+    type = Integer()
+    name = "position"
+    inherit_cache = True
+
+
+@compiles(_Position)
+def _position_sql(element, compiler, **kw):
+    text, part = (compiler.process(c, **kw) for c in element.clauses)
+    return f"strpos({text}, {part})" if compiler.dialect.name == "postgresql" else f"instr({text}, {part})"
+
+
+def _escape_quotes(text):
+    return func.replace(text, literal('"', String), literal('\\"', String))
+
+
+class _TimePart(FunctionElement):
+    """A part of a stored UTC time (year .. second) as a number."""
+
+    type = Double()
+    name = "time_part"
+    inherit_cache = True
+
+    def __init__(self, part: str, time):
+        self.part = part
+        super().__init__(time)
+
+
+@compiles(_TimePart)
+def _time_part(element, compiler, **kw):
+    time = compiler.process(element.clauses, **kw)
+    if compiler.dialect.name == "postgresql":
+        return f"CAST(EXTRACT({element.part.upper()} FROM {time} AT TIME ZONE 'UTC') AS DOUBLE PRECISION)"
+    fmt = {"year": "%Y", "month": "%m", "day": "%d", "hour": "%H", "minute": "%M", "second": "%S"}[element.part]
+    value = f"CAST(strftime('{fmt}', substr({time}, 1, 19)) AS REAL)"
+    if element.part == "second":  # with the microseconds UTCDateTime keeps
+        value = f"({value} + CAST(substr({time}, 21, 6) AS REAL) / 1000000.0)"
+    return value
+
+
+def _numeric_rank(text):
+    """SPARQL's numeric type rank (0 integer, 1 decimal, 2 float, 3 double) of a term's
+    N-Triples text, from its datatype."""
+    def typed(datatype: str):
+        return text.like(f"%^^<{datatype}>")
+    integer = or_(*(typed(t) for t in sorted(INTEGER_TYPES)))
+    return case((integer, 0), (typed(XSD_DECIMAL), 1), (typed(XSD + "float"), 2), else_=3)
 
 
 def _apply(op: str, a, b):
@@ -1089,9 +1441,18 @@ def _position(expr) -> _Pos:
 # ------------------------------------------------------------------------------------ results
 
 
-def _to_json(kind: str, value) -> Optional[dict]:
+def _to_json(kind: str, value, rank=None) -> Optional[dict]:
     if value is None:
         return None
+    if kind == "num" and rank is not None and math.isfinite(float(value)):
+        if int(rank) == 0:
+            return {"type": "literal", "value": str(int(round(float(value)))), "datatype": XSD_INTEGER}
+        if int(rank) == 1:
+            lexical = format(Decimal(repr(float(value))), "f")
+            return {"type": "literal", "value": lexical if "." in lexical else lexical + ".0",
+                    "datatype": XSD_DECIMAL}
+        if int(rank) == 2:
+            return {"type": "literal", "value": _double_lexical(float(value)), "datatype": XSD + "float"}
     if kind == "term":
         return nt_to_json(value)
     if kind == "frame":

@@ -22,7 +22,7 @@ from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.store.frames import load_batch
 from rsp_jobs.store.models import Frame, FrameTriple, Stream
 from rsp_jobs.store.tasparql import BELONGS_TO, QueryResult, run_query, translate
-from rsp_jobs.terms import XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, numeric_value, time_value, to_nt
+from rsp_jobs.terms import XSD, XSD_DATETIME, XSD_DOUBLE, XSD_INTEGER, numeric_value, time_value, to_nt
 
 UTC = timezone.utc
 DART = "http://example.org/dart#"
@@ -141,8 +141,8 @@ def value(term: dict):
     datatype = term.get("datatype")
     if datatype == XSD_DATETIME:
         return datetime.fromisoformat(term["value"])
-    if datatype in (XSD_DOUBLE, XSD_INTEGER):
-        return float(term["value"]) if datatype == XSD_DOUBLE else int(term["value"])
+    if datatype in (XSD_DOUBLE, XSD_INTEGER, XSD + "decimal"):
+        return int(term["value"]) if datatype == XSD_INTEGER else float(term["value"])
     return term["value"]
 
 
@@ -484,7 +484,7 @@ def test_a_hostile_time_is_a_syntax_error(store):
     ("SELECT ?h WHERE { ?x[2011-13-01T00:00:00Z] <p> ?h }", 1, 22, "not an ISO 8601 date-time", set()),
     ('SELECT ?h WHERE { ?x["2011"^^xsd:gYear] <p> ?h }', 1, 22, "xsd:dateTime", set()),
     ("SELECT ?h WHERE { ?x[LAST] <p> ?h . ?x[FIRST] <q> ?h }", 1, 39, "already has another selector", set()),
-    ("SELECT ?h WHERE { <s> <p> ?h }", 1, 19, "subject of a triple pattern is a frame", set()),
+    ("SELECT ?h WHERE { <s>[LAST] <p> ?x[*] }", 1, 22, "a statement about two frames", set()),
     ("SELECT ?h WHERE { GRAPH ?x[*] { ?s[LAST] <p> ?h } }", 1, 35, "a selector inside GRAPH", set()),
     ("SELECT ?h ?h WHERE { ?x[*] <p> ?h }", 1, 11, "projected twice", set()),
 ])
