@@ -221,7 +221,7 @@ def parse_rule(text: str, source: str = "<rule>") -> Rule:
 
 @cache
 def _parser() -> Lark:
-    return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
                 propagate_positions=True)
 
 

@@ -276,7 +276,7 @@ class _Query:
 @cache
 def _parser() -> Lark:
     """Built once per process: building the LALR tables costs far more than a parse."""
-    return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
                 propagate_positions=True, maybe_placeholders=True)
 
 

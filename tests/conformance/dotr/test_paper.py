@@ -196,5 +196,5 @@ def test_the_rule_grammar_has_no_lalr_conflicts(caplog):
     from rsp_jobs.language.rules import _GRAMMAR
 
     with caplog.at_level("DEBUG", logger="lark"):
-        Lark(_GRAMMAR.read_text(), parser="lalr", debug=True)
+        Lark.open(str(_GRAMMAR), parser="lalr", debug=True)
     assert not [r for r in caplog.records if "conflict" in r.getMessage().lower()]
