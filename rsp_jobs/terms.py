@@ -25,6 +25,8 @@ XSD_FLOAT = XSD + "float"
 XSD_DOUBLE = XSD + "double"
 XSD_DATETIME = XSD + "dateTime"
 XSD_DATE = XSD + "date"
+# TA-RDF's data stream vocabulary (§4): dsv:belongsTo, dsv:hasTimestamp, dsv:Nil
+DSV = "http://purl.org/dsv#"
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 
 INTEGER_TYPES = frozenset(XSD + t for t in (

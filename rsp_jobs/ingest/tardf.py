@@ -40,9 +40,8 @@ from rdflib.namespace import RDF
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (PROV_GENERATED_AT, Element, Part, Rejection, Statement, StreamBatch,
                                         _to_frames, frame_checksum, read_statements)
-from rsp_jobs.terms import XSD_DATE, datetime_lexical, numeric_value, time_interval, time_value, to_nt
+from rsp_jobs.terms import DSV, XSD_DATE, datetime_lexical, numeric_value, time_interval, time_value, to_nt
 
-DSV = "http://purl.org/dsv#"
 DSV_DATA_STREAM = URIRef(DSV + "DataStream")
 DSV_FRAME = URIRef(DSV + "Frame")
 DSV_BELONGS_TO = URIRef(DSV + "belongsTo")

@@ -25,7 +25,7 @@ from typing import Callable
 from lark import Token, Tree
 
 from rsp_jobs.language import ast
-from rsp_jobs.terms import unescape
+from rsp_jobs.language.lexical import string_value
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
@@ -85,15 +85,11 @@ def _term(tree, iri: Callable[[Tree], str]) -> ast.Term:
         return ast.IRI(iri(tree))
     if tree.data == "dstring":
         lang = str(tree.children[1])[1:] if len(tree.children) > 1 else None  # as the SPARQL parser keeps it
-        return ast.Literal(_unquote(tree.children[0]), None, lang)
+        return ast.Literal(string_value(str(tree.children[0])), None, lang)
     if tree.data == "dtyped":
         datatype = iri(tree.children[1])
-        return ast.Literal(_unquote(tree.children[0]), None if datatype == ast.XSD + "string" else datatype)
+        return ast.Literal(string_value(str(tree.children[0])), None if datatype == ast.XSD + "string" else datatype)
     if tree.data == "dboolean":
         return ast.Literal(str(tree.children[0]), ast.XSD + "boolean")
     number = str(tree.children[0])
     return ast.Literal(number, ast.XSD + ("decimal" if "." in number else "integer"))
-
-
-def _unquote(token: Token) -> str:
-    return unescape(str(token)[1:-1])

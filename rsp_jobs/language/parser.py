@@ -20,6 +20,7 @@ from lark.visitors import Discard
 
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
 from rsp_jobs.language.diagnostics import syntax_error, terminal_display
+from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
 
 __all__ = ["parse_query", "parse_query_file", "parse_duration"]
@@ -179,16 +180,6 @@ _BUILTINS: dict[str, tuple[int, Optional[int]]] = {
     **dict.fromkeys(["getduration", "getstarttime", "getendtime"], (0, 0)),
 }
 
-_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
-_LOCAL_ESCAPE = re.compile(r"\\(.)")
-
-
-def _unescape(text: str) -> str:
-    """Undo ``\\n``-style and ``\\uXXXX`` escapes (the lexer only lets valid ones through)."""
-    return _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _ESCAPES[m[3]],
-                       text)
-
 
 def _position(item) -> ast.Position:
     """Where a token or a rule's ``meta`` starts."""
@@ -239,7 +230,7 @@ class _AstBuilder(Transformer):
                 return ast.BNode(label)
 
     def _iri_ref(self, token: Token) -> str:
-        iri = _unescape(token[1:-1])
+        iri = unescape(token[1:-1])
         return _resolve(self._base, iri) if self._base else iri
 
     # ---------------------------------------------------------------- prologue, registration
@@ -608,7 +599,7 @@ class _AstBuilder(Transformer):
         if separator is not None and name.upper() != "GROUP_CONCAT":
             raise self._error(separator, "only GROUP_CONCAT takes a SEPARATOR")
         return ast.Aggregate(name.lower(), expr, distinct is not None,
-                             None if separator is None else _unescape(_string_body(separator)))
+                             None if separator is None else string_value(separator))
 
     def count_all(self, children):
         return ast.Aggregate("count", None, children[1] is not None)
@@ -643,11 +634,11 @@ class _AstBuilder(Transformer):
         prefix, _, local = token.partition(":")
         if prefix not in self._prefixes:
             raise self._error(token, f"undeclared prefix {prefix + ':'!r} in {str(token)!r}")
-        return ast.IRI(self._prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local))
+        return ast.IRI(self._prefixes[prefix] + local_name(local))
 
     def rdf_literal(self, children):
         string, annotation = children
-        lexical = _unescape(_string_body(string))
+        lexical = string_value(string)
         if isinstance(annotation, ast.IRI):
             datatype = None if annotation.value == _XSD_STRING else annotation.value
             return ast.Literal(lexical, datatype)
@@ -752,8 +743,3 @@ def _remove_dot_segments(path: str) -> str:
             output.append(segment)
     return "/".join(output)
 
-
-def _string_body(token: str) -> str:
-    """A STRING token without its quotes (one or three of them)."""
-    quotes = 3 if len(token) >= 6 and token[:3] in ("'''", '"""') else 1
-    return token[quotes:-quotes]

@@ -29,40 +29,26 @@ from __future__ import annotations
 
 import itertools
 import math
-from decimal import Decimal
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import cache
-from pathlib import Path
-from typing import Any, Optional, Union
+from decimal import Decimal
+from typing import Any, Optional
 
-from lark import Lark, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
-from rdflib import Literal, URIRef
 from sqlalchemy import (Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
                         or_, select, true)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.language.diagnostics import excerpt, syntax_error, terminal_display
-from rsp_jobs.store.tardf import DSV
+from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, Bool, Call, Const, FrameTime,
+                                        Item, LiteralTerm, Located, Num, Op, Pos, Query, Stamp, TermConst, Time, Triple,
+                                        Var, VarRef, iso_time, parse)
 from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
-from rsp_jobs.terms import (INTEGER_TYPES, NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE,
-                            XSD_INTEGER, datetime_lexical, nt_to_json, time_interval, to_nt)
+from rsp_jobs.terms import (DSV, INTEGER_TYPES, NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE,
+                            XSD_INTEGER, datetime_lexical, nt_to_json)
 
 __all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
 
-# The namespace of the TA-RDF paper's dsv: vocabulary could not be checked against its full text;
-# this one is used consistently.
-BELONGS_TO = DSV + "belongsTo"
-HAS_TIMESTAMP = DSV + "hasTimestamp"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-# Declared unless the query declares them itself.
-DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV}
-
-_GRAMMAR = Path(__file__).resolve().parent.parent / "language" / "tasparql.lark"
 _FRAMES, _TRIPLES, _STREAMS = Frame.__table__, FrameTriple.__table__, Stream.__table__
 _INVARIANT = InvariantTriple.__table__
 
@@ -78,7 +64,7 @@ class QueryResult:
 
 def run_query(engine: Engine, text: str, source: str = "<query>") -> QueryResult:
     """Evaluate a TA-SPARQL SELECT over the store in one SQL statement."""
-    query = _parse(text, source)
+    query = parse(text, source)
     with engine.connect() as conn:
         plan = _Translator(query, source, _stream_predicates(conn)).plan()
         rows = conn.execute(plan.statement).all()
@@ -92,7 +78,7 @@ def run_query(engine: Engine, text: str, source: str = "<query>") -> QueryResult
 def translate(text: str, source: str = "<query>", stream_predicates: frozenset = frozenset()) -> tuple[Select, dict[str, Any]]:
     """The SQL statement a query runs as and its bound parameters (for inspection and tests);
     ``stream_predicates``: those of time-invariant statements about streams (see ``run_query``)."""
-    statement = _Translator(_parse(text, source), source, stream_predicates).plan().statement
+    statement = _Translator(parse(text, source), source, stream_predicates).plan().statement
     return statement, dict(statement.compile().params)
 
 
@@ -102,641 +88,6 @@ def _stream_predicates(conn) -> frozenset:
     read the frames' triples alone."""
     about_stream = select(literal("<", String) + _STREAMS.c.iri + literal(">", String))
     return frozenset(conn.execute(select(_INVARIANT.c.p).where(_INVARIANT.c.s.in_(about_stream)).distinct()).scalars())
-
-
-# ------------------------------------------------------------------------------- syntax tree
-
-
-@dataclass(frozen=True)
-class _Pos:
-    line: int
-    column: int
-
-
-@dataclass(frozen=True)
-class _Var:
-    name: str
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _Const:
-    """An IRI or literal in a triple pattern, as the N-Triples text the store keeps."""
-
-    nt: str
-
-
-_Term = Union[_Var, _Const]
-
-
-@dataclass(frozen=True)
-class _Selector:
-    """``kind``: every, at, between, first, last. ``times``: for at and between the UTC
-    interval (start, end, end included?): a date-time is one instant, an xsd:date its whole
-    day, and ``t1 .. t2`` runs from t1's start to t2's end."""
-
-    kind: str
-    times: tuple
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _Triple:
-    frame: str
-    subject: Optional[_Term]  # None: any subject (the frame's content, TA-RDF's r[t] p o)
-    predicate: _Term
-    obj: _Term
-
-
-@dataclass(frozen=True)
-class _Membership:
-    frame: str
-    stream: _Term
-
-
-@dataclass(frozen=True)
-class _Stamp:
-    """``?F dsv:hasTimestamp ?t`` (Table 2): the frame's time, a variable or a constant."""
-
-    frame: str
-    time: Any  # _Var or _LiteralTerm
-
-
-@dataclass(frozen=True)
-class _Link:
-    """``s p ?x[sel]``: a time-invariant statement whose object is a stream; ?x ranges over that
-    stream's frames (TA-RDF restriction 1, the object form: <x p S> ∧ <r belongsTo S> ⇒ <x p r>)."""
-
-    subject: _Term
-    predicate: _Term
-    frame: str
-
-
-@dataclass(frozen=True)
-class _Invariant:
-    """A triple pattern about no frame: it matches the time-invariant statements (r[Nil])."""
-
-    subject: _Term
-    predicate: _Term
-    obj: _Term
-
-
-@dataclass(frozen=True)
-class _Call:
-    name: str
-    args: tuple
-    pos: "_Pos"
-
-
-# expressions
-
-
-@dataclass(frozen=True)
-class _Num:
-    value: float
-
-
-@dataclass(frozen=True)
-class _Time:
-    value: datetime
-
-
-@dataclass(frozen=True)
-class _TermConst:
-    """An IRI or a non-numeric literal; ``time`` when it is a plain string holding a date-time."""
-
-    nt: str
-    time: Optional[datetime] = None
-
-
-@dataclass(frozen=True)
-class _Bool:
-    value: bool
-
-
-@dataclass(frozen=True)
-class _VarRef:
-    name: str
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _FrameTime:
-    name: str  # the frame variable
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _Op:
-    """A comparison, arithmetic or boolean operator; unary ones have ``right`` None."""
-
-    op: str
-    left: Any
-    right: Any
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _Aggregate:
-    name: str  # sum avg min max count
-    arg: Any  # None for COUNT(*)
-    distinct: bool
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _Item:
-    name: str
-    expr: Any
-    pos: _Pos
-
-
-@dataclass
-class _Query:
-    distinct: bool
-    items: list[_Item]
-    frames: dict[str, _Pos]  # frame variables, in order of appearance
-    selectors: dict[str, _Selector]
-    triples: list[_Triple]
-    memberships: list[_Membership]
-    filters: list[Any]
-    links: list[_Link]
-    invariants: list[_Invariant]
-    stamps: list[_Stamp]
-    group_by: Optional[list[Any]]
-    having: Optional[Any]
-    order_by: list[tuple[Any, bool]]
-    limit: Optional[int]
-    offset: Optional[int]
-
-
-# ------------------------------------------------------------------------------------ parser
-
-
-@cache
-def _parser() -> Lark:
-    """Built once per process: building the LALR tables costs far more than a parse."""
-    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True)
-
-
-def _parse(text: str, source: str = "<query>") -> _Query:
-    """Query text → syntax tree; every problem is a QuerySyntaxError naming line and column."""
-    try:
-        tree = _parser().parse(text)
-    except (UnexpectedToken, UnexpectedCharacters) as err:
-        raise _syntax_error(err, text, source) from None
-    try:
-        return _Builder(source).transform(tree)
-    except VisitError as err:  # lark wraps whatever a callback raises
-        raise err.orig_exc from None
-
-
-_TERMINAL_NAMES = {
-    "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "VAR": "variable",
-    "VAR_TIME": "frame time (?x.t)", "STRING": "string", "NUMBER": "number", "INTEGER": "integer",
-    "LANGTAG": "language tag", "ISO_TIME": "date-time", "COMPARE": "comparison",
-    "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'", "AGGREGATE": "SUM, AVG, MIN or MAX",
-    "$END": "end of input",
-}
-
-
-@cache
-def _terminal_display() -> dict[str, str]:
-    return terminal_display(_parser(), _TERMINAL_NAMES)
-
-
-def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
-    return syntax_error(err, text, source, _terminal_display())
-
-
-_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL)
-_LOCAL_ESCAPE = re.compile(r"\\(.)")
-_ISO_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
-
-
-def _unescape(text: str) -> str:
-    return _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _ESCAPES[m[3]], text)
-
-
-def _string_body(token: str) -> str:
-    quotes = 3 if len(token) >= 6 and token[:3] in ("'''", '"""') else 1
-    return token[quotes:-quotes]
-
-
-def _iso_time(text: str) -> Optional[datetime]:
-    """An ISO 8601 date-time in UTC (no offset: UTC), or None when ``text`` is not one."""
-    if not _ISO_DATETIME.fullmatch(text):
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-
-
-def _pos(item) -> _Pos:
-    return _Pos(item.line, item.column)
-
-
-@dataclass
-class _Patterns:
-    """What a WHERE clause's groups collect while they are built."""
-
-    frames: dict[str, _Pos] = field(default_factory=dict)
-    selectors: dict[str, _Selector] = field(default_factory=dict)
-    triples: list[_Triple] = field(default_factory=list)
-    memberships: list[_Membership] = field(default_factory=list)
-    filters: list[Any] = field(default_factory=list)
-    links: list[_Link] = field(default_factory=list)
-    invariants: list[_Invariant] = field(default_factory=list)
-    stamps: list[_Stamp] = field(default_factory=list)
-    hidden: set = field(default_factory=set)  # frame variables made for <iri>[sel]
-
-
-class _Builder(Transformer):
-    """Parse tree → ``_Query``: prefixed names expanded, strings unescaped, terms written as the
-    store writes them (through rdflib, ``terms.to_nt``), frame variables and selectors found."""
-
-    def __init__(self, source: str):
-        super().__init__(visit_tokens=False)
-        self._source = source
-        self._prefixes = dict(DEFAULT_PREFIXES)
-        self._patterns = _Patterns()
-        self._variables: dict[str, _Pos] = {}  # every variable, in order of appearance (SELECT *)
-
-    def _error(self, where, message: str) -> QuerySyntaxError:
-        return QuerySyntaxError(self._source, where.line, where.column, message)
-
-    # ------------------------------------------------------------------------ query
-
-    def start(self, children):
-        return children[-1]
-
-    def prefix_decl(self, children):
-        name, iri = children
-        self._prefixes[str(name)[:-1]] = _unescape(iri[1:-1])
-
-    def select_query(self, children):
-        distinct, items, _group, group_by, having, order_by, limit_offset = children
-        p = self._patterns
-        if items is None:  # SELECT *: every variable, in order of appearance
-            items = [_Item(name, _VarRef(name, pos), pos) for name, pos in self._variables.items()
-                     if name not in p.hidden]
-        names = set()
-        for item in items:
-            if item.name in names:
-                raise self._error(item.pos, f"?{item.name} is projected twice")
-            names.add(item.name)
-        limit, offset = limit_offset or (None, None)
-        return _Query(distinct is not None, items, p.frames, p.selectors, p.triples, p.memberships,
-                      p.filters, p.links, p.invariants, p.stamps, group_by, having, order_by or [], limit, offset)
-
-    def select_items(self, children):
-        return children
-
-    def select_all(self, _):
-        return None
-
-    def select_aggregate(self, children):
-        """The paper's ``SELECT sum(?rain)``: an aggregate without AS, named after what it
-        aggregates (``sum_rain``; ``count`` for COUNT(*))."""
-        (agg,) = children
-        name = agg.name if agg.arg is None else (
-            f"{agg.name}_{agg.arg.name}" if isinstance(agg.arg, (_VarRef, _FrameTime)) else f"{agg.name}_{agg.pos.column}")
-        return _Item(name, agg, agg.pos)
-
-    def select_var(self, children):
-        (token,) = children
-        return _Item(token[1:], _VarRef(token[1:], _pos(token)), _pos(token))
-
-    def select_time(self, children):
-        (token,) = children
-        return _Item(token[1:], _FrameTime(token[1:-2], _pos(token)), _pos(token))
-
-    @v_args(meta=True)
-    def select_expr(self, meta, children):
-        expr, var = children
-        return _Item(var[1:], expr, _pos(meta))
-
-    # --------------------------------------------------------------------- patterns
-
-    def group(self, children):
-        for child in children:
-            if isinstance(child, list):
-                for subject, selector, verb, obj in child:
-                    self._top_level_triple(subject, selector, verb, obj)
-            elif child is not None and not isinstance(child, _GraphBlock):
-                self._patterns.filters.append(child)
-
-    def _top_level_triple(self, subject, selector, verb, obj):
-        """Outside GRAPH (TA-RDF §6, Table 2): a frame in the object (``s p ?x[sel]``) makes a
-        time-invariant statement linking to a stream; an IRI with a selector is that stream's
-        frames; an IRI without one a time-invariant resource; a variable subject a frame."""
-        if isinstance(obj, _FrameRef):
-            frame = self._frame_ref(obj)
-            if isinstance(subject, _Located) and selector is not None:
-                raise self._error(selector.pos, "a statement about two frames is not supported: "
-                                                "select the frame in the subject or in the object")
-            if isinstance(subject, _Var) and selector is not None:
-                raise self._error(selector.pos, "a statement about two frames is not supported: "
-                                                "select the frame in the subject or in the object")
-            self._patterns.links.append(_Link(subject.const if isinstance(subject, _Located) else subject,
-                                              verb, frame.name))
-            return
-        if isinstance(subject, _Located):
-            if selector is None:
-                self._patterns.invariants.append(_Invariant(subject.const, verb, obj))
-                return
-            subject = self._frame_ref(_FrameRef(subject, selector))
-            selector = None
-        self._frame(subject, selector)
-        if verb == _Const(f"<{HAS_TIMESTAMP}>"):
-            if not isinstance(obj, (_Var, _LiteralTerm)):
-                raise self._error(subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime")
-            self._patterns.stamps.append(_Stamp(subject.name, obj))
-            return
-        if verb == _Const(f"<{BELONGS_TO}>"):
-            if isinstance(obj, _LiteralTerm):
-                raise self._error(subject.pos, "dsv:belongsTo takes a stream IRI or a variable")
-            self._patterns.memberships.append(_Membership(subject.name, obj))
-        else:
-            self._patterns.triples.append(_Triple(subject.name, None, verb, obj))
-
-    def graph_block(self, children):
-        var, selector, *rest = children
-        frame = self._var(var)
-        self._frame(frame, selector)
-        for child in rest:
-            if isinstance(child, list):
-                for subject, inner_selector, verb, obj in child:
-                    if inner_selector is not None:
-                        raise self._error(inner_selector.pos, "a selector inside GRAPH: the frame is "
-                                                              f"?{frame.name}, selected after GRAPH")
-                    self._patterns.triples.append(_Triple(frame.name, subject, verb, obj))
-            elif child is not None:
-                self._patterns.filters.append(child)
-        return _GraphBlock()
-
-    def _frame_ref(self, ref: "_FrameRef") -> _Var:
-        """The frame variable of ``?x[sel]`` or ``<stream>[sel]`` (a hidden variable, one per
-        stream and selector, that dsv:belongsTo the stream)."""
-        if isinstance(ref.term, _Var):
-            self._frame(ref.term, ref.selector)
-            return ref.term
-        name = f"{ref.term.const.nt}[{ref.selector.kind}{ref.selector.times}]"
-        var = _Var(name, ref.term.pos)
-        if name not in self._patterns.frames:
-            self._patterns.hidden.add(name)
-            self._frame(var, ref.selector)
-            self._patterns.memberships.append(_Membership(name, ref.term.const))
-        return var
-
-    def _frame(self, var: _Var, selector: Optional[_Selector]) -> None:
-        self._patterns.frames.setdefault(var.name, var.pos)
-        if selector is None:
-            return
-        known = self._patterns.selectors.setdefault(var.name, selector)
-        if (known.kind, known.times) != (selector.kind, selector.times):
-            raise self._error(selector.pos, f"?{var.name} already has another selector "
-                                            f"(line {known.pos.line}, column {known.pos.column})")
-
-    def filter(self, children):
-        return children[0]
-
-    def triples_block(self, children):
-        return [triple for triples in children for triple in triples]
-
-    def triples_same_subject(self, children):
-        (subject, selector), properties = children
-        return [(subject, selector, verb, obj) for verb, objects in properties for obj in objects]
-
-    def var_subject(self, children):
-        token, selector = children
-        return self._var(token), selector
-
-    @v_args(meta=True)
-    def iri_subject(self, meta, children):
-        return _Located(children[0], _pos(meta)), children[1]
-
-    @v_args(meta=True)
-    def frame_object(self, meta, children):
-        term, selector = children
-        if isinstance(term, _Const):
-            term = _Located(term, _pos(meta))
-        else:
-            term = self._var(term)
-        return _FrameRef(term, selector)
-
-    def _var(self, token) -> _Var:
-        var = _Var(token[1:], _pos(token))
-        self._variables.setdefault(var.name, var.pos)
-        return var
-
-    def property_list(self, children):
-        return list(zip(children[::2], children[1::2]))
-
-    def object_list(self, children):
-        return children
-
-    def var_term(self, children):
-        (token,) = children
-        return self._var(token)
-
-    def rdf_type(self, _):
-        return _Const(f"<{RDF_TYPE}>")
-
-    # --------------------------------------------------------------------- selectors
-
-    @v_args(meta=True)
-    def selector(self, meta, children):
-        kind, times = children[0]
-        return _Selector(kind, times, _pos(meta))
-
-    def last(self, _):
-        return "last", ()
-
-    def first(self, _):
-        return "first", ()
-
-    def every(self, _):
-        return "every", ()
-
-    def at(self, children):
-        ((start, end, date),) = children
-        return "at", (start, end, not date)
-
-    def between(self, children):
-        (start, _, _), (_, end, date) = children
-        return "between", (start, end, not date)
-
-    def time(self, children):
-        """(start, end, is a date) of a selector's time: an xsd:dateTime, a plain string or a
-        bare date-time is an instant; an xsd:date the whole day. Offsets as the paper prints
-        them ('Z-06:00') are read as the offset (``terms.time_interval``)."""
-        token, datatype = children if len(children) == 2 else (children[0], None)
-        text = _unescape(_string_body(token)) if token.type == "STRING" else str(token)
-        date = datatype == _Const(f"<{XSD_DATE}>")
-        if datatype is not None and not date and datatype != _Const(f"<{XSD_DATETIME}>"):
-            raise self._error(token, "a selector's time is an xsd:dateTime or an xsd:date")
-        interval = time_interval(text, date=date)
-        if interval is None:
-            kind = "xsd:date (YYYY-MM-DD with an optional offset)" if date else "ISO 8601 date-time"
-            raise self._error(token, f"not an {kind}: {excerpt(text)}")
-        return interval[0], interval[1], date
-
-    # ---------------------------------------------------------------- modifiers
-
-    def group_clause(self, children):
-        return children
-
-    def key_var(self, children):
-        return _VarRef(children[0][1:], _pos(children[0]))
-
-    def key_time(self, children):
-        return _FrameTime(children[0][1:-2], _pos(children[0]))
-
-    def having_clause(self, children):
-        return children[0]
-
-    def order_clause(self, children):
-        return children
-
-    def order_condition(self, children):
-        if len(children) == 1:
-            return children[0], False
-        direction, expr = children
-        return expr, direction.type == "DESC"
-
-    def order_var(self, children):
-        return self.key_var(children), False
-
-    def order_time(self, children):
-        return self.key_time(children), False
-
-    def limit_offset(self, children):
-        values = dict(child for child in children if child is not None)
-        return values.get("limit"), values.get("offset")
-
-    def limit(self, children):
-        return "limit", int(children[0])
-
-    def offset(self, children):
-        return "offset", int(children[0])
-
-    # -------------------------------------------------------------------- expressions
-
-    def _binary(self, children):
-        left, op, right = children
-        return _Op(str(op), left, right, _pos(op))
-
-    compare = arithmetic = _binary
-
-    @v_args(meta=True)
-    def or_(self, meta, children):
-        return _Op("||", children[0], children[1], _pos(meta))
-
-    @v_args(meta=True)
-    def and_(self, meta, children):
-        return _Op("&&", children[0], children[1], _pos(meta))
-
-    @v_args(meta=True)
-    def not_(self, meta, children):
-        return _Op("!", children[0], None, _pos(meta))
-
-    @v_args(meta=True)
-    def negate(self, meta, children):
-        (operand,) = children
-        if isinstance(operand, _Num):
-            return _Num(-operand.value)
-        return _Op("neg", operand, None, _pos(meta))
-
-    def aggregate(self, children):
-        name, distinct, expr = children
-        return _Aggregate(str(name).lower(), expr, distinct is not None, _pos(name))
-
-    def count_all(self, children):
-        name, distinct = children
-        return _Aggregate("count", None, distinct is not None, _pos(name))
-
-    def expression_var(self, children):
-        return _VarRef(children[0][1:], _pos(children[0]))
-
-    def call(self, children):
-        name, *args = children
-        return _Call(str(name).lower(), tuple(a for a in args if a is not None), _pos(name))
-
-    def frame_time(self, children):
-        return self.key_time(children)
-
-    def number(self, children):
-        return _Num(float(children[0]))
-
-    # ---------------------------------------------------------------------------- terms
-
-    def iri(self, children):
-        (token,) = children
-        if token.type == "IRIREF":
-            return _Const(f"<{_unescape(token[1:-1])}>")
-        prefix, _, local = token.partition(":")
-        if prefix not in self._prefixes:
-            raise self._error(token, f"undeclared prefix {prefix + ':'!r} in {str(token)!r}")
-        return _Const("<" + self._prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local) + ">")
-
-    def rdf_literal(self, children):
-        """A literal in a triple pattern is its N-Triples text; in an expression the caller
-        turns it into a value (``_expression_constant``)."""
-        string, annotation = children
-        lexical = _unescape(_string_body(string))
-        if isinstance(annotation, _Const):
-            term = Literal(lexical, datatype=URIRef(annotation.nt[1:-1]))
-        else:
-            term = Literal(lexical, lang=annotation[1:] if annotation else None)
-        return _LiteralTerm(_Const(to_nt(term)), term, _pos(string))
-
-    def numeric_literal(self, children):
-        (token,) = children
-        kind = "double" if "e" in token.lower() else "decimal" if "." in token else "integer"
-        term = Literal(str(token), datatype=URIRef(XSD + kind))
-        return _LiteralTerm(_Const(to_nt(term)), term, _pos(token))
-
-    def boolean_literal(self, children):
-        term = Literal(children[0].lower(), datatype=URIRef(XSD_BOOLEAN))
-        return _LiteralTerm(_Const(to_nt(term)), term, _pos(children[0]))
-
-    def __default__(self, data, children, meta):
-        raise AssertionError(f"no rule for {data}")  # the grammar and this class out of step
-
-
-@dataclass(frozen=True)
-class _GraphBlock:
-    """The marker a GRAPH block leaves in its group (its patterns are already collected)."""
-
-
-@dataclass(frozen=True)
-class _FrameRef:
-    """``?x[sel]`` or ``<stream>[sel]`` in the object of a triple pattern."""
-
-    term: Any  # _Var or _Located
-    selector: _Selector
-
-
-@dataclass(frozen=True)
-class _Located:
-    """An IRI subject, kept with where it is for the error that rejects it at the top level."""
-
-    const: _Const
-    pos: _Pos
-
-
-@dataclass(frozen=True)
-class _LiteralTerm:
-    """A literal as written: its store text for patterns, its value for expressions."""
-
-    const: _Const
-    term: Literal
-    pos: _Pos
 
 
 # --------------------------------------------------------------------------------- translation
@@ -829,13 +180,13 @@ class _Plan:
 
 
 class _Translator:
-    """``_Query`` → one SQLAlchemy Core SELECT over frames, frame_triples and streams.
+    """``Query`` → one SQLAlchemy Core SELECT over frames, frame_triples and streams.
 
     Every frame variable is an alias of ``frames``, every triple pattern an alias of
     ``frame_triples`` joined to its frame; a variable's first occurrence binds it, later ones
     are equalities on the N-Triples text (SPARQL term equality)."""
 
-    def __init__(self, query: _Query, source: str, stream_predicates: frozenset = frozenset()):
+    def __init__(self, query: Query, source: str, stream_predicates: frozenset = frozenset()):
         self.q = query
         self.source = source
         self.stream_predicates = stream_predicates
@@ -844,7 +195,7 @@ class _Translator:
         self.stamps: dict[str, str] = {}  # a variable bound to a frame's time -> the frame variable
         self.where: list[Any] = []
 
-    def error(self, pos: _Pos, message: str) -> QuerySyntaxError:
+    def error(self, pos: Pos, message: str) -> QuerySyntaxError:
         return QuerySyntaxError(self.source, pos.line, pos.column, message)
 
     def plan(self) -> _Plan:
@@ -927,19 +278,19 @@ class _Translator:
                 self.where += on
         return from_clause
 
-    def _frame_statements(self, triple: _Triple, frame):
+    def _frame_statements(self, triple: Triple, frame):
         """What a frame pattern matches: the frame's triples and, outside GRAPH, the
         time-invariant statements about its stream, which hold for every frame of it (TA-RDF
         restriction 1). The union is built only when such statements exist with a predicate
         the pattern can match (``run_query`` asks the store)."""
         predicate = triple.predicate
-        wanted = (self.stream_predicates if isinstance(predicate, _Var)
+        wanted = (self.stream_predicates if isinstance(predicate, Var)
                   else self.stream_predicates & {predicate.nt})
         if triple.subject is not None or not wanted:
             return _TRIPLES
         stated = select(_TRIPLES.c.frame_id, _TRIPLES.c.s, _TRIPLES.c.p, _TRIPLES.c.o, _TRIPLES.c.o_num,
                         _TRIPLES.c.o_time)
-        if not isinstance(predicate, _Var):
+        if not isinstance(predicate, Var):
             stated = stated.where(_TRIPLES.c.p == predicate.nt)
         frames, streams = _FRAMES.alias(), _STREAMS.alias()
         invariant = (select(frames.c.id, _INVARIANT.c.s, _INVARIANT.c.p, _INVARIANT.c.o, _INVARIANT.c.o_num,
@@ -950,9 +301,9 @@ class _Translator:
                      .where(_INVARIANT.c.p.in_(sorted(wanted))))
         return stated.union_all(invariant).subquery()
 
-    def _stamp(self, stamp: _Stamp, frame) -> None:
+    def _stamp(self, stamp: Stamp, frame) -> None:
         """``?F dsv:hasTimestamp ?t``: ?t is the frame's time; a constant is an equality."""
-        if isinstance(stamp.time, _Var):
+        if isinstance(stamp.time, Var):
             name = stamp.time.name
             if name in self.stamps or name in self.bindings:
                 known = self.stamps.get(name)
@@ -961,7 +312,7 @@ class _Translator:
                 self.stamps[name] = stamp.frame
             return
         value = _expression_constant(stamp.time, self)
-        if not isinstance(value, _Time):
+        if not isinstance(value, Time):
             raise self.error(stamp.time.pos, "dsv:hasTimestamp takes an xsd:dateTime")
         self.where.append(frame.c.ts == value.value)
 
@@ -969,9 +320,9 @@ class _Translator:
         """Conditions on one position of a triple alias; binds a variable met first here."""
         if term is None:
             return []
-        if isinstance(term, (_LiteralTerm, _Located)):
+        if isinstance(term, (LiteralTerm, Located)):
             term = term.const
-        if isinstance(term, _Const):
+        if isinstance(term, Const):
             return [alias.c[column] == term.nt]
         if term.name in self.frames or term.name in self.q.frames:
             raise self.error(term.pos, f"?{term.name} is a frame; it can only be a subject, a GRAPH "
@@ -991,7 +342,7 @@ class _Translator:
     def _membership(self, name: str, frame, from_clause):
         for number, membership in enumerate(m for m in self.q.memberships if m.frame == name):
             stream = membership.stream
-            if isinstance(stream, _Const):
+            if isinstance(stream, Const):
                 self.where.append(frame.c.stream_id == _stream_id(stream.nt[1:-1]))
                 continue
             if stream.name in self.q.frames:
@@ -1022,7 +373,7 @@ class _Translator:
                     .correlate(streams).scalar_subquery())
             ids = select(pick).select_from(streams)
             named = [m.stream.nt[1:-1] for m in self.q.memberships
-                     if m.frame == name and isinstance(m.stream, _Const)]
+                     if m.frame == name and isinstance(m.stream, Const)]
             if named:
                 ids = ids.where(streams.c.iri.in_(named))
             self.where.append(frame.c.id.in_(ids))
@@ -1037,7 +388,7 @@ class _Translator:
         for item in self.q.items:
             if _has_aggregate(item.expr):
                 continue
-            if not isinstance(item.expr, (_VarRef, _FrameTime)):
+            if not isinstance(item.expr, (VarRef, FrameTime)):
                 raise self.error(item.pos, f"?{item.name}: with aggregates and no GROUP BY, the other "
                                            "projected items are variables (they group the solutions)")
             keys.append(item.expr)
@@ -1060,12 +411,12 @@ class _Translator:
 
     def _check_grouped(self, expr, keys: list) -> None:
         """A non-aggregate expression of a grouped query uses grouped variables only."""
-        grouped_vars = {k.name for k in keys if isinstance(k, _VarRef)}
-        grouped_times = {k.name for k in keys if isinstance(k, _FrameTime)}
+        grouped_vars = {k.name for k in keys if isinstance(k, VarRef)}
+        grouped_times = {k.name for k in keys if isinstance(k, FrameTime)}
         for node in _walk(expr):
-            if isinstance(node, _VarRef) and node.name not in grouped_vars:
+            if isinstance(node, VarRef) and node.name not in grouped_vars:
                 raise self.error(node.pos, f"?{node.name} is neither grouped nor aggregated")
-            if (isinstance(node, _FrameTime) and node.name not in grouped_times
+            if (isinstance(node, FrameTime) and node.name not in grouped_times
                     and node.name not in grouped_vars):
                 raise self.error(node.pos, f"?{node.name}.t is neither grouped nor aggregated")
 
@@ -1077,9 +428,9 @@ class _Translator:
         the same term has the same value, so DISTINCT keeps the same rows."""
         order, hidden = [], []
         labels = {item.name: column for item, column in zip(self.q.items, columns)}
-        plain = {item.name for item in self.q.items if isinstance(item.expr, _VarRef)}
+        plain = {item.name for item in self.q.items if isinstance(item.expr, VarRef)}
         for expr, descending in self.q.order_by:
-            if isinstance(expr, _VarRef) and expr.name in labels and expr.name not in plain:
+            if isinstance(expr, VarRef) and expr.name in labels and expr.name not in plain:
                 keys = [labels[expr.name]]
             else:
                 if group_keys is not None and not _has_aggregate(expr):
@@ -1108,20 +459,20 @@ class _Translator:
         return value.sql
 
     def _value(self, expr, aggregates: bool = False, in_aggregate: bool = False) -> _Value:
-        if isinstance(expr, _Num):
+        if isinstance(expr, Num):
             return _Value("num", literal(expr.value, Double))
-        if isinstance(expr, _Time):
+        if isinstance(expr, Time):
             return _Value("time", literal(expr.value, UTCDateTime))
-        if isinstance(expr, _Bool):
+        if isinstance(expr, Bool):
             return _Value("bool", literal(expr.value))
-        if isinstance(expr, _TermConst):
+        if isinstance(expr, TermConst):
             time = literal(expr.time, UTCDateTime) if expr.time is not None else None
             return _Value("term", text=literal(expr.nt, String), time=time, plain_time=time is not None)
-        if isinstance(expr, _LiteralTerm):
+        if isinstance(expr, LiteralTerm):
             return self._value(_expression_constant(expr, self), aggregates, in_aggregate)
-        if isinstance(expr, _Const):
-            return self._value(_TermConst(expr.nt), aggregates, in_aggregate)
-        if isinstance(expr, _VarRef):
+        if isinstance(expr, Const):
+            return self._value(TermConst(expr.nt), aggregates, in_aggregate)
+        if isinstance(expr, VarRef):
             if expr.name in self.frames:
                 return _Value("frame", self.frames[expr.name])
             if expr.name in self.stamps:
@@ -1130,21 +481,21 @@ class _Translator:
             if binding is None:
                 raise self.error(expr.pos, f"?{expr.name} is not bound by any pattern")
             return _Value("term", text=binding.text, num=binding.num, time=binding.time)
-        if isinstance(expr, _FrameTime):
+        if isinstance(expr, FrameTime):
             if expr.name not in self.frames:
                 raise self.error(expr.pos, f"?{expr.name}.t: ?{expr.name} is not a frame variable")
             return _Value("time", self.frames[expr.name].c.ts)
-        if isinstance(expr, _Aggregate):
+        if isinstance(expr, Aggregate):
             if not aggregates or in_aggregate:
                 raise self.error(expr.pos, f"{expr.name.upper()} is not allowed here")
             return self._aggregate(expr)
-        if isinstance(expr, _Op):
+        if isinstance(expr, Op):
             return self._operator(expr, aggregates, in_aggregate)
-        if isinstance(expr, _Call):
+        if isinstance(expr, Call):
             return self._call(expr, aggregates, in_aggregate)
         raise AssertionError(f"unknown expression {expr!r}")
 
-    def _call(self, call: _Call, aggregates: bool, in_aggregate: bool) -> _Value:
+    def _call(self, call: Call, aggregates: bool, in_aggregate: bool) -> _Value:
         """SPARQL 1.1 built-ins (§17.4): numeric (abs, ceil, floor, round), bound, string
         functions over a term's lexical form, and the parts of a time in UTC."""
         arity = 2 if call.name in _STRING_TESTS else 1
@@ -1152,7 +503,7 @@ class _Translator:
             raise self.error(call.pos, f"{call.name.upper()} takes {arity} argument{'s' if arity > 1 else ''}")
         if call.name == "bound":
             (arg,) = call.args
-            if not isinstance(arg, _VarRef):
+            if not isinstance(arg, VarRef):
                 raise self.error(call.pos, "BOUND takes a variable")
             value = self._value(arg, aggregates, in_aggregate)
             column = {"term": value.text, "frame": getattr(value.sql, "c", None) and value.sql.c.id}.get(value.kind,
@@ -1160,7 +511,7 @@ class _Translator:
             return _Value("bool", column.isnot(None))
         values = [self._value(arg, aggregates, in_aggregate) for arg in call.args]
         if call.name in _NUMERIC_FUNCTIONS:
-            number = self._number(values[0], _Op(call.name.upper(), call.args[0], None, call.pos))
+            number = self._number(values[0], Op(call.name.upper(), call.args[0], None, call.pos))
             return _Value("num", getattr(func, call.name)(number), rank=values[0].rank)
         if call.name in _TIME_PARTS:
             if values[0].kind == "time":
@@ -1189,7 +540,7 @@ class _Translator:
                 "strends": func.substr(a, func.length(a) - func.length(b) + 1) == b}[call.name]
         return _Value("bool", test)
 
-    def _operator(self, expr: _Op, aggregates: bool, in_aggregate: bool) -> _Value:
+    def _operator(self, expr: Op, aggregates: bool, in_aggregate: bool) -> _Value:
         left = self._value(expr.left, aggregates, in_aggregate)
         right = None if expr.right is None else self._value(expr.right, aggregates, in_aggregate)
         op = expr.op
@@ -1213,7 +564,7 @@ class _Translator:
             return _Value("num", result if result is not None else a / func.nullif(b, 0), rank=rank)
         return _Value("bool", self._compare(op, left, right, expr))
 
-    def _number(self, value: _Value, expr: _Op):
+    def _number(self, value: _Value, expr: Op):
         if value.kind == "num":
             return value.sql
         if value.kind == "int":
@@ -1225,7 +576,7 @@ class _Translator:
         raise self.error(expr.pos, f"'{expr.op}' needs numbers or times" if expr.op != "neg"
                          else "'-' needs a number or a time")
 
-    def _compare(self, op: str, a: _Value, b: _Value, expr: _Op):
+    def _compare(self, op: str, a: _Value, b: _Value, expr: Op):
         """SPARQL's value comparison; a pair it cannot compare gives NULL (an error)."""
         if "frame" in (a.kind, b.kind):
             raise self.error(expr.pos, "a frame variable is compared by its time: ?x.t")
@@ -1251,7 +602,7 @@ class _Translator:
             return _apply(op, literal(1), literal(0))  # never equal: SPARQL's = is false here
         return _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
 
-    def _compare_terms(self, op: str, a: _Value, b: _Value, expr: _Op):
+    def _compare_terms(self, op: str, a: _Value, b: _Value, expr: Op):
         """Both sides numbers: by number; both times: by time; else = and != by term."""
         branches = []
         if a.num is not None and b.num is not None:
@@ -1265,7 +616,7 @@ class _Translator:
             return case(*branches, else_=null())
         return case(*branches, else_=_apply(op, a.text, b.text)) if branches else _apply(op, a.text, b.text)
 
-    def _aggregate(self, agg: _Aggregate) -> _Value:
+    def _aggregate(self, agg: Aggregate) -> _Value:
         if agg.arg is None:
             return _Value("int", func.count())
         value = self._value(agg.arg, aggregates=True, in_aggregate=True)
@@ -1275,7 +626,7 @@ class _Translator:
         if agg.name in ("min", "max") and value.kind == "time":
             column = distinct(value.sql) if agg.distinct else value.sql
             return _Value("time", getattr(func, agg.name)(column))
-        number = self._number(value, _Op(agg.name.upper(), agg.arg, None, agg.pos))
+        number = self._number(value, Op(agg.name.upper(), agg.arg, None, agg.pos))
         column = distinct(number) if agg.distinct else number
         result = getattr(func, agg.name)(column)
         # SPARQL 1.1 §18.5: the type of SUM and MIN/MAX is the promoted type of the values (a sum
@@ -1378,24 +729,24 @@ def _stream_id(iri: str):
     return select(_STREAMS.c.id).where(_STREAMS.c.iri == iri).scalar_subquery()
 
 
-def _expression_constant(literal_term: _LiteralTerm, translator: _Translator):
+def _expression_constant(literal_term: LiteralTerm, translator: _Translator):
     """A literal in an expression: numbers and date-times by value, other terms by text."""
     term = literal_term.term
     datatype = str(term.datatype) if term.datatype is not None else None
     if datatype in NUMERIC_RANK:
         try:
-            return _Num(float(term.toPython()))
+            return Num(float(term.toPython()))
         except (TypeError, ValueError):
             raise translator.error(literal_term.pos, f"not a number: {literal_term.const.nt}") from None
     if datatype == XSD_DATETIME:
-        value = _iso_time(str(term))
+        value = iso_time(str(term))
         if value is None:
             raise translator.error(literal_term.pos, f"not an xsd:dateTime: {literal_term.const.nt}")
-        return _Time(value)
+        return Time(value)
     if datatype == XSD_BOOLEAN and str(term) in ("true", "false"):
-        return _Bool(str(term) == "true")
+        return Bool(str(term) == "true")
     plain = datatype is None and term.language is None
-    return _TermConst(literal_term.const.nt, _iso_time(str(term)) if plain else None)
+    return TermConst(literal_term.const.nt, iso_time(str(term)) if plain else None)
 
 
 def _output_column(value: _Value) -> tuple[str, Any]:
@@ -1408,34 +759,34 @@ def _output_column(value: _Value) -> tuple[str, Any]:
 
 def _walk(expr):
     """The nodes of an expression outside aggregates."""
-    if isinstance(expr, _Aggregate):
+    if isinstance(expr, Aggregate):
         return
     yield expr
-    if isinstance(expr, _Op):
+    if isinstance(expr, Op):
         yield from _walk(expr.left)
         if expr.right is not None:
             yield from _walk(expr.right)
 
 
 def _has_aggregate(expr) -> bool:
-    if isinstance(expr, _Aggregate):
+    if isinstance(expr, Aggregate):
         return True
-    return isinstance(expr, _Op) and (_has_aggregate(expr.left) or
+    return isinstance(expr, Op) and (_has_aggregate(expr.left) or
                                       (expr.right is not None and _has_aggregate(expr.right)))
 
 
-def _projected(expr, items: list[_Item]) -> bool:
+def _projected(expr, items: list[Item]) -> bool:
     """Whether an ORDER BY expression depends on projected items only."""
-    names = {item.name for item in items if isinstance(item.expr, _VarRef)}
-    times = {item.expr.name for item in items if isinstance(item.expr, _FrameTime)}
-    return all(not isinstance(node, (_VarRef, _FrameTime, _Aggregate))
-               or (isinstance(node, _VarRef) and node.name in names)
-               or (isinstance(node, _FrameTime) and (node.name in times or node.name in names))
+    names = {item.name for item in items if isinstance(item.expr, VarRef)}
+    times = {item.expr.name for item in items if isinstance(item.expr, FrameTime)}
+    return all(not isinstance(node, (VarRef, FrameTime, Aggregate))
+               or (isinstance(node, VarRef) and node.name in names)
+               or (isinstance(node, FrameTime) and (node.name in times or node.name in names))
                for node in _walk(expr)) and not _has_aggregate(expr)
 
 
-def _position(expr) -> _Pos:
-    return getattr(expr, "pos", None) or _Pos(1, 1)
+def _position(expr) -> Pos:
+    return getattr(expr, "pos", None) or Pos(1, 1)
 
 
 # ------------------------------------------------------------------------------------ results
