@@ -28,7 +28,8 @@ BELONGS_TO = DSV + "belongsTo"
 HAS_TIMESTAMP = DSV + "hasTimestamp"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 # Declared unless the query declares them itself.
-DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV}
+# Table 2 spells the vocabulary dso:, §4-§5 dsv:; both name it.
+DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV, "dso": DSV}
 
 _GRAMMAR = Path(__file__).with_name("tasparql.lark")
 
@@ -180,17 +181,75 @@ class Item:
 
 
 @dataclass
+class BasicPattern:
+    """Frame, stream-membership, timestamp, link and time-invariant patterns, all joined: the
+    triples of a group that no OPTIONAL or UNION separates."""
+
+    triples: list[Triple] = field(default_factory=list)
+    memberships: list[Membership] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    invariants: list[Invariant] = field(default_factory=list)
+    stamps: list[Stamp] = field(default_factory=list)
+
+    def frames(self) -> list[str]:
+        """The frame variables this pattern binds, in order of appearance."""
+        names = [t.frame for t in self.triples] + [m.frame for m in self.memberships]
+        names += [s.frame for s in self.stamps] + [link.frame for link in self.links]
+        return list(dict.fromkeys(names))
+
+    def extend(self, other: "BasicPattern") -> None:
+        for name in ("triples", "memberships", "links", "invariants", "stamps"):
+            getattr(self, name).extend(getattr(other, name))
+
+
+@dataclass(frozen=True)
+class UnionPattern:
+    """``{ P1 } UNION { P2 } ...``: the solutions of each branch (SPARQL 1.1 §18.2.2.4)."""
+
+    branches: tuple["GroupPattern", ...]
+
+
+@dataclass(frozen=True)
+class OptionalPattern:
+    """``OPTIONAL { P FILTER(F) }``: LeftJoin(what comes before, P, F) (SPARQL 1.1 §18.2.2.5)."""
+
+    group: "GroupPattern"
+
+
+@dataclass
+class GroupPattern:
+    """``{ ... }``: its elements joined in order (an OptionalPattern left-joins what comes before
+    it), then its FILTERs. Nested groups with no OPTIONAL or UNION are merged into their parent,
+    FILTERs and all (TA-SPARQL §6, example 6)."""
+
+    elements: list = field(default_factory=list)  # BasicPattern, UnionPattern, OptionalPattern, GroupPattern
+    filters: list = field(default_factory=list)
+
+    @property
+    def basic(self) -> Optional[BasicPattern]:
+        """The one BasicPattern of a group with no OPTIONAL or UNION, else None."""
+        if len(self.elements) == 1 and isinstance(self.elements[0], BasicPattern):
+            return self.elements[0]
+        return None
+
+    @property
+    def flat(self) -> bool:
+        return not self.elements or self.basic is not None
+
+    def current(self) -> BasicPattern:
+        """The BasicPattern that triples written next belong to."""
+        if not self.elements or not isinstance(self.elements[-1], BasicPattern):
+            self.elements.append(BasicPattern())
+        return self.elements[-1]
+
+
+@dataclass
 class Query:
     distinct: bool
     items: list[Item]
     frames: dict[str, Pos]  # frame variables, in order of appearance
     selectors: dict[str, Selector]
-    triples: list[Triple]
-    memberships: list[Membership]
-    filters: list[Any]
-    links: list[Link]
-    invariants: list[Invariant]
-    stamps: list[Stamp]
+    where: GroupPattern
     group_by: Optional[list[Any]]
     having: Optional[Any]
     order_by: list[tuple[Any, bool]]
@@ -259,17 +318,11 @@ def _pos(item) -> Pos:
 
 
 @dataclass
-class _Patterns:
-    """What a WHERE clause's groups collect while they are built."""
+class _Frames:
+    """The frame variables of a query and their selectors: one per variable, query-wide."""
 
-    frames: dict[str, Pos] = field(default_factory=dict)
+    names: dict[str, Pos] = field(default_factory=dict)
     selectors: dict[str, Selector] = field(default_factory=dict)
-    triples: list[Triple] = field(default_factory=list)
-    memberships: list[Membership] = field(default_factory=list)
-    filters: list[Any] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    invariants: list[Invariant] = field(default_factory=list)
-    stamps: list[Stamp] = field(default_factory=list)
     hidden: set = field(default_factory=set)  # frame variables made for <iri>[sel]
 
 
@@ -281,7 +334,7 @@ class _Builder(Transformer):
         super().__init__(visit_tokens=False)
         self._source = source
         self._prefixes = dict(DEFAULT_PREFIXES)
-        self._patterns = _Patterns()
+        self._frames = _Frames()
         self._variables: dict[str, Pos] = {}  # every variable, in order of appearance (SELECT *)
 
     def _error(self, where, message: str) -> QuerySyntaxError:
@@ -297,19 +350,19 @@ class _Builder(Transformer):
         self._prefixes[str(name)[:-1]] = unescape(iri[1:-1])
 
     def select_query(self, children):
-        distinct, items, _group, group_by, having, order_by, limit_offset = children
-        p = self._patterns
+        distinct, items, where, group_by, having, order_by, limit_offset = children
+        f = self._frames
         if items is None:  # SELECT *: every variable, in order of appearance
             items = [Item(name, VarRef(name, pos), pos) for name, pos in self._variables.items()
-                     if name not in p.hidden]
+                     if name not in f.hidden]
         names = set()
         for item in items:
             if item.name in names:
                 raise self._error(item.pos, f"?{item.name} is projected twice")
             names.add(item.name)
         limit, offset = limit_offset or (None, None)
-        return Query(distinct is not None, items, p.frames, p.selectors, p.triples, p.memberships,
-                      p.filters, p.links, p.invariants, p.stamps, group_by, having, order_by or [], limit, offset)
+        return Query(distinct is not None, items, f.names, f.selectors, where, group_by, having, order_by or [],
+                     limit, offset)
 
     def select_items(self, children):
         return children
@@ -340,82 +393,103 @@ class _Builder(Transformer):
 
     # --------------------------------------------------------------------- patterns
 
-    def group(self, children):
+    def group(self, children) -> GroupPattern:
+        group = GroupPattern()
         for child in children:
+            if child is None:
+                continue
             if isinstance(child, list):
                 for subject, selector, verb, obj in child:
-                    self._top_level_triple(subject, selector, verb, obj)
-            elif child is not None and not isinstance(child, _GraphBlock):
-                self._patterns.filters.append(child)
+                    self._top_level_triple(subject, selector, verb, obj, group.current())
+            elif isinstance(child, _GraphBlock):
+                group.current().triples.extend(child.triples)
+                group.filters.extend(child.filters)
+            elif isinstance(child, GroupPattern) and child.flat:
+                if child.basic is not None:
+                    group.current().extend(child.basic)
+                group.filters.extend(child.filters)
+            elif isinstance(child, (GroupPattern, UnionPattern, OptionalPattern)):
+                group.elements.append(child)
+            else:
+                group.filters.append(child)
+        return group
 
-    def _top_level_triple(self, subject, selector, verb, obj):
+    def group_or_union(self, children):
+        return children[0] if len(children) == 1 else UnionPattern(tuple(children))
+
+    def optional(self, children):
+        return OptionalPattern(children[0])
+
+    def _top_level_triple(self, subject, selector, verb, obj, basic: BasicPattern):
         """Outside GRAPH (TA-RDF §6, Table 2): a frame in the object (``s p ?x[sel]``) makes a
         time-invariant statement linking to a stream; an IRI with a selector is that stream's
         frames; an IRI without one a time-invariant resource; a variable subject a frame."""
         if isinstance(obj, _FrameRef):
-            frame = self._frame_ref(obj)
+            frame = self._frame_ref(obj, basic)
             if isinstance(subject, Located) and selector is not None:
                 raise self._error(selector.pos, "a statement about two frames is not supported: "
                                                 "select the frame in the subject or in the object")
             if isinstance(subject, Var) and selector is not None:
                 raise self._error(selector.pos, "a statement about two frames is not supported: "
                                                 "select the frame in the subject or in the object")
-            self._patterns.links.append(Link(subject.const if isinstance(subject, Located) else subject,
+            basic.links.append(Link(subject.const if isinstance(subject, Located) else subject,
                                               verb, frame.name))
             return
         if isinstance(subject, Located):
             if selector is None:
-                self._patterns.invariants.append(Invariant(subject.const, verb, obj))
+                basic.invariants.append(Invariant(subject.const, verb, obj))
                 return
-            subject = self._frame_ref(_FrameRef(subject, selector))
+            subject = self._frame_ref(_FrameRef(subject, selector), basic)
             selector = None
         self._frame(subject, selector)
         if verb == Const(f"<{HAS_TIMESTAMP}>"):
             if not isinstance(obj, (Var, LiteralTerm)):
                 raise self._error(subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime")
-            self._patterns.stamps.append(Stamp(subject.name, obj))
+            basic.stamps.append(Stamp(subject.name, obj))
             return
         if verb == Const(f"<{BELONGS_TO}>"):
             if isinstance(obj, LiteralTerm):
                 raise self._error(subject.pos, "dsv:belongsTo takes a stream IRI or a variable")
-            self._patterns.memberships.append(Membership(subject.name, obj))
+            basic.memberships.append(Membership(subject.name, obj))
         else:
-            self._patterns.triples.append(Triple(subject.name, None, verb, obj))
+            basic.triples.append(Triple(subject.name, None, verb, obj))
 
     def graph_block(self, children):
         var, selector, *rest = children
         frame = self._var(var)
         self._frame(frame, selector)
+        block = _GraphBlock([], [])
         for child in rest:
             if isinstance(child, list):
                 for subject, inner_selector, verb, obj in child:
                     if inner_selector is not None:
                         raise self._error(inner_selector.pos, "a selector inside GRAPH: the frame is "
                                                               f"?{frame.name}, selected after GRAPH")
-                    self._patterns.triples.append(Triple(frame.name, subject, verb, obj))
+                    block.triples.append(Triple(frame.name, subject, verb, obj))
             elif child is not None:
-                self._patterns.filters.append(child)
-        return _GraphBlock()
+                block.filters.append(child)
+        return block
 
-    def _frame_ref(self, ref: "_FrameRef") -> Var:
+    def _frame_ref(self, ref: "_FrameRef", basic: BasicPattern) -> Var:
         """The frame variable of ``?x[sel]`` or ``<stream>[sel]`` (a hidden variable, one per
-        stream and selector, that dsv:belongsTo the stream)."""
+        stream and selector, that dsv:belongsTo the stream in each pattern that names it)."""
         if isinstance(ref.term, Var):
             self._frame(ref.term, ref.selector)
             return ref.term
         name = f"{ref.term.const.nt}[{ref.selector.kind}{ref.selector.times}]"
         var = Var(name, ref.term.pos)
-        if name not in self._patterns.frames:
-            self._patterns.hidden.add(name)
-            self._frame(var, ref.selector)
-            self._patterns.memberships.append(Membership(name, ref.term.const))
+        self._frames.hidden.add(name)
+        self._frame(var, ref.selector)
+        membership = Membership(name, ref.term.const)
+        if membership not in basic.memberships:
+            basic.memberships.append(membership)
         return var
 
     def _frame(self, var: Var, selector: Optional[Selector]) -> None:
-        self._patterns.frames.setdefault(var.name, var.pos)
+        self._frames.names.setdefault(var.name, var.pos)
         if selector is None:
             return
-        known = self._patterns.selectors.setdefault(var.name, selector)
+        known = self._frames.selectors.setdefault(var.name, selector)
         if (known.kind, known.times) != (selector.kind, selector.times):
             raise self._error(selector.pos, f"?{var.name} already has another selector "
                                             f"(line {known.pos.line}, column {known.pos.column})")
@@ -629,7 +703,10 @@ class _Builder(Transformer):
 
 @dataclass(frozen=True)
 class _GraphBlock:
-    """The marker a GRAPH block leaves in its group (its patterns are already collected)."""
+    """A GRAPH block's frame patterns and FILTERs, for the group around it."""
+
+    triples: list
+    filters: list
 
 
 @dataclass(frozen=True)

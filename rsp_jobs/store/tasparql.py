@@ -32,15 +32,16 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any, Optional
 
 from sqlalchemy import (Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
-                        or_, select, true)
+                        or_, select, true, union_all)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, Bool, Call, Const, FrameTime,
+from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, BasicPattern, GroupPattern, OptionalPattern, UnionPattern, Bool, Call, Const, FrameTime,
                                         Item, LiteralTerm, Located, Num, Op, Pos, Query, Stamp, TermConst, Time, Triple,
                                         Var, VarRef, iso_time, parse)
 from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
@@ -179,31 +180,81 @@ class _Plan:
     ranked: bool = False  # each output column is followed, after all of them, by its numeric type rank
 
 
+@dataclass(frozen=True)
+class _Solutions:
+    """A solution table: a column per variable part (``_PARTS``), NULL where unbound."""
+
+    select: Any  # Select or CompoundSelect
+    schema: dict  # variable -> kind (frame, time, term), in column order
+    maybe: frozenset  # variables some solutions leave unbound
+
+
+# the columns of a variable in a solution table, by kind, and the one compatibility compares
+_PARTS = {"frame": ("id", "iri", "ts", "stream"), "time": ("ts",), "term": ("text", "num", "time")}
+_KEY_PART = {"frame": "id", "time": "ts", "term": "text"}
+_PART_TYPES = {"id": Integer, "iri": String, "ts": UTCDateTime, "stream": Integer, "text": String, "num": Double,
+               "time": UTCDateTime}
+_UNIT = _Solutions(select(literal(1).label("unit")), {}, frozenset())  # one solution binding nothing
+
+
+class _FrameColumns:
+    """A frame variable read from a solution table: the columns a ``frames`` alias would give."""
+
+    def __init__(self, id, frame_iri, ts, stream_id):
+        self.c = SimpleNamespace(id=id, frame_iri=frame_iri, ts=ts, stream_id=stream_id)
+
+
 class _Translator:
     """``Query`` → one SQLAlchemy Core SELECT over frames, frame_triples and streams.
 
-    Every frame variable is an alias of ``frames``, every triple pattern an alias of
-    ``frame_triples`` joined to its frame; a variable's first occurrence binds it, later ones
-    are equalities on the N-Triples text (SPARQL term equality)."""
+    A group with no OPTIONAL or UNION is one FROM clause: every frame variable an alias of
+    ``frames``, every triple pattern an alias of ``frame_triples`` joined to its frame; a
+    variable's first occurrence binds it, later ones are equalities on the N-Triples text (SPARQL
+    term equality). Other groups are built bottom-up as ``_Solutions`` (SPARQL 1.1 §18.5's
+    algebra in SQL: Join, LeftJoin, Union), which the query then reads as one table."""
 
-    def __init__(self, query: Query, source: str, stream_predicates: frozenset = frozenset()):
+    def __init__(self, query: Query, source: str, stream_predicates: frozenset = frozenset(),
+                 names: Optional[dict] = None):
         self.q = query
         self.source = source
         self.stream_predicates = stream_predicates
-        self.frames: dict[str, Any] = {}
+        self.frames: dict[str, Any] = {}  # frame variable -> a frames alias or a _FrameColumns
         self.bindings: dict[str, _Binding] = {}
-        self.stamps: dict[str, str] = {}  # a variable bound to a frame's time -> the frame variable
+        self.times: dict[str, Any] = {}  # a variable bound to a frame's time (dsv:hasTimestamp) -> the time
         self.where: list[Any] = []
+        self.names = {} if names is None else names  # variable -> its column prefix in solution tables
+        self.basic: Optional[BasicPattern] = None
+
+    def _scope(self, columns: dict[str, tuple[str, dict]]) -> "_Translator":
+        """A translator that reads each variable from solution columns ({var: (kind, parts)})."""
+        scope = _Translator(self.q, self.source, self.stream_predicates, self.names)
+        scope._read(columns)
+        return scope
+
+    def _read(self, columns: dict[str, tuple[str, dict]]) -> None:
+        for name, (kind, parts) in columns.items():
+            if kind == "frame":
+                self.frames[name] = _FrameColumns(parts["id"], parts["iri"], parts["ts"], parts["stream"])
+            elif kind == "time":
+                self.times[name] = parts["ts"]
+            else:
+                self.bindings[name] = _Binding(parts["text"], parts["num"], parts["time"])
 
     def error(self, pos: Pos, message: str) -> QuerySyntaxError:
         return QuerySyntaxError(self.source, pos.line, pos.column, message)
 
     def plan(self) -> _Plan:
         q = self.q
-        if not q.frames and not q.invariants:
-            raise QuerySyntaxError(self.source, 1, 1, "the query has no triple pattern")
-        from_clause = self._patterns()
-        for expr in q.filters:
+        root = q.where
+        if root.flat:
+            if root.basic is None:
+                raise QuerySyntaxError(self.source, 1, 1, "the query has no triple pattern")
+            from_clause = self._patterns(root.basic)
+        else:
+            solutions = self._solutions(root, filtered=False)
+            from_clause = solutions.select.subquery("solutions")
+            self._read(self._columns(from_clause, solutions.schema))
+        for expr in root.filters:
             self.where.append(self._condition(expr, "FILTER"))
         aggregated = q.group_by is not None or q.having is not None or any(
             _has_aggregate(item.expr) for item in q.items)
@@ -239,27 +290,29 @@ class _Translator:
 
     # -------------------------------------------------------------------------- patterns
 
-    def _patterns(self):
+    def _patterns(self, basic: BasicPattern):
         """FROM: each frame alias, its triple aliases joined to it, streams where named by a
         variable. Frames join with no condition (FILTERs link them), the most selective first."""
         q = self.q
+        self.basic = basic
         from_clause = None
-        ordered = sorted(q.frames, key=lambda name: _SELECTIVITY[getattr(q.selectors.get(name), "kind", "every")])
+        ordered = sorted(basic.frames(),
+                         key=lambda name: _SELECTIVITY[getattr(q.selectors.get(name), "kind", "every")])
         for index, name in enumerate(ordered):
             frame = _FRAMES.alias(f"f{index}")
             self.frames[name] = frame
             from_clause = frame if from_clause is None else _FrameJoin(from_clause, frame)
             from_clause = self._membership(name, frame, from_clause)
             self._selector(name, frame)
-            for number, triple in enumerate(t for t in q.triples if t.frame == name):
+            for number, triple in enumerate(t for t in basic.triples if t.frame == name):
                 alias = self._frame_statements(triple, frame).alias(f"f{index}t{number}")
                 on = [alias.c.frame_id == frame.c.id]
                 for term, column in ((triple.subject, "s"), (triple.predicate, "p"), (triple.obj, "o")):
                     on += self._term(term, alias, column)
                 from_clause = from_clause.join(alias, and_(*on))
-            for stamp in (st for st in q.stamps if st.frame == name):
+            for stamp in (st for st in basic.stamps if st.frame == name):
                 self._stamp(stamp, frame)
-        for number, link in enumerate(q.links):
+        for number, link in enumerate(basic.links):
             # the stream the statement's object names, and the frames of it
             frame = self.frames[link.frame]
             stream = _STREAMS.alias(f"l{number}s")
@@ -268,7 +321,7 @@ class _Translator:
             on = [alias.c.o == literal("<", String) + stream.c.iri + literal(">", String)]
             on += self._term(link.subject, alias, "s") + self._term(link.predicate, alias, "p")
             from_clause = from_clause.join(alias, and_(*on))
-        for number, pattern in enumerate(q.invariants):
+        for number, pattern in enumerate(basic.invariants):
             alias = _INVARIANT.alias(f"i{number}")
             on = []
             for term, column in ((pattern.subject, "s"), (pattern.predicate, "p"), (pattern.obj, "o")):
@@ -305,11 +358,11 @@ class _Translator:
         """``?F dsv:hasTimestamp ?t``: ?t is the frame's time; a constant is an equality."""
         if isinstance(stamp.time, Var):
             name = stamp.time.name
-            if name in self.stamps or name in self.bindings:
-                known = self.stamps.get(name)
-                self.where.append(frame.c.ts == (self.frames[known].c.ts if known else self.bindings[name].time))
+            if name in self.times or name in self.bindings:
+                known = self.times.get(name)
+                self.where.append(frame.c.ts == (known if known is not None else self.bindings[name].time))
             else:
-                self.stamps[name] = stamp.frame
+                self.times[name] = frame.c.ts
             return
         value = _expression_constant(stamp.time, self)
         if not isinstance(value, Time):
@@ -340,7 +393,7 @@ class _Translator:
         return [text == known.text]
 
     def _membership(self, name: str, frame, from_clause):
-        for number, membership in enumerate(m for m in self.q.memberships if m.frame == name):
+        for number, membership in enumerate(m for m in self.basic.memberships if m.frame == name):
             stream = membership.stream
             if isinstance(stream, Const):
                 self.where.append(frame.c.stream_id == _stream_id(stream.nt[1:-1]))
@@ -372,11 +425,126 @@ class _Translator:
             pick = (select(inner.c.id).where(inner.c.stream_id == streams.c.id).order_by(ts).limit(1)
                     .correlate(streams).scalar_subquery())
             ids = select(pick).select_from(streams)
-            named = [m.stream.nt[1:-1] for m in self.q.memberships
+            named = [m.stream.nt[1:-1] for m in self.basic.memberships
                      if m.frame == name and isinstance(m.stream, Const)]
             if named:
                 ids = ids.where(streams.c.iri.in_(named))
             self.where.append(frame.c.id.in_(ids))
+
+    # ------------------------------------------------------------------ OPTIONAL and UNION
+
+    def _solutions(self, group: GroupPattern, filtered: bool = True) -> "_Solutions":
+        """A group's solutions as a table: its elements joined in order, an OPTIONAL left-joined
+        to what comes before it with its FILTERs as the condition (SPARQL 1.1 §18.2.2.5), then
+        the group's own FILTERs unless ``filtered`` is False (the caller applies them)."""
+        if group.basic is not None:
+            return self._basic_solutions(group.basic, group.filters if filtered else [])
+        solutions = None
+        for element in group.elements:
+            if isinstance(element, OptionalPattern):
+                right = self._solutions(element.group, filtered=False)
+                solutions = self._join(solutions or _UNIT, right, element.group.filters, outer=True)
+                continue
+            if isinstance(element, BasicPattern):
+                part = self._basic_solutions(element, [])
+            elif isinstance(element, UnionPattern):
+                part = self._union(element.branches)
+            else:
+                part = self._solutions(element)
+            solutions = part if solutions is None else self._join(solutions, part)
+        solutions = solutions or _UNIT
+        if filtered and group.filters:
+            solutions = self._filtered(solutions, group.filters)
+        return solutions
+
+    def _basic_solutions(self, basic: BasicPattern, filters: list) -> "_Solutions":
+        """One FROM clause, as a query without OPTIONAL or UNION has, selecting every variable."""
+        scope = _Translator(self.q, self.source, self.stream_predicates, self.names)
+        from_clause = scope._patterns(basic)
+        where = scope.where + [scope._condition(expr, "FILTER") for expr in filters]
+        columns = {name: ("frame", {"id": frame.c.id, "iri": frame.c.frame_iri, "ts": frame.c.ts,
+                                    "stream": frame.c.stream_id}) for name, frame in scope.frames.items()}
+        columns.update((name, ("time", {"ts": ts})) for name, ts in scope.times.items())
+        columns.update((name, ("term", {"text": b.text, "num": b.num, "time": b.time}))
+                       for name, b in scope.bindings.items())
+        statement = select(*self._labelled(columns)).select_from(from_clause)
+        if where:
+            statement = statement.where(and_(*where))
+        return _Solutions(statement, {name: kind for name, (kind, _) in columns.items()}, frozenset())
+
+    def _join(self, left: "_Solutions", right: "_Solutions", filters: list = (), outer: bool = False) -> "_Solutions":
+        """Join (or LeftJoin with ``filters``) of two solution tables: solutions are compatible
+        when every variable they share is bound to the same term in both, or unbound in one."""
+        a, b = left.select.subquery(), right.select.subquery()
+        ca, cb = self._columns(a, left.schema), self._columns(b, right.schema)
+        merged, on, maybe = {}, [], set()
+        for name in dict.fromkeys([*left.schema, *right.schema]):
+            if name in ca and name in cb:
+                (kind, pa), (other, pb) = ca[name], cb[name]
+                if kind != other:
+                    raise QuerySyntaxError(self.source, 1, 1, f"?{name} is a {kind} in one pattern and a {other} "
+                                                              "in another")
+                key = _KEY_PART[kind]
+                if name in left.maybe or name in right.maybe:
+                    on.append(or_(pa[key].is_(None), pb[key].is_(None), pa[key] == pb[key]))
+                    merged[name] = (kind, {part: func.coalesce(pa[part], pb[part]) for part in pa})
+                else:
+                    on.append(pa[key] == pb[key])
+                    merged[name] = ca[name]
+                if name in left.maybe and (outer or name in right.maybe):
+                    maybe.add(name)
+            elif name in ca:
+                merged[name] = ca[name]
+                maybe.update({name} & left.maybe)
+            else:
+                merged[name] = cb[name]
+                if outer or name in right.maybe:
+                    maybe.add(name)
+        scope = self._scope(merged)
+        on += [scope._condition(expr, "FILTER") for expr in filters]
+        statement = select(*self._labelled(merged)).select_from(a.join(b, and_(true(), *on), isouter=outer))
+        return _Solutions(statement, {name: kind for name, (kind, _) in merged.items()}, frozenset(maybe))
+
+    def _union(self, branches: tuple) -> "_Solutions":
+        """UNION: each branch's solutions, a variable a branch does not bind left unbound."""
+        parts = [self._solutions(branch) for branch in branches]
+        schema: dict[str, str] = {}
+        for part in parts:
+            for name, kind in part.schema.items():
+                if schema.setdefault(name, kind) != kind:
+                    raise QuerySyntaxError(self.source, 1, 1, f"?{name} is a {schema[name]} in one branch of a "
+                                                              f"UNION and a {kind} in another")
+        selects = []
+        for part in parts:
+            sub = part.select.subquery()
+            columns = self._columns(sub, part.schema)
+            full = {name: columns.get(name) or (kind, {p: cast(null(), _PART_TYPES[p]) for p in _PARTS[kind]})
+                    for name, kind in schema.items()}
+            selects.append(select(*self._labelled(full)).select_from(sub))
+        maybe = {name for name in schema if any(name not in p.schema or name in p.maybe for p in parts)}
+        return _Solutions(union_all(*selects), schema, frozenset(maybe))
+
+    def _filtered(self, solutions: "_Solutions", filters: list) -> "_Solutions":
+        sub = solutions.select.subquery()
+        columns = self._columns(sub, solutions.schema)
+        scope = self._scope(columns)
+        statement = (select(*self._labelled(columns)).select_from(sub)
+                     .where(and_(*[scope._condition(expr, "FILTER") for expr in filters])))
+        return _Solutions(statement, solutions.schema, solutions.maybe)
+
+    def _label(self, name: str, part: str) -> str:
+        """A variable's column in solution tables: v<n>_<part>, n its number in this query
+        (variable names can be long or not valid SQL identifiers)."""
+        return f"v{self.names.setdefault(name, len(self.names))}_{part}"
+
+    def _labelled(self, columns: dict[str, tuple[str, dict]]) -> list:
+        labelled = [(parts[part] if parts[part] is not None else cast(null(), _PART_TYPES[part])).label(
+            self._label(name, part)) for name, (kind, parts) in columns.items() for part in _PARTS[kind]]
+        return labelled or [literal(1).label("unit")]
+
+    def _columns(self, table, schema: dict[str, str]) -> dict[str, tuple[str, dict]]:
+        return {name: (kind, {part: table.c[self._label(name, part)] for part in _PARTS[kind]})
+                for name, kind in schema.items()}
 
     # ------------------------------------------------------------------------- grouping
 
@@ -475,8 +643,8 @@ class _Translator:
         if isinstance(expr, VarRef):
             if expr.name in self.frames:
                 return _Value("frame", self.frames[expr.name])
-            if expr.name in self.stamps:
-                return _Value("time", self.frames[self.stamps[expr.name]].c.ts)
+            if expr.name in self.times:
+                return _Value("time", self.times[expr.name])
             binding = self.bindings.get(expr.name)
             if binding is None:
                 raise self.error(expr.pos, f"?{expr.name} is not bound by any pattern")
