@@ -14,7 +14,6 @@ Readings of the paper this relies on (README, "TA-SPARQL"):
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from rdflib import Dataset
@@ -22,8 +21,7 @@ from rdflib import Dataset
 from rsp_jobs.store.tardf import export_stream, import_stream
 from rsp_jobs.store.tasparql import run_query, translate
 
-FIG1 = Path(__file__).with_name("fig1.trig")
-STREAMS = ("urn:ohare-rain", "urn:ohare-temp", "urn:champaign-temp", "urn:champaign-rain")
+from tests.conformance.tasparql.conftest import STREAMS
 CHICAGO = timezone(timedelta(hours=-6))
 
 # §6, "What was the total amount of rain fell on Chicago in January 2009?"
@@ -102,13 +100,6 @@ A6 = [{"count_y": ("2", "integer")}]
 PAPER = {"q1": (Q1, A1), "q2": (Q2, A2), "q3": (Q3, A3), "q4": (Q4, A4), "q5": (Q5, A5), "q6": (Q6, A6)}
 
 
-@pytest.fixture
-def fig1(store):
-    report = import_stream(store, FIG1)
-    assert (report.frames_written, report.invariant, report.quarantined) == (21, 5, 0)
-    return store
-
-
 def answer(result) -> list[dict]:
     out = []
     for row in result.rows:
@@ -166,16 +157,6 @@ SPARQL = {  # Table 2's translation of each query, for the export's plain RDF
         <urn:Champaign> <urn:hasSensor> ?s2 . ?y dsv:belongsTo ?s2 ; dsv:hasTimestamp ?yt ;
             <urn:hasRainReading> ?rain . FILTER(?rain > 25) }''',
 }
-
-
-@pytest.fixture
-def exported(fig1, tmp_path) -> Dataset:
-    dataset = Dataset()
-    for i, stream in enumerate(STREAMS):
-        path = tmp_path / f"s{i}.trig"
-        export_stream(fig1, stream, path)
-        dataset.parse(path, format="trig")
-    return dataset
 
 
 def rdflib_answer(dataset: Dataset, name: str) -> list:

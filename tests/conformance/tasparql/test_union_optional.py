@@ -15,30 +15,12 @@ from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
-from rdflib import BNode, Dataset, Literal
+from rdflib import BNode, Literal
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.store.tardf import export_stream, import_stream
 from rsp_jobs.store.tasparql import run_query
-from tests.conformance.tasparql.test_paper_queries import FIG1, STREAMS
 
 PREFIX = "PREFIX dsv: <http://purl.org/dsv#>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"
-
-
-@pytest.fixture
-def fig1(store):
-    import_stream(store, FIG1)
-    return store
-
-
-@pytest.fixture
-def exported(fig1, tmp_path) -> Dataset:
-    dataset = Dataset()
-    for i, stream in enumerate(STREAMS):
-        path = tmp_path / f"s{i}.trig"
-        export_stream(fig1, stream, path)
-        dataset.parse(path, format="trig")
-    return dataset
 
 
 def values(result) -> list:
