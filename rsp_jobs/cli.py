@@ -15,6 +15,7 @@ from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.reasoning.entailment import REGIMES
 from rsp_jobs.terms import iso_ms
+from rsp_jobs.textfile import read_text
 
 
 def parse_time(text: str) -> int:
@@ -382,7 +383,7 @@ def cmd_query(args) -> int:
     source = "<query>"
     text = args.text
     if text.startswith("@"):
-        source, text = text[1:], Path(text[1:]).read_text(encoding="utf-8")
+        source, text = text[1:], read_text(text[1:], "query")
     result = run_query(db.engine(args.store), text, source)
     json.dump({"head": {"vars": result.vars}, "results": {"bindings": result.rows}}, sys.stdout,
               ensure_ascii=False, indent=1)

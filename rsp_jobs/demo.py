@@ -32,6 +32,7 @@ from rsp_jobs.engine import compile_query, evaluate
 from rsp_jobs.ingest import citybench, csrbench, dart
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
+from rsp_jobs.textfile import read_text
 
 DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
 HOURS = 6
@@ -44,7 +45,7 @@ def say(text: str = "") -> None:
 
 
 def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> list[dict]:
-    query = compile_query(path.read_text(encoding="utf-8"), str(path))
+    query = compile_query(read_text(path, "query"), str(path))
     started = time.perf_counter()
     windows = list(evaluate(query, lake, background))
     seconds = time.perf_counter() - started

@@ -14,12 +14,13 @@ from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language.parser import parse_query
+from rsp_jobs.textfile import read_text
 
 
 def compile_file(path) -> object:
     """A ``.rsp`` query (C-SPARQL windows or an EP-SPARQL pattern) or a ``.dotr`` rule."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "query")
     if path.suffix == ".dotr":
         from rsp_jobs.language.rules import parse_rule
 

@@ -36,6 +36,7 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
 from rsp_jobs.settings import data_dir
 from rsp_jobs.terms import datetime_lexical
+from rsp_jobs.textfile import open_text
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,7 @@ def observed_properties(repository: Path) -> dict[tuple[str, str], URIRef]:
 @lru_cache(maxsize=None)
 def traffic_distances(metadata: Path) -> dict[str, float]:
     """{REPORT_ID: DISTANCE_IN_METERS} from trafficMetaData.csv."""
-    with open(metadata, newline="", encoding="utf-8") as handle:
+    with open_text(metadata, "CityBench metadata") as handle:
         return {row["REPORT_ID"]: float(row["DISTANCE_IN_METERS"])
                 for row in csv.DictReader(handle)}
 
@@ -261,7 +262,7 @@ def _rows(path: Path, kind: _Kind, report: MappingReport, start: Optional[dateti
     def in_range(timestamp: datetime) -> bool:
         return (start is None or timestamp >= start) and (end is None or timestamp < end)
 
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open_text(path, "CityBench observation") as handle:
         if kind.columns is None:
             for line, text in enumerate(handle, start=1):
                 report.rows_read += 1

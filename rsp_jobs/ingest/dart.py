@@ -52,6 +52,7 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.citybench import Frame, MappingReport, write_trig
 from rsp_jobs.ingest.rdf_stream import Rejection
 from rsp_jobs.terms import datetime_lexical
+from rsp_jobs.textfile import open_text
 
 STREAM_BASE = "urn:rsp:stream:dart"
 SOSA = Namespace("http://www.w3.org/ns/sosa/")
@@ -181,7 +182,7 @@ def map_station(path: Union[str, Path], *, start: Optional[datetime] = None,
         report.rejected.append(Rejection(str(path), line, reason, 1, text))
 
     rows: dict[datetime, list[tuple[int, int, str, str]]] = {}  # time -> (type, line, height, text)
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path, "DART") as handle:
         for line, text in enumerate(handle, start=1):
             row = text.rstrip("\r\n")
             fields = row.split()

@@ -41,6 +41,7 @@ from rdflib.plugins.parsers.trig import TrigSinkParser
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.terms import datetime_lexical, numeric_value, time_value, to_nt
+from rsp_jobs.textfile import decode
 
 PROV_GENERATED_AT = URIRef("http://www.w3.org/ns/prov#generatedAtTime")
 FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads"}
@@ -159,10 +160,7 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
         raise InputError(f"{path}: stream file not found")
     fmt = stream_format(path)
     data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+    text = decode(data, path, "stream")
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
     return _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)

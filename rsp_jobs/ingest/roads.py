@@ -57,6 +57,7 @@ from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.citybench import CT, SES, SSN, sensor_repository_path, traffic_metadata_path
 from rsp_jobs.ingest.rdf_stream import Rejection
+from rsp_jobs.textfile import open_text
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
     def reject(line: int, reason: str) -> None:
         report.rejected.append(Rejection(str(path), line, reason))
 
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open_text(path, "road network") as handle:
         reader = csv.reader(handle)
         header = next(reader, None) or []
         missing = [c for c in REQUIRED_COLUMNS + tuple(c for c, _ in OPTIONAL_NUMBERS)

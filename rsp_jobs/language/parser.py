@@ -22,6 +22,7 @@ from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
 from rsp_jobs.language.diagnostics import syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
+from rsp_jobs.textfile import read_text
 
 __all__ = ["parse_query", "parse_query_file", "parse_duration"]
 
@@ -77,7 +78,7 @@ def _check_blank_nodes(node, source: str) -> None:
 
 def parse_query_file(path: Union[str, Path]) -> ast.Query:
     """Parse the query in a file, naming the file in error messages."""
-    return parse_query(Path(path).read_text(encoding="utf-8"), source=str(path))
+    return parse_query(read_text(path, "query"), source=str(path))
 
 
 _CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)

@@ -48,6 +48,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.language.datalog import DatalogRule, read_rule
 from rsp_jobs.language.diagnostics import syntax_error, terminal_display
 from rsp_jobs.language.parser import parse_query
+from rsp_jobs.textfile import read_text
 
 __all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "Assignment", "DatalogRule",
            "parse_rule", "parse_rule_file", "qualified", "split_qualified", "expr_vars"]
@@ -207,7 +208,7 @@ class Rule:
 
 
 def parse_rule_file(path: Union[str, Path]) -> Rule:
-    return parse_rule(Path(path).read_text(encoding="utf-8"), source=str(path))
+    return parse_rule(read_text(path, "rule"), source=str(path))
 
 
 def parse_rule(text: str, source: str = "<rule>") -> Rule:

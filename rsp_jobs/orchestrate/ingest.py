@@ -1,9 +1,10 @@
 """Ingest of landing files: stream files dropped in ``<RSP_HOME>/landing/<stream key>/`` go to
 the lake and the store, once each.
 
-Per file: parse (malformed lines and frames are rejected and counted), run the input quality
-suite (a failing file is quarantined whole and moved to ``rejected/``; the run fails naming the
-failed expectations), apply the stream's late-data policy, then write lake and store and record
+Per file: parse (malformed lines and frames are rejected and counted; a file that cannot be
+read at all, such as binary junk or text that is not UTF-8, is moved to ``rejected/`` with a
+``.reason`` file beside it), run the input quality suite (a failing file is quarantined whole and
+moved to ``rejected/`` the same way; the run fails naming the failed expectations), apply the stream's late-data policy, then write lake and store and record
 the file as loaded, in one store transaction. A file whose content was loaded before is skipped,
 whatever its name. Input triples = accepted + quarantined, always.
 
@@ -23,6 +24,7 @@ from typing import Optional
 
 from sqlalchemy import func, insert, select, update
 
+from rsp_jobs.errors import InputError
 from rsp_jobs.ingest import sources
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.ingest.rdf_stream import FORMATS, merge_known_frames, read_stream_file
@@ -40,7 +42,7 @@ FUTURE_SKEW = timedelta(minutes=5)  # event times later than the load time by mo
 @dataclass
 class FileReport:
     path: str
-    status: str  # loaded, skipped (already loaded), rejected (failed its quality checks)
+    status: str  # loaded, skipped (already loaded), rejected (unreadable, or failed its quality checks)
     frames: int = 0
     triples: int = 0  # distinct triples of its frames
     quarantined: int = 0
@@ -49,6 +51,7 @@ class FileReport:
     late_dropped: int = 0
     watermark: Optional[str] = None
     mapped: Optional[str] = None  # the TriG file a raw file was mapped to
+    reason: Optional[str] = None  # why a rejected file was rejected (also in rejected/<name>.reason)
 
 
 @dataclass
@@ -75,9 +78,9 @@ def landing_files(config: StreamConfig) -> list[Path]:
 
 
 def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingReport:
-    """Load every new file of the stream's landing directory, oldest name first. Files that fail
-    their quality checks are quarantined and the first such failure is raised after the rest
-    were loaded."""
+    """Load every new file of the stream's landing directory, oldest name first. A file that
+    cannot be read or fails its quality checks is moved to ``rejected/`` with its reason, and the
+    first such failure is raised after the rest were loaded: one bad file never jams a stream."""
     from rsp_jobs.quality.gate import QualityGateError
 
     config = registry.stream_config(stream_iri)
@@ -90,7 +93,12 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
         try:
             reports.append(ingest_file(path, config, store_url, queries))
         except QualityGateError as exc:
-            reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows))
+            reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows,
+                                      reason=str(exc)))
+            failures.append(exc)
+        except InputError as exc:  # unreadable: not UTF-8, not the format its name says
+            reject(path, config, str(exc))
+            reports.append(FileReport(str(path), "rejected", reason=str(exc)))
             failures.append(exc)
     if failures:
         raise failures[0]
@@ -119,9 +127,7 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
                                      batch_id=f"{config.key}/{checksum[:16]}",
                                      background=registry.background_paths())
     if not outcome.success:
-        rejected = config.landing_dir / "rejected"
-        rejected.mkdir(exist_ok=True)
-        shutil.move(str(path), rejected / path.name)
+        reject(path, config, outcome.summary())
     gate.require(outcome)
     if queries is None:
         queries, _ = registry.discover()
@@ -141,6 +147,19 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
                       sum(batch.duplicates.values()), len({f.frame for f in late_frames}), dropped,
                       watermark.isoformat() if watermark else None,
                       str(stream_file) if stream_file != path else None)
+
+
+def reject(path: Path, config: StreamConfig, reason: str) -> Path:
+    """Move a landing file to ``rejected/`` with ``<name>.reason`` beside it; a name already
+    there gets a numbered suffix rather than replacing the earlier file."""
+    folder = config.landing_dir / "rejected"
+    folder.mkdir(exist_ok=True)
+    target, n = folder / path.name, 1
+    while target.exists():
+        target, n = folder / f"{path.stem}.{n}{path.suffix}", n + 1
+    shutil.move(str(path), target)
+    target.with_name(target.name + ".reason").write_text(reason + "\n", encoding="utf-8")
+    return target
 
 
 def _files_loaded(engine, stream_iri: str) -> int:

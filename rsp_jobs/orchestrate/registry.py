@@ -31,6 +31,7 @@ from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
+from rsp_jobs.textfile import read_text
 
 MS = 1000  # µs per ms
 
@@ -235,7 +236,7 @@ def _catalog(path: Path) -> dict:
 @functools.cache
 def _parsed(path: Path, _version: int) -> dict:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_text(path, "settings"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: {exc}") from None
 
