@@ -10,8 +10,9 @@
   become stored, notified alerts.
 - Every query run emits an asset event for its output stream; every ingest that loaded data, one
   for its input stream. Extras: the interval, counts and the provenance activity.
-- A query file that does not parse or cannot be scheduled appears as an import error of this
-  file naming the query file and line; the other DAGs load.
+- A query file that does not parse or cannot be scheduled (or two that register one name, or a
+  broken ``streams.toml``) appears as an import error of this file naming the file and line;
+  the other DAGs load.
 """
 from __future__ import annotations
 
@@ -142,7 +143,10 @@ def build() -> dict[str, DAG]:
     derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags = {rq.dag_id: query_dag(rq, derived) for rq in queries}
     dags.update({f"alert_{rq.dag_id}": alert_dag(rq) for rq in queries if rq.alert is not None})
-    dags.update({f"ingest_{c.key}": ingest_dag(c) for c in registry.streams().values()})
+    try:  # a broken catalog loses the ingest DAGs, which need it, not the query DAGs
+        dags.update({f"ingest_{c.key}": ingest_dag(c) for c in registry.streams().values()})
+    except RspError as exc:
+        errors[registry.catalog_path()] = exc
     if errors:
         dags["rsp_query_errors"] = QueryImportError(
             dag_id="rsp_query_errors", schedule=None, doc_md="\n".join(str(e) for e in errors.values()))

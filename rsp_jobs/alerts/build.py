@@ -38,6 +38,8 @@ class AlertConfig:
 
     @classmethod
     def from_table(cls, table: dict, where: Path) -> "AlertConfig":
+        if not isinstance(table, dict):
+            raise InputError(f"{where}: alert must be a table ([alert] with kind = ...), got {table!r}")
         kind = table.get("kind")
         if kind not in KINDS:
             raise InputError(f"{where}: [alert] kind must be one of {', '.join(KINDS)}, got {kind!r}")

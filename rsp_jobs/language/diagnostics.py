@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Union
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
 
@@ -43,6 +43,28 @@ def syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, s
         found = excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
     return QuerySyntaxError(source, line, column, f"unexpected {found}",
                             expected=(display.get(name, name) for name in expected))
+
+
+# How deep a parse tree may be (README, "Limits"): each nested group is about two levels, each
+# `&&` or `||` of a chain one. Deeper trees would overflow Python's stack in the recursive
+# passes after parsing, so they are refused here, where line and column are known.
+MAX_DEPTH = 200
+
+
+def check_depth(tree: Tree, source: str, limit: int = MAX_DEPTH) -> Tree:
+    """``tree`` if it is at most ``limit`` levels deep, else a QuerySyntaxError at the first
+    node past the limit (walked without recursion, so any depth is measured)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            meta = node.meta
+            line, column = (meta.line, meta.column) if not meta.empty else (1, 1)
+            raise QuerySyntaxError(source, line, column, f"the query nests deeper than the limit of {limit} "
+                                                         "levels here (nested groups, chains of && or ||); "
+                                                         "flatten the groups or split the expression")
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return tree
 
 
 def excerpt(text: str) -> str:

@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.visitors import Discard
 
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
-from rsp_jobs.language.diagnostics import syntax_error, terminal_display
+from rsp_jobs.language.diagnostics import check_depth, syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
 from rsp_jobs.textfile import read_text
@@ -36,6 +36,7 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
         tree = parser.parse(text)
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise _syntax_error(err, text, source) from None
+    check_depth(tree, source)
     used_labels = {str(t)[2:] for t in tree.scan_values(
         lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")}
     try:
@@ -81,6 +82,12 @@ def parse_query_file(path: Union[str, Path]) -> ast.Query:
     return parse_query(read_text(path, "query"), source=str(path))
 
 
+# Limits on numbers in a query, checked when it is parsed (README, "Limits"): past them a value
+# no longer fits where it goes (Spark's int LIMIT and window sizes, Python's datetime range for
+# a window), so a query that names one is refused, naming the line and column.
+MAX_DURATION_MS = 100 * 366 * 86_400_000  # RANGE, STEP, WITHIN: a century at most
+MAX_COUNT = 2**31 - 1  # TRIPLES n, LIMIT, OFFSET: Spark takes them as a Java int
+
 _CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)
 _CSPARQL_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -96,14 +103,20 @@ def parse_duration(text: str) -> int:
     both raise ValueError."""
     match = _CSPARQL_DURATION.fullmatch(text)
     if match:
-        return int(match[1]) * _CSPARQL_UNIT_MS[match[2].lower()]
+        return _within_limit(int(match[1]) * _CSPARQL_UNIT_MS[match[2].lower()], text)
     match = _ISO_DURATION.fullmatch(text)
     if not match or not any(match.groups()) or text.upper().endswith("T"):
         raise ValueError(f"not a duration: {text!r} (use e.g. 3000ms, 1s, 10m, 1h, PT3S, PT0.5S)")
     ms = sum(Decimal(value) * unit for value, unit in zip(match.groups(), _ISO_UNIT_MS) if value)
     if ms != ms.to_integral_value():
         raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
-    return int(ms)
+    return _within_limit(int(ms), text)
+
+
+def _within_limit(ms: int, text: str) -> int:
+    if ms > MAX_DURATION_MS:
+        raise ValueError(f"duration {text!r} is longer than the limit of 100 years")
+    return ms
 
 
 _CALENDAR = re.compile(r"P(?:(\d+)Y)?(?:(\d+)M)?(.*)", re.IGNORECASE)
@@ -389,7 +402,12 @@ class _AstBuilder(Transformer):
         (count,) = children
         if int(count) == 0:
             raise self._error(count, "a TRIPLES window must hold at least one triple")
-        return ast.CountWindow(int(count))
+        return ast.CountWindow(self._count(count, "TRIPLES"))
+
+    def _count(self, token, what: str) -> int:
+        if int(token) > MAX_COUNT:
+            raise self._error(token, f"{what} {token} is over the limit of {MAX_COUNT}")
+        return int(token)
 
     def duration(self, children):
         (token,) = children
@@ -430,10 +448,10 @@ class _AstBuilder(Transformer):
         return dict(child for child in children if child is not None)
 
     def limit(self, children):
-        return "limit", int(children[0])
+        return "limit", self._count(children[0], "LIMIT")
 
     def offset(self, children):
-        return "offset", int(children[0])
+        return "offset", self._count(children[0], "OFFSET")
 
     @v_args(meta=True)
     def values_clause(self, meta, _):

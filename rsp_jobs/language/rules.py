@@ -46,8 +46,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.language.datalog import DatalogRule, read_rule
-from rsp_jobs.language.diagnostics import syntax_error, terminal_display
-from rsp_jobs.language.parser import parse_query
+from rsp_jobs.language.diagnostics import check_depth, syntax_error, terminal_display
+from rsp_jobs.language.parser import MAX_DURATION_MS, parse_query
 from rsp_jobs.textfile import read_text
 
 __all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "Assignment", "DatalogRule",
@@ -217,7 +217,7 @@ def parse_rule(text: str, source: str = "<rule>") -> Rule:
         tree = _parser().parse(text)
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise syntax_error(err, text, source, _display()) from None
-    return _Builder(text, source).build(tree)
+    return _Builder(text, source).build(check_depth(tree, source))
 
 
 @cache
@@ -295,8 +295,12 @@ class _Builder:
         """The text at ``start:end`` with ``L.?x`` written ``?L·x`` (same length)."""
         return _QUALIFIED.sub(lambda m: f"?{m[1]}{SEP}{m[2]}", self.text[start:end])
 
-    def _duration(self, number: str, unit: Token) -> int:
-        return int(number) * _UNIT_US[_UNIT[unit.lower()]]
+    def _duration(self, number: Token, unit: Token, start: Optional[int] = None) -> int:
+        us = int(number) * _UNIT_US[_UNIT[unit.lower()]]
+        if us > MAX_DURATION_MS * 1000:
+            raise self._error(number.start_pos if start is None else start,
+                              f"{number} {unit} is longer than the limit of 100 years")
+        return us
 
     # ------------------------------------------------------------------ the rule
 
@@ -507,7 +511,7 @@ class _Builder:
                     if unit.lower() not in _UNIT:
                         raise self._error(m.start(5), f"unknown time unit {unit!r}")
                     aggregates.append(Aggregate(fn.lower(), label, var, Within(
-                        int(number) * _UNIT_US[_UNIT[unit.lower()]], ref), placeholder))
+                        self._duration(number, unit, m.start(4)), ref), placeholder))
                 else:
                     for group in (7, 8):
                         if kinds.get(m[group]) not in ("trigger", "positive"):

@@ -20,7 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from rdflib import Literal, URIRef
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.language.diagnostics import excerpt, syntax_error, terminal_display
+from rsp_jobs.language.diagnostics import check_depth, excerpt, syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_body, unescape
 from rsp_jobs.terms import DSV, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, time_interval, to_nt
 
@@ -32,6 +32,7 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV, "dso": DSV}
 
 _GRAMMAR = Path(__file__).with_name("tasparql.lark")
+MAX_COUNT = 2**63 - 1  # LIMIT, OFFSET
 
 # ------------------------------------------------------------------------------- syntax tree
 
@@ -273,6 +274,7 @@ def parse(text: str, source: str = "<query>") -> Query:
         tree = _parser().parse(text)
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise _syntax_error(err, text, source) from None
+    check_depth(tree, source)
     try:
         return _Builder(source).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises
@@ -612,10 +614,16 @@ class _Builder(Transformer):
         return values.get("limit"), values.get("offset")
 
     def limit(self, children):
-        return "limit", int(children[0])
+        return "limit", self._count(children[0], "LIMIT")
 
     def offset(self, children):
-        return "offset", int(children[0])
+        return "offset", self._count(children[0], "OFFSET")
+
+    def _count(self, token, what: str) -> int:
+        """SQL's LIMIT and OFFSET are 64-bit on both backends: past that, refused on both alike."""
+        if int(token) > MAX_COUNT:
+            raise self._error(token, f"{what} {token} is over the limit of {MAX_COUNT}")
+        return int(token)
 
     # -------------------------------------------------------------------- expressions
 

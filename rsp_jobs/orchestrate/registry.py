@@ -215,7 +215,9 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
 
 
 def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:
-    """Every query under ``root``: those that load, and the error of each that does not."""
+    """Every query under ``root``: those that load, and the error of each that does not. One
+    file's error, whatever it is, loses that file only; two files registering one name (one
+    DAG id, one output stream) are both refused, each error naming the other file."""
     root = root or queries_dir()
     loaded, errors = [], {}
     for path in sorted([*root.rglob("*.rsp"), *root.rglob("*.dotr")]):
@@ -223,7 +225,19 @@ def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[P
             loaded.append(load_query(path, root))
         except RspError as exc:
             errors[path] = exc
-    return loaded, errors
+        except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+            # a bug of ours, met on this file's content: still this file's error only
+            errors[path] = InputError(f"{path}: cannot be loaded ({type(exc).__name__}: {exc})")
+    by_name: dict[str, list[RegisteredQuery]] = {}
+    for rq in loaded:
+        by_name.setdefault(rq.dag_id, []).append(rq)
+    for rqs in by_name.values():
+        if len(rqs) > 1:
+            for rq in rqs:
+                others = ", ".join(str(o.path) for o in rqs if o is not rq)
+                errors[rq.path] = InputError(f"{rq.path}: registers the name {rq.dag_id!r} ({rq.iri}), as {others} "
+                                             "does; each registered query needs its own name")
+    return [rq for rq in loaded if rq.path not in errors], dict(sorted(errors.items()))
 
 
 def _catalog(path: Path) -> dict:

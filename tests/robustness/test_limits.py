@@ -1,0 +1,91 @@
+"""Numbers and nesting past what the platform can run are refused when the text is parsed, with
+file:line:col and the limit (README, "Limits"); just under the limits, queries parse and run
+(issue 15: deep expressions and groups, values out of Python's or Spark's range)."""
+from __future__ import annotations
+
+import pytest
+
+from rsp_jobs.errors import QuerySyntaxError
+from rsp_jobs.language.diagnostics import MAX_DEPTH
+from rsp_jobs.language.parser import MAX_COUNT, MAX_DURATION_MS, parse_duration, parse_query
+from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.language.tasparql import parse as parse_tasparql
+
+HEAD = "REGISTER QUERY q AS\nSELECT ?s\nFROM STREAM <http://ex.org/s> "
+WHERE = "\nWHERE { ?s ?p ?o }\n"
+
+
+@pytest.mark.parametrize("window, token, message", [
+    ("[RANGE 99999999999999999999d STEP 1m]", "999", "duration '99999999999999999999d' is longer than the limit of 100 years"),
+    ("[RANGE 1m STEP 36600001d]", "366", "longer than the limit of 100 years"),
+    ("[RANGE PT999999999999999H STEP 1m]", "PT9", "longer than the limit of 100 years"),
+    ("[TRIPLES 100000000000000000000]", "100", f"TRIPLES 100000000000000000000 is over the limit of {MAX_COUNT}"),
+])
+def test_windows_past_the_limits_are_refused_naming_line_and_column(window, token, message):
+    with pytest.raises(QuerySyntaxError, match=message) as err:
+        parse_query(HEAD + window + WHERE, "q.rsp")
+    line = "FROM STREAM <http://ex.org/s> " + window
+    assert (err.value.source, err.value.line, err.value.column) == ("q.rsp", 3, line.index(token) + 1)
+
+
+def test_the_longest_window_allowed_parses():
+    assert parse_duration("36600d") == MAX_DURATION_MS
+    query = parse_query(HEAD + "[RANGE 36600d STEP 36600d]" + WHERE + f"LIMIT {MAX_COUNT} OFFSET {MAX_COUNT}\n", "q.rsp")
+    assert (query.limit, query.offset) == (MAX_COUNT, MAX_COUNT)
+
+
+@pytest.mark.parametrize("clause", ["LIMIT", "OFFSET"])
+def test_limit_and_offset_past_a_java_int_are_refused(clause):
+    with pytest.raises(QuerySyntaxError, match=rf"q.rsp:5:{len(clause) + 2}: {clause} 1{'0' * 30} is over the limit"):
+        parse_query(HEAD + "[RANGE 1m STEP 1m]" + WHERE + f"{clause} 1{'0' * 30}\n", "q.rsp")
+
+
+def test_tasparql_limit_past_64_bits_is_refused_on_every_backend_alike():
+    assert parse_tasparql(f"SELECT ?v WHERE {{ ?x[LAST] <urn:p> ?v }} LIMIT {2**63 - 1}").limit == 2**63 - 1
+    text = f"SELECT ?v WHERE {{ ?x[LAST] <urn:p> ?v }} LIMIT {2**63}"
+    with pytest.raises(QuerySyntaxError, match=rf"<query>:1:{text.index('9223') + 1}: LIMIT {2**63} is over the "
+                                               rf"limit of {2**63 - 1}"):
+        parse_tasparql(text)
+
+
+def test_a_dotr_window_past_the_limit_is_refused():
+    rule = ("FROM STREAM <http://ex.org/s>\ndefine alarm {{ [] a <urn:Alarm> ; <urn:at> ?s }}\n"
+            "from S = [SELECT ?s WHERE {{ ?s a <urn:Smoke> }}]\n"
+            "and last T = [SELECT ?s WHERE {{ ?s a <urn:Heat> }}] within {n} min from S\n"
+            "with S.?s = T.?s, ?s = S.?s\n")
+    parse_rule(rule.format(n=5), "r.dotr")
+    with pytest.raises(QuerySyntaxError, match=r"r.dotr:4:\d+: 99999999999999999 min is longer than the limit"):
+        parse_rule(rule.format(n=99999999999999999), "r.dotr")
+
+
+def nested_groups(n: int) -> str:
+    return "{" * n + " ?s ?p ?o " + "}" * n
+
+
+def conjunction(n: int) -> str:
+    return " && ".join(["?o > 1"] * n)
+
+
+DEEP = {
+    "C-SPARQL: 300 nested groups": lambda: parse_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE " + nested_groups(300), "q.rsp"),
+    "C-SPARQL: 500 && terms": lambda: parse_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE { ?s ?p ?o FILTER("
+                                                   + conjunction(500) + ") }", "q.rsp"),
+    "TA-SPARQL: 300 nested groups": lambda: parse_tasparql("SELECT ?v WHERE " + nested_groups(300).replace(
+        "?s ?p ?o", "?x[LAST] <urn:p> ?o")),
+    "TA-SPARQL: 500 || terms": lambda: parse_tasparql("SELECT ?o WHERE { ?x[LAST] <urn:p> ?o FILTER("
+                                                      + conjunction(500).replace("&&", "||") + ") }"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_nesting_past_the_limit_is_a_clear_error_not_a_recursion_error(name):
+    with pytest.raises(QuerySyntaxError, match=f"nests deeper than the limit of {MAX_DEPTH} levels"):
+        DEEP[name]()
+
+
+def test_nesting_under_the_limit_parses_and_compiles():
+    from rsp_jobs.engine import compile_query
+
+    compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE " + nested_groups(90), "q.rsp")
+    compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE { ?s ?p ?o FILTER(" + conjunction(190) + ") }", "q.rsp")
+    parse_tasparql("SELECT ?v WHERE " + nested_groups(90).replace("?s ?p ?o", "?x[LAST] <urn:p> ?v"))
