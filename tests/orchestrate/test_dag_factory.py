@@ -127,3 +127,49 @@ def test_computed_every_sets_the_grid_a_dag_runs_on(queries):
     (queries / "citybench" / "every_7m.toml").write_text('batch = "15m"\n')
     with pytest.raises(Exception, match="COMPUTED EVERY"):
         registry.load_query(path)
+
+
+# one bad file under queries/ loses only what depends on it (issue 15, "Nothing jams")
+BAD_FILES = {
+    "not UTF-8": ("citybench/latin1.rsp", "REGISTER QUERY latin1 AS\nSELECT ?s\nFROM STREAM <http://ex.org/s> "
+                  "[RANGE 1m STEP 1m]\nWHERE { ?s ?p \"caf\xe9\" }\n".encode("latin-1"),
+                  "latin1.rsp:4: the query file is not UTF-8 text"),
+    "an [alert] that is not a table": ("citybench/congested_pairs.toml", b'alert = "yes"\n',
+                                       "congested_pairs.toml: alert must be a table"),
+    "a STEP past the limit": ("citybench/huge.rsp", b"REGISTER QUERY huge AS\nSELECT ?s\nFROM STREAM <http://ex.org/s> "
+                              b"[RANGE 1m STEP 99999999999999999999d]\nWHERE { ?s ?p ?o }\n",
+                              "huge.rsp:3:46: duration '99999999999999999999d' is longer than the limit"),
+    "an expression too deep to parse": ("citybench/deep.rsp", b"REGISTER QUERY deep AS\nSELECT ?s\nFROM STREAM "
+                                        b"<http://ex.org/s> [RANGE 1m STEP 1m]\nWHERE " + b"{" * 300 + b" ?s ?p ?o "
+                                        + b"}" * 300 + b"\n", "deep.rsp:4:"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_one_bad_query_file_loses_only_its_own_dags(queries, name):
+    relative, content, problem = BAD_FILES[name]
+    (queries / relative).write_bytes(content)
+    bag = dag_bag()
+    (message,) = bag.import_errors.values()
+    assert problem in message
+    lost = {"congested_pairs"} if relative.endswith("congested_pairs.toml") else set()
+    assert set(bag.dag_ids) == PROJECT_DAGS - lost
+
+
+def test_a_broken_stream_catalog_loses_only_the_ingest_dags(queries):
+    (queries / "streams.toml").write_text('[streams.aarhus_traffic]\niri = "http://ex.org/s"\nlate_policy = "keep"\n')
+    bag = dag_bag()
+    (message,) = bag.import_errors.values()
+    assert "streams.toml: [streams.aarhus_traffic]: late_policy must be drop or reevaluate" in message
+    assert set(bag.dag_ids) == {d for d in PROJECT_DAGS if not d.startswith("ingest_")}
+
+
+def test_two_queries_registered_under_one_name_are_an_error_naming_both_files(queries):
+    original = queries / "citybench" / "congested_pairs.rsp"
+    copy = queries / "traffic" / "congested_pairs_again.rsp"
+    copy.write_text(original.read_text())
+    bag = dag_bag()
+    (message,) = bag.import_errors.values()
+    assert f"{original}: registers the name 'congested_pairs'" in message and f"as {copy} does" in message
+    assert f"{copy}: registers the name 'congested_pairs'" in message and f"as {original} does" in message
+    assert set(bag.dag_ids) == PROJECT_DAGS - {"congested_pairs"}
