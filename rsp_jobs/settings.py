@@ -21,6 +21,22 @@ def home_dir() -> Path:
     return path
 
 
+def future_horizon():
+    """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
+    ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and
+    is quarantined rather than allowed to move a stream's watermark."""
+    from datetime import timedelta
+
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.language.parser import parse_duration
+
+    text = os.environ.get("RSP_FUTURE_HORIZON", "5m")
+    try:
+        return timedelta(milliseconds=parse_duration(text))
+    except ValueError as exc:
+        raise InputError(f"RSP_FUTURE_HORIZON: {exc}") from None
+
+
 DEFAULT_SPARK_MASTER = "local[2]"
 DEFAULT_SPARK_CONN_ID = "rsp_spark"
 

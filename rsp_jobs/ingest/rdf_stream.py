@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -39,6 +39,7 @@ from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink
 from rdflib.plugins.parsers.ntriples import W3CNTriplesParser, r_nodeid, r_tail, r_wspace
 from rdflib.plugins.parsers.trig import TrigSinkParser
 
+from rsp_jobs import settings
 from rsp_jobs.errors import InputError
 from rsp_jobs.terms import datetime_lexical, numeric_value, time_value, to_nt
 from rsp_jobs.textfile import decode
@@ -285,6 +286,7 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
             part = parts[st.graph] = _Part(name, st.line)
         part.statements.append((pos, st))
     timed: list[tuple[datetime, object, _Part]] = []
+    horizon = datetime.now(timezone.utc) + settings.future_horizon()
     for key, part in parts.items():
         if isinstance(key, Literal):
             ts = time_value(key)
@@ -300,6 +302,11 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
                 batch.rejections.append(Rejection(batch.source, part.line, reason, len(part.statements)))
                 continue
             ts = time_value(stamps[key][0])
+        if ts > horizon:  # a wrong clock or a typo: it must not move the stream's watermark
+            batch.rejections.append(Rejection(
+                batch.source, part.line, f"the frame's time {datetime_lexical(ts)} is past the horizon of "
+                f"{datetime_lexical(horizon)} (now + RSP_FUTURE_HORIZON)", len(part.statements)))
+            continue
         timed.append((ts, part.statements[0][0], part))
     # the frame of a time is named by its first part in the file; frames leave in time order
     frame_of: dict[datetime, str] = {}

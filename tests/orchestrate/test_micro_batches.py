@@ -3,6 +3,8 @@ evaluation over the whole range, once each; re-running rewrites the same results
 load once; late data is dropped and counted, or re-evaluated as a revision linked by provenance."""
 from __future__ import annotations
 
+import re
+
 from datetime import timedelta
 
 import pytest
@@ -117,12 +119,15 @@ def test_late_frames_are_reevaluated_as_a_revision_under_the_reevaluate_policy(h
 
 def test_a_landing_file_that_fails_its_quality_checks_is_quarantined_whole_and_fails_the_run(home, traffic):
     good = traffic(0, 10).read_text()
-    future = good.replace("2014-08-02T06:05:00", "2099-08-02T06:05:00")  # one frame from the future
+    # one average speed below its range's minimum of 0 (ontology/quality.ttl)
+    bad = re.sub(r'(AvgSpeed> <http://purl.oclc.org/NET/sao/hasValue> ")', r"\g<1>-", good, count=1)
+    assert bad != good
     path = registry.stream_config(TRAFFIC).landing_dir / "bad.nq"
     path.parent.mkdir(parents=True)
-    path.write_text(future)
+    path.write_text(bad)
     triples = len(read_stream_file(path, TRAFFIC).elements)
-    with pytest.raises(QualityGateError, match=r"failed rsp_input_batch.*ts") as failure:
+    with pytest.raises(QualityGateError, match=r"failed rsp_input_batch.*AvgSpeed|failed rsp_input_batch.*hasValue") \
+            as failure:
         ingest_landing(TRAFFIC)
     assert failure.value.outcome.quarantined_rows == failure.value.outcome.rows == triples
     assert not path.exists() and (path.parent / "rejected" / "bad.nq").exists()
