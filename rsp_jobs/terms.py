@@ -41,7 +41,8 @@ RANK_TYPE = {0: XSD_INTEGER, 1: XSD_DECIMAL, 2: XSD_FLOAT, 3: XSD_DOUBLE}
 def to_nt(term: Node) -> str:
     """An rdflib term as N-Triples text (no prefixes)."""
     if isinstance(term, Literal):
-        lexical = str(term).replace("\\", "\\\\").replace('"', '\\"')
+        lexical = _special_float(term) or str(term)
+        lexical = lexical.replace("\\", "\\\\").replace('"', '\\"')
         lexical = lexical.replace("\n", "\\n").replace("\r", "\\r")
         if term.language:
             return f'"{lexical}"@{term.language}'
@@ -53,6 +54,18 @@ def to_nt(term: Node) -> str:
     if isinstance(term, BNode):
         return f"_:{term}"
     raise TypeError(f"not an RDF term: {term!r}")
+
+
+_FLOAT_TYPES = (XSD_DOUBLE, XSD_FLOAT)
+_SPECIAL_FLOATS = {"nan": "NaN", "inf": "INF", "-inf": "-INF", "+inf": "INF"}
+
+
+def _special_float(term: Literal):
+    """XSD's lexical forms of a double's NaN and infinities (rdflib normalises "NaN" to "nan"
+    and "1e400" to "inf", which no XSD processor reads back)."""
+    if term.datatype is not None and str(term.datatype) in _FLOAT_TYPES:
+        return _SPECIAL_FLOATS.get(str(term).lower())
+    return None
 
 
 def ast_to_rdflib(term: ast.Term) -> Node:

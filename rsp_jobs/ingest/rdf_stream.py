@@ -164,7 +164,24 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     text = decode(data, path, "stream")
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
-    return _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
+    statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
+    return _without_nul(statements, batch)
+
+
+NUL_TERM = "a term holds U+0000 (NUL), which the store cannot keep (PostgreSQL text excludes it)"
+
+
+def _without_nul(statements: list["Statement"], batch: StreamBatch) -> list["Statement"]:
+    """The statements with no U+0000 in any term; each other one is rejected, on every backend
+    alike, rather than stored by SQLite and refused by PostgreSQL."""
+    kept = []
+    for st in statements:
+        if any(term is not None and "\x00" in str(term) for term in (st.graph, st.s, st.p, st.o)):
+            text = " ".join(to_nt(t) for t in (st.s, st.p, st.o)).replace("\x00", "\\u0000")
+            batch.rejections.append(Rejection(batch.source, st.line, NUL_TERM, 1, text[:500]))
+        else:
+            kept.append(st)
+    return kept
 
 
 @dataclass(frozen=True)

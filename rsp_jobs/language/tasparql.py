@@ -675,10 +675,17 @@ class _Builder(Transformer):
 
     # ---------------------------------------------------------------------------- terms
 
+    def _no_nul(self, token, text: str) -> str:
+        """U+0000 is refused on every backend alike: PostgreSQL's text cannot hold it, so no
+        stored term has it (``rdf_stream.NUL_TERM``)."""
+        if "\x00" in text:
+            raise self._error(token, "U+0000 (NUL) cannot be in a term: the store keeps no term that holds it")
+        return text
+
     def iri(self, children):
         (token,) = children
         if token.type == "IRIREF":
-            return Const(f"<{unescape(token[1:-1])}>")
+            return Const(f"<{self._no_nul(token, unescape(token[1:-1]))}>")
         prefix, _, local = token.partition(":")
         if prefix not in self._prefixes:
             raise self._error(token, f"undeclared prefix {prefix + ':'!r} in {str(token)!r}")
@@ -688,7 +695,7 @@ class _Builder(Transformer):
         """A literal in a triple pattern is its N-Triples text; in an expression the caller
         turns it into a value (``_expression_constant``)."""
         string, annotation = children
-        lexical = unescape(string_body(string))
+        lexical = self._no_nul(string, unescape(string_body(string)))
         if isinstance(annotation, Const):
             term = Literal(lexical, datatype=URIRef(annotation.nt[1:-1]))
         else:

@@ -147,8 +147,13 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     ln, rn = left.number(), right.number()
     ordered = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
                ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}[op]
+
+    def numeric(a: Column, b: Column) -> Column:
+        """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
+        != is true); Spark's own NaN equals itself and sorts above every number."""
+        return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
-        return ordered(ln, rn)
+        return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
         return ordered(*_comparable_durations(left, right, scope))
     if left.num is not None or right.num is not None:
@@ -159,13 +164,13 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         other_num = other.number()
         mismatch = F.lit(op == "!=") if op in ("=", "!=") else F.lit(None).cast("boolean")
         return (F.when(known.num.isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
-                .when(other_num.isNotNull(), ordered(ln, rn))
+                .when(other_num.isNotNull(), numeric(ln, rn))
                 .otherwise(mismatch))
     lstr, rstr = ST.is_string_literal(lt), ST.is_string_literal(rt)
     ldt, rdt = ST.datatype(lt), ST.datatype(rt)
     ltime, rtime = ST.datetime_value(lt), ST.datetime_value(rt)
     result = (F.when(lt.isNull() | rt.isNull(), F.lit(None))
-              .when(ln.isNotNull() & rn.isNotNull(), ordered(ln, rn))
+              .when(ln.isNotNull() & rn.isNotNull(), numeric(ln, rn))
               .when(lstr & rstr, ordered(ST.lexical(lt), ST.lexical(rt)))
               .when((ldt == T.XSD_BOOLEAN) & (rdt == T.XSD_BOOLEAN), ordered(
                   ST.lexical(lt).isin("true", "1"), ST.lexical(rt).isin("true", "1")))

@@ -23,6 +23,8 @@ Look-ups go through the unique (stream_id, ts) index: a point, a range, FIRST, L
 """
 from __future__ import annotations
 
+import math
+
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -352,7 +354,14 @@ def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) 
 def _triple_rows(frames: Iterable[tuple[int, _BatchFrame]]) -> Iterator[TripleRow]:
     for frame_id, frame in frames:
         for (s, p, o), (o_num, o_time) in frame.triples.items():
-            yield frame_id, s, p, o, o_num, o_time
+            yield frame_id, s, p, o, stored_number(o_num), o_time
+
+
+def stored_number(value: Optional[float]) -> Optional[float]:
+    """A literal's numeric value as the store keeps it: NaN as NULL, on both backends (SQLite
+    cannot hold NaN, and PostgreSQL's NaN equals itself and sorts above every number, where
+    SPARQL's compares false with everything). The term itself keeps "NaN"."""
+    return None if value is not None and math.isnan(value) else value
 
 
 def bulk_insert(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:

@@ -7,7 +7,7 @@ from typing import Iterable
 from sqlalchemy import Connection, select
 
 from rsp_jobs.ingest.tardf import TimeInvariant
-from rsp_jobs.store.frames import INSERT_ON_CONFLICT
+from rsp_jobs.store.frames import INSERT_ON_CONFLICT, stored_number
 from rsp_jobs.store.models import InvariantTriple
 
 
@@ -28,7 +28,7 @@ def write_invariants(conn: Connection, source: str, statements: Iterable[TimeInv
     for i in range(0, len(checksums), 1000):
         chunk = checksums[i:i + 1000]
         known |= set(conn.execute(select(table.c.checksum).where(table.c.checksum.in_(chunk))).scalars())
-    new = [{"s": st.s, "p": st.p, "o": st.o, "o_num": st.o_num, "o_time": st.o_time, "checksum": key,
+    new = [{"s": st.s, "p": st.p, "o": st.o, "o_num": stored_number(st.o_num), "o_time": st.o_time, "checksum": key,
             "source": source, "line": st.line} for key, st in rows.items() if key not in known]
     if new:
         conn.execute(INSERT_ON_CONFLICT[conn.dialect.name](table).on_conflict_do_nothing(

@@ -768,7 +768,8 @@ class _Translator:
             if op in _ORDERING:
                 raise self.error(expr.pos, f"'{op}' compares numbers or times")
             return _apply(op, literal(1), literal(0))  # never equal: SPARQL's = is false here
-        return _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
+        compared = _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
+        return case((_is_nan(term.text), literal(op == "!=")), else_=compared) if other.kind in numeric else compared
 
     def _compare_terms(self, op: str, a: _Value, b: _Value, expr: Op):
         """Both sides numbers: by number; both times: by time; else = and != by term."""
@@ -778,11 +779,12 @@ class _Translator:
         ordering_by_time = op in _ORDERING or not (a.plain_time or b.plain_time)
         if a.time is not None and b.time is not None and ordering_by_time:
             branches.append((and_(a.time.isnot(None), b.time.isnot(None)), _apply(op, a.time, b.time)))
-        if op in _ORDERING:
-            if not branches:
-                raise self.error(expr.pos, f"'{op}' compares numbers or times")
-            return case(*branches, else_=null())
-        return case(*branches, else_=_apply(op, a.text, b.text)) if branches else _apply(op, a.text, b.text)
+        if op in _ORDERING and not branches:
+            raise self.error(expr.pos, f"'{op}' compares numbers or times")
+        # XPath's numeric comparisons: NaN is neither equal to, less nor greater than anything
+        # (so != holds); the store keeps no number for NaN (``frames.stored_number``)
+        branches.insert(0, (or_(_is_nan(a.text), _is_nan(b.text)), literal(op == "!=")))
+        return case(*branches, else_=null() if op in _ORDERING else _apply(op, a.text, b.text))
 
     def _aggregate(self, agg: Aggregate) -> _Value:
         if agg.arg is None:
@@ -806,6 +808,11 @@ class _Translator:
                 rank = case((func.count(column) == 0, 0), (rank < 1, 1), else_=rank)
         if agg.name in ("sum", "avg"):
             result = func.coalesce(result, 0.0)
+            if value.kind == "term" and value.num is not None:
+                # a term that is not a number (an ill-typed "abc"^^xsd:integer, a string, an IRI)
+                # makes the sum a type error (SPARQL 1.1 §18.5.1.3): unbound, never a silent 0
+                bad = func.max(case((and_(value.text.isnot(None), value.num.is_(None)), 1), else_=0))
+                result = case((bad == 1, null()), else_=result)
         return _Value("num", result, rank=rank)
 
 
@@ -887,6 +894,13 @@ def _numeric_rank(text):
         return text.like(f"%^^<{datatype}>")
     integer = or_(*(typed(t) for t in sorted(INTEGER_TYPES)))
     return case((integer, 0), (typed(XSD_DECIMAL), 1), (typed(XSD + "float"), 2), else_=3)
+
+
+_NAN_TERMS = tuple(f'"NaN"^^<{XSD}{kind}>' for kind in ("double", "float"))
+
+
+def _is_nan(text):
+    return text.in_(_NAN_TERMS)
 
 
 def _apply(op: str, a, b):

@@ -129,7 +129,10 @@ def test_union_and_optional_give_the_bag_rdflib_gives_over_the_export(fig1, expo
     ours = run_query(fig1, PREFIX + AGREES[name])
     theirs = exported.query(PREFIX + AGREES[name])
     names = [str(v) for v in theirs.vars]
-    assert ours.vars == names
+    if "SELECT *" in AGREES[name]:  # SPARQL leaves the order of * open (rdflib's varies): ours is written order
+        assert ours.vars == sorted(names, key=lambda v: AGREES[name].index("?" + v))
+    else:
+        assert ours.vars == names
     mine = Counter(tuple(normal(row.get(v)) for v in names) for row in ours.rows)
     other = Counter(tuple(normal(row[v]) for v in names) for row in theirs)
     assert mine == other
