@@ -27,11 +27,12 @@ the reason and how many triples it held, so that for every file
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.exceptions import ParserError
@@ -164,7 +165,7 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     text = decode(data, path, "stream")
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
-    statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt)
+    statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt, batch)
     return _without_nul(statements, batch)
 
 
@@ -263,15 +264,84 @@ class _RecordingSink(RDFSink):
                                           self.normalise(f, o), self.parser.lines + 1))
 
 
-def _trig(text: str, path: Path, salt: str) -> list[Statement]:
+# what rdflib's TriG parser raises on bad input (a malformed string is an AssertionError there)
+_TRIG_ERRORS = (BadSyntax, ParserError, SyntaxError, AssertionError, ValueError)
+
+
+def _trig(text: str, path: Path, salt: str, batch: StreamBatch) -> list[Statement]:
+    """A TriG file's statements. When the file does not parse, it is read again part by part
+    (each directive, graph block and default-graph statement), so that a malformed part is
+    quarantined with its line, as a malformed N-Quads line is, and the rest is kept. A file in
+    which no graph or statement parses is not TriG at all: an InputError."""
+    try:
+        return _parse_trig(text, path, salt)
+    except _TRIG_ERRORS as exc:
+        whole = exc
+    statements, parsed, directives = [], 0, []
+    for number, (line, chunk) in enumerate(_trig_parts(text)):
+        # the directives so far on line 1, the part on its own line: its line numbers stay the file's
+        prefix = " ".join(directives)
+        source = prefix + "\n" * (line - 1) + chunk if line > 1 else prefix + " " + chunk
+        try:
+            found = _parse_trig(source, path, f"{salt}p{number}")
+        except _TRIG_ERRORS as exc:
+            where = _error_line(exc)
+            batch.rejections.append(Rejection(batch.source, int(where) if where.isdigit() else line,
+                                              f"malformed TriG: {_error_text(exc).split(' at ^ in')[0]}", 1,
+                                              chunk[:500]))
+            continue
+        if _TRIG_DIRECTIVE.match(chunk):
+            directives.append(" ".join(chunk.split()))
+        else:
+            parsed += 1
+        statements += found
+    if not parsed:
+        raise InputError(f"{path}:{_error_line(whole)}: not valid TriG: {_error_text(whole)}") from whole
+    return statements
+
+
+def _parse_trig(text: str, path: Path, salt: str) -> list[Statement]:
     sink = _RecordingSink(salt)
     parser = TrigSinkParser(sink, baseURI=path.resolve().as_uri(), turtle=True)
     sink.parser = parser
-    try:
-        parser.loadBuf(text.encode("utf-8"))
-    except (BadSyntax, ParserError, SyntaxError) as exc:
-        raise InputError(f"{path}:{_error_line(exc)}: not valid TriG: {_error_text(exc)}") from exc
+    parser.loadBuf(text.encode("utf-8"))
     return sink.statements
+
+
+# What delimits TriG's top-level parts: comments, IRIs and strings (which may hold braces and
+# dots) are skipped whole; braces nest; a dot before a space ends a statement; SPARQL-style
+# PREFIX and BASE end with their IRI.
+_TRIG_TOKEN = re.compile(r"""
+    (?P<comment>\#[^\n]*)
+  | (?P<iri><[^<>"{}|^`\\\s]*>)
+  | (?P<long>"{3}(?:[^"\\]|\\.|"(?!""))*"{3}|'{3}(?:[^'\\]|\\.|'(?!''))*'{3})
+  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<open>\{) | (?P<close>\}) | (?P<dot>\.(?=\s|\#|$))
+  | (?P<keyword>(?<![@\w:])(?i:PREFIX|BASE)\b)
+  | (?P<other>[^\s\#<"'{}.]+|[.<"'])
+""", re.VERBOSE)
+_TRIG_DIRECTIVE = re.compile(r"\s*(?:@prefix|@base|PREFIX|BASE)\b", re.IGNORECASE)
+
+
+def _trig_parts(text: str) -> Iterator[tuple[int, str]]:
+    """(first line, text) of each top-level part of a TriG document: a directive, a graph
+    block ``<g> { ... }`` or a default-graph statement ending in a dot."""
+    depth, start, sparql_directive = 0, None, False
+    for m in _TRIG_TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "comment":
+            continue
+        if start is None:
+            start, sparql_directive = m.start(), kind == "keyword"
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+        if (kind == "close" and depth <= 0) or (depth == 0 and (kind == "dot" or (kind == "iri" and sparql_directive))):
+            yield text.count("\n", 0, start) + 1, text[start:m.end()]
+            start, depth = None, 0
+    if start is not None:
+        yield text.count("\n", 0, start) + 1, text[start:]
 
 
 @dataclass

@@ -94,3 +94,40 @@ def test_a_query_file_that_is_not_utf8_loses_only_its_own_dag(tmp_path):
     byte = LATIN1.index("é".encode("latin-1"))
     assert [str(e) for e in errors.values()] == [f"{root / 'app' / 'bad.rsp'}:4: the query file is not UTF-8 text "
                                                  f"(byte {byte}: b'\\xe9')"]
+
+
+BROKEN_TRIG = '''@prefix ex: <http://ex.org/> .
+@prefix prov: <http://www.w3.org/ns/prov#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+# a comment with { and } and . in it
+ex:g1 { ex:s ex:v "a { b } c. d" ; ex:w 1.5 . }
+ex:g1 prov:generatedAtTime "2014-08-01T07:50:00Z"^^xsd:dateTime .
+ex:g2 { ex:s ex:v "broken ; ex:w 2 . }
+ex:g2 prov:generatedAtTime "2014-08-01T07:50:01Z"^^xsd:dateTime .
+PREFIX ey: <http://ey.org/>
+ex:g3 { ex:s ey:v ex:o , """long
+string with } and ." """ . }
+ex:g3 prov:generatedAtTime "2014-08-01T07:50:02Z"^^xsd:dateTime .
+ex:g4 { ex:s ex:v ex:o ex:extra . }
+ex:g4 prov:generatedAtTime "2014-08-01T07:50:03Z"^^xsd:dateTime .
+'''
+
+
+def test_a_malformed_part_of_a_trig_file_rejects_that_part_with_its_line(tmp_path):
+    path = tmp_path / "s.trig"
+    path.write_text(BROKEN_TRIG)
+    batch = read_stream_file(path, STREAM)
+    assert sorted({e.frame for e in batch.elements}) == ["http://ex.org/g1", "http://ex.org/g3"]
+    assert [e.o for e in batch.elements if e.frame.endswith("g3")] == ["<http://ex.org/o>",
+                                                                        '"long\\nstring with } and .\\" "']
+    assert [(r.line, r.triples) for r in batch.rejections] == [(7, 1), (13, 1)]
+    assert all(r.reason.startswith("malformed TriG: ") for r in batch.rejections)
+    assert batch.rejections[0].text.startswith('ex:g2 { ex:s ex:v "broken')
+    assert batch.read_triples == len(batch.elements) + batch.rejected_triples
+
+
+def test_a_file_of_which_no_part_is_trig_is_an_input_error(tmp_path):
+    path = tmp_path / "s.trig"
+    path.write_text("this is { not TriG\nat all }\n")
+    with pytest.raises(InputError, match=rf"^{path}:\d+: not valid TriG"):
+        read_stream_file(path, STREAM)
