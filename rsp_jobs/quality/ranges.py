@@ -17,9 +17,9 @@ from typing import Iterable, Optional
 
 import pandas as pd
 from rdflib import RDF, Graph, Namespace, URIRef
-from rdflib.util import guess_format
 
 from rsp_jobs.errors import InputError
+from rsp_jobs.rdf_files import parse_rdf_file
 from rsp_jobs.settings import REPO_ROOT
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
@@ -107,9 +107,7 @@ def _types(background: tuple[str, ...]) -> dict[str, frozenset[str]]:
 
 
 def _parse(path: Path) -> Graph:
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    return Graph().parse(path, format=guess_format(str(path)) or "turtle")
+    return parse_rdf_file(path)
 
 
 def _number(graph: Graph, node, predicate) -> Optional[float]:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Sequence
 
 from rdflib import Graph
-from rdflib.util import guess_format
 
 from rsp_jobs import terms
 from rsp_jobs.errors import InputError, QueryError
 from rsp_jobs.language import ast
+from rsp_jobs.rdf_files import parse_rdf_file
 
 _CACHE: dict[tuple[str, float], Graph] = {}
 
@@ -29,15 +29,7 @@ def load_graph(path: str | Path) -> Graph:
         raise InputError(f"{path}: background file not found")
     key = (str(path.resolve()), path.stat().st_mtime)
     if key not in _CACHE:
-        fmt = guess_format(str(path)) or "turtle"
-        if fmt == "xml" and path.suffix.lower() == ".owl":
-            fmt = "xml"
-        graph = Graph()
-        try:
-            graph.parse(path, format=fmt)
-        except Exception as exc:  # rdflib's parsers raise many kinds
-            raise InputError(f"{path}: cannot parse as {fmt}: {' '.join(str(exc).split())[:300]}") from exc
-        _CACHE[key] = graph
+        _CACHE[key] = parse_rdf_file(path, "background")
     return _CACHE[key]
 
 
