@@ -145,11 +145,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    from sqlalchemy.exc import DBAPIError
+
     try:
         return args.run(args) or 0
     except RspError as exc:
         print(f"rsp: error: {exc}", file=sys.stderr)
         return 2
+    except DBAPIError as exc:  # the store: unreachable, refusing us, or not a store
+        print(f"rsp: error: {_store_problem(exc, getattr(args, 'store', None))}", file=sys.stderr)
+        return 2
+
+
+def _store_problem(exc, url: Optional[str]) -> str:
+    """One line naming the store (its password hidden) and the driver's first line."""
+    from sqlalchemy.engine import make_url
+
+    from rsp_jobs.store import db
+
+    shown = make_url(url or db.store_url()).render_as_string(hide_password=True)
+    reason = " ".join(str(exc.orig).split("\n")[0].split()) if exc.orig is not None else type(exc).__name__
+    if "no such table" in reason or ("relation" in reason and "does not exist" in reason):
+        return f"the store {shown} has no schema yet ({reason}): run `rsp store upgrade --url URL`"
+    return f"cannot use the store {shown}: {reason}"
 
 
 def _utc(us: Optional[int]) -> Optional[datetime]:
