@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -147,6 +150,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from sqlalchemy.exc import DBAPIError
 
+    # SIGTERM (a task's timeout, `kill`) unwinds like Ctrl-C: scratch directories and open
+    # transactions are cleaned up by the usual finally blocks
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal) if in_main_thread else None
     try:
         return args.run(args) or 0
     except RspError as exc:
@@ -155,6 +162,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except DBAPIError as exc:  # the store: unreachable, refusing us, or not a store
         print(f"rsp: error: {_store_problem(exc, getattr(args, 'store', None))}", file=sys.stderr)
         return 2
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_signal(signum, _frame):
+    sys.exit(128 + signum)
+
+
+def _remove_abandoned_scratch(home: Path) -> None:
+    """The scratch lakes of ``rsp evaluate`` runs that were killed before they could remove
+    their own (``evaluate-<pid>-*``, the process gone): removed by the next run."""
+    for folder in home.glob("evaluate-*"):
+        pid = folder.name.split("-")[1]
+        if folder.is_dir() and (not pid.isdigit() or not _alive(int(pid))):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _store_problem(exc, url: Optional[str]) -> str:
@@ -218,10 +251,12 @@ def cmd_evaluate(args) -> int:
         raise InputError(f"{args.query_file}: no --stream given for " + ", ".join(f"<{m}>" for m in sorted(missing)))
     scratch = None
     if args.lake is None:
-        scratch = Path(tempfile.mkdtemp(prefix="evaluate-", dir=settings.home_dir()))
-    lake = Lake(args.lake or scratch / "lake")
-    store = _store_engine(args.store) if args.store is not None else None
+        _remove_abandoned_scratch(settings.home_dir())
     try:
+        if args.lake is None:
+            scratch = Path(tempfile.mkdtemp(prefix=f"evaluate-{os.getpid()}-", dir=settings.home_dir()))
+        lake = Lake(args.lake or scratch / "lake")
+        store = _store_engine(args.store) if args.store is not None else None
         started = datetime.now(timezone.utc)
         for (_, path), batch in zip(args.stream, load_files(lake, args.stream, store)):
             _report_rejections(batch)

@@ -1,0 +1,71 @@
+"""A killed ``rsp evaluate`` leaves nothing behind for long: SIGTERM unwinds and removes its
+scratch lake at once; after SIGKILL the next run removes it; a re-run after a kill records one
+evaluation activity for its windows, not two (issue 15, "Clean up and tell")."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, func, select
+
+from rsp_jobs.store.models import Activity
+
+RSP = str(Path(sys.executable).with_name("rsp"))
+AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
+DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
+
+
+@pytest.fixture
+def job(tmp_path):
+    stream = tmp_path / "s.nq"
+    stream.write_text("".join(f'<http://ex/f{i}> {AT} "2024-01-01T00:00:{i:02d}Z"^^{DT} .\n'
+                              f'<http://ex/a> <http://ex/temp> "{i}" <http://ex/f{i}> .\n' for i in range(30)))
+    query = tmp_path / "q.rsp"
+    query.write_text("REGISTER QUERY temps AS SELECT ?s ?t FROM STREAM <http://ex/stream> [RANGE 10s STEP 10s]\n"
+                     "WHERE { ?s <http://ex/temp> ?t }\n")
+    home = tmp_path / "home"
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    args = [RSP, "evaluate", str(query), "--stream", f"http://ex/stream={stream}", "--from", "2024-01-01T00:00:00Z",
+            "--to", "2024-01-01T00:00:30Z", "--store", store]
+    env = {**os.environ, "RSP_HOME": str(home)}
+    return args, env, home, store
+
+
+def start_and_wait_for_scratch(args, env, home: Path) -> subprocess.Popen:
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(home.glob("evaluate-*")):
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.monotonic() < deadline, "rsp evaluate never made its scratch lake"
+        time.sleep(0.05)
+    return process
+
+
+def evaluations(store: str) -> int:
+    with create_engine(store).connect() as conn:
+        return conn.scalar(select(func.count()).select_from(Activity).where(Activity.kind == "window_evaluation"))
+
+
+def test_sigterm_removes_the_scratch_lake_at_once(job):
+    args, env, home, _ = job
+    process = start_and_wait_for_scratch(args, env, home)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    assert list(home.glob("evaluate-*")) == []
+
+
+def test_after_sigkill_the_next_run_cleans_up_and_records_one_evaluation(job):
+    args, env, home, store = job
+    process = start_and_wait_for_scratch(args, env, home)
+    process.kill()
+    process.wait(timeout=60)
+    assert len(list(home.glob("evaluate-*"))) == 1  # nothing can clean up after SIGKILL ...
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert list(home.glob("evaluate-*")) == []  # ... but the next run does
+    assert evaluations(store) == 1
