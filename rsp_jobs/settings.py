@@ -21,6 +21,34 @@ def home_dir() -> Path:
     return path
 
 
+def retention(name: str, default: str):
+    """A retention setting (``RSP_LOADED_RETENTION``, ``RSP_QUALITY_RETENTION``): how long kept
+    files live, a duration such as ``30d`` or ``P30D``; ``forever`` keeps them."""
+    from datetime import timedelta
+
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.language.parser import parse_duration
+
+    text = os.environ.get(name, default).strip()
+    if text.lower() == "forever":
+        return None
+    try:
+        return timedelta(milliseconds=parse_duration(text))
+    except ValueError as exc:
+        raise InputError(f"{name}: {exc} (or forever)") from None
+
+
+def landing_after_load() -> str:
+    """What becomes of a landing file once loaded (``RSP_LANDING_LOADED``): ``move`` it to
+    ``landing/<stream>/loaded/`` (the default) or ``delete`` it."""
+    from rsp_jobs.errors import InputError
+
+    value = os.environ.get("RSP_LANDING_LOADED", "move").strip().lower()
+    if value not in ("move", "delete"):
+        raise InputError(f"RSP_LANDING_LOADED: move or delete, got {value!r}")
+    return value
+
+
 def future_horizon():
     """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
     ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and

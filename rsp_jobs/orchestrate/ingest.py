@@ -3,10 +3,13 @@ the lake and the store, once each.
 
 Per file: parse (malformed lines and frames are rejected and counted; a file that cannot be
 read at all, such as binary junk or text that is not UTF-8, is moved to ``rejected/`` with a
-``.reason`` file beside it), run the input quality suite (a failing file is quarantined whole and
-moved to ``rejected/`` the same way; the run fails naming the failed expectations), apply the stream's late-data policy, then write lake and store and record
-the file as loaded, in one store transaction. A file whose content was loaded before is skipped,
-whatever its name. Input triples = accepted + quarantined, always.
+``.reason`` file beside it), run the input quality suite (a failing file is quarantined whole
+and moved to ``rejected/`` the same way; the run fails naming the failed expectations), apply
+the stream's late-data policy, then write lake and store and record the file as loaded, in one
+store transaction. A file whose content was loaded before is skipped, whatever its name. Input
+triples = accepted + quarantined, always. A loaded or skipped file then leaves the landing
+directory for ``loaded/`` (or is deleted: ``RSP_LANDING_LOADED``), so no run hashes it twice;
+``loaded/`` and ``mapped/`` keep files for ``RSP_LOADED_RETENTION`` (default 30 days).
 
 A stream with a raw ``format`` (``queries/streams.toml``; ``rsp_jobs.ingest.sources``) also takes
 raw files (DART ``.txt``): each is mapped to ``mapped/<stem>.trig`` in its landing directory,
@@ -24,6 +27,7 @@ from typing import Optional
 
 from sqlalchemy import func, insert, select, update
 
+from rsp_jobs import settings
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest import sources
 from rsp_jobs.ingest.lake import project_lake as lake
@@ -84,6 +88,7 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     from rsp_jobs.quality.gate import QualityGateError
 
     config = registry.stream_config(stream_iri)
+    prune(config)
     files = landing_files(config)
     if files:
         db.upgrade(store_url)
@@ -92,6 +97,7 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     for path in files:
         try:
             reports.append(ingest_file(path, config, store_url, queries))
+            settle(path, config)
         except QualityGateError as exc:
             reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows,
                                       reason=str(exc)))
@@ -149,15 +155,43 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
                       str(stream_file) if stream_file != path else None)
 
 
-def reject(path: Path, config: StreamConfig, reason: str) -> Path:
-    """Move a landing file to ``rejected/`` with ``<name>.reason`` beside it; a name already
-    there gets a numbered suffix rather than replacing the earlier file."""
-    folder = config.landing_dir / "rejected"
+def settle(path: Path, config: StreamConfig) -> None:
+    """A loaded (or already loaded) landing file leaves the landing directory, so that no later
+    run hashes it again: moved to ``loaded/`` or deleted (``RSP_LANDING_LOADED``)."""
+    if settings.landing_after_load() == "delete":
+        path.unlink(missing_ok=True)
+    else:
+        _move(path, config.landing_dir / "loaded")
+
+
+def prune(config: StreamConfig) -> None:
+    """Loaded files and mapped raw files older than ``RSP_LOADED_RETENTION`` (default 30 days)
+    are deleted; rejected files stay until someone looks at them."""
+    keep = settings.retention("RSP_LOADED_RETENTION", "P30D")
+    if keep is None:
+        return
+    oldest = (datetime.now(timezone.utc) - keep).timestamp()
+    for folder in (config.landing_dir / "loaded", config.landing_dir / sources.MAPPED_DIR):
+        for old in folder.glob("*") if folder.is_dir() else ():
+            if old.is_file() and old.stat().st_mtime < oldest:
+                old.unlink(missing_ok=True)
+
+
+def _move(path: Path, folder: Path) -> Path:
+    """Move ``path`` into ``folder``; a name already there gets a numbered suffix rather than
+    replacing the earlier file."""
     folder.mkdir(exist_ok=True)
     target, n = folder / path.name, 1
     while target.exists():
         target, n = folder / f"{path.stem}.{n}{path.suffix}", n + 1
     shutil.move(str(path), target)
+    return target
+
+
+def reject(path: Path, config: StreamConfig, reason: str) -> Path:
+    """Move a landing file to ``rejected/`` with ``<name>.reason`` beside it; a name already
+    there gets a numbered suffix rather than replacing the earlier file."""
+    target = _move(path, config.landing_dir / "rejected")
     target.with_name(target.name + ".reason").write_text(reason + "\n", encoding="utf-8")
     return target
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -74,14 +75,38 @@ def run_suite(suite, data: pd.DataFrame, run_name: str) -> tuple[list[Checked], 
             name=suite.name, validation_definitions=[gx.ValidationDefinition(name=suite.name, data=batch, suite=suite)],
             actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE])],
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}))
+        ran = datetime.now(timezone.utc)
         result = checkpoint.run(batch_parameters={"dataframe": data},
-                                run_id=gx.RunIdentifier(run_name=_safe(run_name),
-                                                        run_time=datetime.now(timezone.utc)))
+                                run_id=gx.RunIdentifier(run_name=_safe(run_name), run_time=ran))
         index = Path(unquote(urlparse(context.get_docs_sites_urls(site_name=SITE)[0]["site_url"]).path))
+        if prune_results(home / "gx" / "uncommitted", settings.retention("RSP_QUALITY_RETENTION", "P30D"), ran):
+            context.build_data_docs(site_names=[SITE])  # the index no longer links what was pruned
     (validation,) = result.run_results.values()
     order = {e.id: i for i, e in enumerate(checkpoint.validation_definitions[0].suite.expectations)}
     outcomes = sorted(validation.results, key=lambda r: order.get(r.expectation_config.id, len(order)))
     return [_checked(suite.name, r) for r in outcomes], index
+
+
+def prune_results(root: Path, keep, now: Optional[datetime] = None) -> int:
+    """Delete validation results, and their Data Docs pages, of runs older than ``keep`` (a
+    timedelta before ``now``; None keeps all): ``<root>/validations/<suite>/<run>/<run time>/``
+    and the same under ``data_docs/<site>/validations/``. Returns how many run folders went."""
+    if keep is None:
+        return 0
+    oldest = (now or datetime.now(timezone.utc)) - keep
+    removed = 0
+    for base in (root / "validations", root / "data_docs" / SITE / "validations"):
+        for folder in base.glob("*/*/*"):
+            try:
+                ran = datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+            except ValueError:
+                continue  # not a run time: not GX's layout, leave it
+            if folder.is_dir() and ran < oldest:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+                if not any(folder.parent.iterdir()):
+                    folder.parent.rmdir()
+    return removed
 
 
 @contextmanager

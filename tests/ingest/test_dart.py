@@ -5,6 +5,7 @@ landing directory loaded into a SQLite store with its rejections quarantined."""
 from __future__ import annotations
 
 import math
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -256,6 +257,7 @@ def test_a_raw_file_in_the_landing_directory_is_mapped_loaded_and_its_rejections
     landed.write_text("\n".join([*lines[:2], *rows, "2011 03 11 07 00 00 2 5662.x"]) + "\n", encoding="utf-8")
     ref = reference(landed)
     assert ref.missing and ref.superseded and len(ref.malformed) == 1
+    checksum = file_checksum(landed)
 
     (report,) = ingest_landing(dart.stream_iri("21418")).files
     assert report.status == "loaded" and report.frames == len(ref.kept)
@@ -274,9 +276,12 @@ def test_a_raw_file_in_the_landing_directory_is_mapped_loaded_and_its_rejections
     assert sorted(q.line for q in quarantined) == sorted(ref.rejected_lines)
     (bad,) = [q for q in quarantined if q.line in ref.malformed]
     assert bad.reason.startswith("malformed row: height: not a number")
-    assert ingested == [(str(landed), file_checksum(landed))]
-    assert (f"file://{landed}", file_checksum(landed)) in used  # the ingest used the raw file
+    assert ingested == [(str(landed), checksum)]
+    assert (f"file://{landed}", checksum) in used  # the ingest used the raw file
+    loaded = config.landing_dir / "loaded" / landed.name  # it left the landing directory
+    assert not landed.exists() and file_checksum(loaded) == checksum
 
+    shutil.copy(loaded, config.landing_dir / "again.txt")  # delivered again, under another name
     (again,) = ingest_landing(dart.stream_iri("21418")).files  # by the raw file's checksum
     assert again.status == "skipped"
 

@@ -5,6 +5,7 @@ Data Docs; output batches are checked against their query's schedule."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -306,3 +307,21 @@ def test_windows_that_break_one_expectation_fail_it(breaks, expectation, example
     assert expectation in str(error.value) and example in str(error.value)
     assert (outcome.accepted_rows, outcome.quarantined_rows) == (0, 9)
     assert stored(sqlite_store, outcome.activity)[0].status == "failed"
+
+
+def test_old_validation_results_and_their_data_docs_pages_are_pruned(traffic, tmp_path, monkeypatch):
+    """Data Docs do not grow without bound: results older than RSP_QUALITY_RETENTION go, with
+    their pages and their line in the index (issue 15)."""
+    monkeypatch.setenv("RSP_HOME", str(tmp_path / "home"))
+    stream, source, rows = traffic
+    check(rows, stream, source, "retention-first")
+    root = tmp_path / "home" / "gx" / "uncommitted"
+    assert list((root / "validations").glob("*/retention-first/*"))
+    assert list((root / "data_docs" / "local_site" / "validations").glob("*/retention-first/*"))
+    monkeypatch.setenv("RSP_QUALITY_RETENTION", "1ms")
+    time.sleep(0.01)
+    second = check(rows, stream, source, "retention-second")
+    assert not list(root.glob("**/retention-first"))  # results and pages
+    assert list((root / "validations").glob("*/retention-second/*"))  # the run that pruned stays
+    index = second.docs.read_text()
+    assert "retention-second" in index and "retention-first" not in index

@@ -73,9 +73,10 @@ def test_a_junk_landing_file_is_rejected_with_its_reason_and_the_next_files_load
         found = frame_at(engine, STREAM, datetime(2014, 8, 1, 7, 50, second, tzinfo=timezone.utc))
         assert found is not None and found.iri == f"http://ex.org/f/{name}"
 
-    # the next run finds nothing new and does not fail again; a second junk file of the same
-    # name keeps the first one's evidence
-    assert [f.status for f in ingest_landing(STREAM).files] == ["skipped", "skipped"]
+    # the loaded files left for loaded/; the next run finds nothing and does not fail again; a
+    # second junk file of the same name keeps the first one's evidence
+    assert sorted(p.name for p in (landing / "loaded").iterdir()) == ["a-0001.nq", "a-0003.nq"]
+    assert ingest_landing(STREAM).files == []
     (landing / "a-0002.nq").write_bytes(JUNK[::-1])
     with pytest.raises(InputError):
         ingest_landing(STREAM)
