@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.visitors import Discard
 
@@ -37,6 +37,7 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise _syntax_error(err, text, source) from None
     check_depth(tree, source)
+    _check_size(tree, source)
     used_labels = {str(t)[2:] for t in tree.scan_values(
         lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")}
     try:
@@ -47,6 +48,26 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
     _check_blank_nodes(query, source)
     _check_registration(query)
     return query
+
+
+def _check_size(tree: Tree, source: str) -> None:
+    """At most MAX_PATTERNS triple patterns and MAX_BINDS BINDs, refused where the first one
+    past the limit is written."""
+    patterns = binds = 0
+    for node in tree.iter_subtrees_topdown():
+        if node.data == "object_list":
+            if patterns + len(node.children) > MAX_PATTERNS:
+                first_past = node.children[MAX_PATTERNS - patterns]
+                where = first_past.meta if isinstance(first_past, Tree) else first_past
+                raise QuerySyntaxError(source, where.line, where.column,
+                                       f"more than {MAX_PATTERNS} triple patterns in one query; split it into "
+                                       "queries chained by REGISTER STREAM")
+            patterns += len(node.children)
+        elif node.data == "bind":
+            binds += 1
+            if binds > MAX_BINDS:
+                raise QuerySyntaxError(source, node.meta.line, node.meta.column,
+                                       f"more than {MAX_BINDS} BINDs in one query; compute fewer values per query")
 
 
 def _check_registration(query: ast.Query) -> None:
@@ -87,6 +108,10 @@ def parse_query_file(path: Union[str, Path]) -> ast.Query:
 # a window), so a query that names one is refused, naming the line and column.
 MAX_DURATION_MS = 100 * 366 * 86_400_000  # RANGE, STEP, WITHIN: a century at most
 MAX_COUNT = 2**31 - 1  # TRIPLES n, LIMIT, OFFSET: Spark takes them as a Java int
+# Spark plans each triple pattern as a join and each BIND as a projection: a 100-pattern BGP ran
+# its driver out of memory (50 took 20 s), 200 BINDs took a minute to plan (README, "Limits").
+MAX_PATTERNS = 64
+MAX_BINDS = 100
 
 _CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)
 _CSPARQL_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

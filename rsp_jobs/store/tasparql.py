@@ -141,6 +141,9 @@ def _frame_join_sqlite(join, compiler, asfrom=False, from_linter=None, **kw):
     return f"{left} CROSS JOIN {right}"
 
 
+# tables one SELECT may join: SQLite's limit, kept on PostgreSQL too so a query runs on both or neither
+MAX_TABLES = 64
+
 # frames with these selectors come first in the join order: a point or one frame per stream,
 # then a range, then every frame
 _SELECTIVITY = {"at": 0, "first": 0, "last": 0, "between": 1, "every": 2}
@@ -295,6 +298,11 @@ class _Translator:
         variable. Frames join with no condition (FILTERs link them), the most selective first."""
         q = self.q
         self.basic = basic
+        tables = (len(basic.frames()) + len(basic.triples) + 2 * len(basic.links) + len(basic.invariants)
+                  + sum(isinstance(m.stream, Var) for m in basic.memberships))
+        if tables > MAX_TABLES:
+            raise QuerySyntaxError(self.source, 1, 1, f"the query joins {tables} tables in one group; the limit is "
+                                                      f"{MAX_TABLES} (SQLite's, kept on every backend): split it")
         from_clause = None
         ordered = sorted(basic.frames(),
                          key=lambda name: _SELECTIVITY[getattr(q.selectors.get(name), "kind", "every")])

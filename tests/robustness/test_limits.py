@@ -89,3 +89,38 @@ def test_nesting_under_the_limit_parses_and_compiles():
     compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE " + nested_groups(90), "q.rsp")
     compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE { ?s ?p ?o FILTER(" + conjunction(190) + ") }", "q.rsp")
     parse_tasparql("SELECT ?v WHERE " + nested_groups(90).replace("?s ?p ?o", "?x[LAST] <urn:p> ?v"))
+
+
+def patterns(n: int) -> str:
+    return " ".join(f"?s <http://ex.org/p{i}> ?o{i} ." for i in range(n))
+
+
+def binds(n: int) -> str:
+    return "?s <http://ex.org/v> ?o . " + " ".join(f"BIND(?o + {i} AS ?b{i})" for i in range(n))
+
+
+def test_a_bgp_or_binds_past_what_spark_plans_are_refused_where_the_first_one_past_is_written():
+    from rsp_jobs.language.parser import MAX_BINDS, MAX_PATTERNS
+
+    head = HEAD + "[RANGE 1m STEP 1m]\nWHERE { "
+    parse_query(head + patterns(MAX_PATTERNS) + " }", "q.rsp")
+    parse_query(head + binds(MAX_BINDS) + " }", "q.rsp")
+    text = head + patterns(500) + " }"
+    with pytest.raises(QuerySyntaxError, match=f"more than {MAX_PATTERNS} triple patterns in one query") as err:
+        parse_query(text, "q.rsp")
+    assert (err.value.line, err.value.column) == (4, text.split("\n")[3].index(f"?o{MAX_PATTERNS} .") + 1)
+    text = head + binds(500) + " }"
+    with pytest.raises(QuerySyntaxError, match=f"more than {MAX_BINDS} BINDs in one query") as err:
+        parse_query(text, "q.rsp")
+    assert err.value.column == text.split("\n")[3].index(f"BIND(?o + {MAX_BINDS} ") + 1
+
+
+def test_a_tasparql_group_past_sqlites_join_limit_is_refused_on_every_backend():
+    from rsp_jobs.store.tasparql import MAX_TABLES, translate
+
+    def query(n: int) -> str:
+        return "SELECT ?v0 WHERE { " + " ".join(f"?x[LAST] <urn:p> ?v{i} ." for i in range(n)) + " }"
+
+    translate(query(MAX_TABLES - 1))  # the frame and its 63 patterns
+    with pytest.raises(QuerySyntaxError, match=f"joins 501 tables in one group; the limit is {MAX_TABLES}"):
+        translate(query(500))
