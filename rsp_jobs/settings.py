@@ -49,6 +49,18 @@ def landing_after_load() -> str:
     return value
 
 
+def max_literal_bytes() -> int:
+    """The longest literal (UTF-8 bytes) a query may write or a stream may bring
+    (``RSP_MAX_LITERAL_BYTES``, default 1 MiB): longer ones are refused or quarantined in
+    seconds rather than carried through lake, store and Spark."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_MAX_LITERAL_BYTES", str(2**20)).strip()
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"RSP_MAX_LITERAL_BYTES: a positive number of bytes, got {text!r}")
+    return int(text)
+
+
 def future_horizon():
     """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
     ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and

@@ -166,22 +166,30 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
     statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt, batch)
-    return _without_nul(statements, batch)
+    return _storable(statements, batch)
 
 
 NUL_TERM = "a term holds U+0000 (NUL), which the store cannot keep (PostgreSQL text excludes it)"
 
 
-def _without_nul(statements: list["Statement"], batch: StreamBatch) -> list["Statement"]:
-    """The statements with no U+0000 in any term; each other one is rejected, on every backend
-    alike, rather than stored by SQLite and refused by PostgreSQL."""
+def _storable(statements: list["Statement"], batch: StreamBatch) -> list["Statement"]:
+    """The statements the store can keep alike on every backend; each other one is rejected:
+    a term with U+0000 (SQLite would store it, PostgreSQL refuse it), a literal longer than
+    ``RSP_MAX_LITERAL_BYTES``."""
+    limit = settings.max_literal_bytes()
     kept = []
     for st in statements:
-        if any(term is not None and "\x00" in str(term) for term in (st.graph, st.s, st.p, st.o)):
-            text = " ".join(to_nt(t) for t in (st.s, st.p, st.o)).replace("\x00", "\\u0000")
-            batch.rejections.append(Rejection(batch.source, st.line, NUL_TERM, 1, text[:500]))
-        else:
+        terms = (st.graph, st.s, st.p, st.o)
+        reason = None
+        if any(term is not None and "\x00" in str(term) for term in terms):
+            reason = NUL_TERM
+        elif isinstance(st.o, Literal) and len(st.o) > limit // 4 and (size := len(str(st.o).encode())) > limit:
+            reason = f"a literal of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})"
+        if reason is None:
             kept.append(st)
+            continue
+        text = " ".join(to_nt(t) for t in (st.s, st.p, st.o)).replace("\x00", "\\u0000")
+        batch.rejections.append(Rejection(batch.source, st.line, reason, 1, text[:500]))
     return kept
 
 

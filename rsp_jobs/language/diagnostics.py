@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Union
 
-from lark import Lark, Tree
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
 
@@ -64,6 +64,20 @@ def check_depth(tree: Tree, source: str, limit: int = MAX_DEPTH) -> Tree:
                                                          "levels here (nested groups, chains of && or ||); "
                                                          "flatten the groups or split the expression")
         stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return tree
+
+
+def check_literals(tree: Tree, source: str) -> Tree:
+    """``tree`` if no string in it is longer than ``RSP_MAX_LITERAL_BYTES``, else a
+    QuerySyntaxError where the first such string starts."""
+    from rsp_jobs import settings
+
+    limit = settings.max_literal_bytes()
+    for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "STRING" and len(v) > limit // 4):
+        size = len(token.encode("utf-8")) - 2
+        if size > limit:
+            raise QuerySyntaxError(source, token.line, token.column,
+                                   f"a string of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})")
     return tree
 
 

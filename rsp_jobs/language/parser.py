@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.visitors import Discard
 
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
-from rsp_jobs.language.diagnostics import check_depth, syntax_error, terminal_display
+from rsp_jobs.language.diagnostics import check_depth, check_literals, syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
 from rsp_jobs.textfile import read_text
@@ -37,6 +37,7 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise _syntax_error(err, text, source) from None
     check_depth(tree, source)
+    check_literals(tree, source)
     _check_size(tree, source)
     used_labels = {str(t)[2:] for t in tree.scan_values(
         lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")}

@@ -20,7 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from rdflib import Literal, URIRef
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.language.diagnostics import check_depth, excerpt, syntax_error, terminal_display
+from rsp_jobs.language.diagnostics import check_depth, check_literals, excerpt, syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_body, unescape
 from rsp_jobs.terms import DSV, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, time_interval, to_nt
 
@@ -275,6 +275,7 @@ def parse(text: str, source: str = "<query>") -> Query:
     except (UnexpectedToken, UnexpectedCharacters) as err:
         raise _syntax_error(err, text, source) from None
     check_depth(tree, source)
+    check_literals(tree, source)
     try:
         return _Builder(source).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises

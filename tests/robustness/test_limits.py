@@ -124,3 +124,34 @@ def test_a_tasparql_group_past_sqlites_join_limit_is_refused_on_every_backend():
     translate(query(MAX_TABLES - 1))  # the frame and its 63 patterns
     with pytest.raises(QuerySyntaxError, match=f"joins 501 tables in one group; the limit is {MAX_TABLES}"):
         translate(query(500))
+
+
+TEN_MB = "x" * 10_000_000
+
+
+def test_a_10mb_literal_in_a_query_is_refused_naming_where_it_starts(monkeypatch):
+    text = HEAD + '[RANGE 1m STEP 1m]\nWHERE { ?s ?p "' + TEN_MB + '" }\n'
+    with pytest.raises(QuerySyntaxError, match=r"q.rsp:4:15: a string of 10000000 bytes is longer than "
+                                               r"RSP_MAX_LITERAL_BYTES \(1048576\)"):
+        parse_query(text, "q.rsp")
+    with pytest.raises(QuerySyntaxError, match="a string of 10000000 bytes"):
+        parse_tasparql('SELECT ?v WHERE { ?x[LAST] <urn:p> ?v FILTER(?v = "' + TEN_MB + '") }')
+    monkeypatch.setenv("RSP_MAX_LITERAL_BYTES", str(20_000_000))  # the limit is a setting
+    assert parse_query(text, "q.rsp").where is not None
+
+
+def test_a_10mb_literal_in_a_stream_is_quarantined_and_counted(tmp_path, monkeypatch):
+    from rsp_jobs.ingest.rdf_stream import read_stream_file
+
+    path = tmp_path / "s.nq"
+    at = "<http://www.w3.org/ns/prov#generatedAtTime>"
+    path.write_text(f'<http://ex.org/f> {at} "2014-08-01T07:50:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n'
+                    f'<http://ex.org/s> <http://ex.org/big> "{TEN_MB}" <http://ex.org/f> .\n'
+                    f'<http://ex.org/s> <http://ex.org/small> "ok" <http://ex.org/f> .\n')
+    batch = read_stream_file(path, "http://ex.org/streams/big")
+    assert [e.p for e in batch.elements] == ["<http://ex.org/small>"]
+    (rejection,) = batch.rejections
+    assert (rejection.line, rejection.triples) == (2, 1) and len(rejection.text) == 500
+    assert rejection.reason == "a literal of 10000000 bytes is longer than RSP_MAX_LITERAL_BYTES (1048576)"
+    monkeypatch.setenv("RSP_MAX_LITERAL_BYTES", str(20_000_000))
+    assert len(read_stream_file(path, "http://ex.org/streams/big").elements) == 2
