@@ -37,6 +37,16 @@ def _release_spark_memory(request):
             out.write(f"{request.module.__name__} {used // 2**20}\n")
 
 
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh project home and SQLite store for one test (Airflow's home stays the session's)."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("RSP_HOME", str(path))
+    monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{path / 'store.sqlite'}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = settings.data_dir()

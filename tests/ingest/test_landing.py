@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import pytest
 from pyspark.sql import functions as F
 
 from rsp_jobs.ingest.lake import project_lake
@@ -17,14 +16,6 @@ from rsp_jobs.store.frames import frame_at, frame_parts
 STREAM = "http://ex.org/streams/sensors"
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    path = tmp_path / "home"
-    monkeypatch.setenv("RSP_HOME", str(path))
-    monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{path / 'store.sqlite'}")
-    return path
 
 
 def stamp(second: int) -> str:

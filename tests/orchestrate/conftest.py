@@ -18,16 +18,6 @@ DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch) -> Path:
-    """A fresh project home and store for one test (Airflow's home stays the session's)."""
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("RSP_HOME", str(path))
-    monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{path / 'store.sqlite'}")
-    return path
-
-
-@pytest.fixture
 def queries(tmp_path, monkeypatch) -> Path:
     """A copy of the registered queries that a test may change."""
     path = tmp_path / "queries"

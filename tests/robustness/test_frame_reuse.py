@@ -12,7 +12,6 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.store.models import Frame
 from rsp_jobs.store.provenance import store_ingest
-from tests.store.conftest import pg_admin, store, store_url  # noqa: F401 - fixtures
 
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"

@@ -14,7 +14,6 @@ from rsp_jobs.store.models import Stream
 from rsp_jobs.store.provenance import store_ingest
 from rsp_jobs.store.tardf import import_stream
 from rsp_jobs.terms import datetime_lexical
-from tests.store.conftest import pg_admin, store, store_url  # noqa: F401 - fixtures
 
 STREAM = "http://ex.org/streams/clock"
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"

@@ -11,7 +11,7 @@ import pytest
 from rsp_jobs.errors import InputError
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.ingest import ingest_landing
-from tests.robustness.test_unreadable_files import STREAM, frame, home  # noqa: F401 - fixture
+from tests.robustness.test_unreadable_files import STREAM, frame
 
 
 def landing():

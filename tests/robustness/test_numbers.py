@@ -17,7 +17,6 @@ from rsp_jobs.ingest.lake import Lake, load_files
 from rsp_jobs.ingest.rdf_stream import NUL_TERM, read_stream_file
 from rsp_jobs.store.tardf import import_stream
 from rsp_jobs.store.tasparql import run_query
-from tests.store.conftest import pg_admin, store, store_url  # noqa: F401 - fixtures
 
 STREAM = "http://ex.org/streams/n"
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"

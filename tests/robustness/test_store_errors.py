@@ -20,7 +20,7 @@ def test_an_unreachable_store_is_one_line_without_the_password(capsys):
     assert main(["query", QUERY, "--store", url]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
-    assert err.startswith(f"rsp: error: cannot use the store postgresql+psycopg://reader:***@127.0.0.1:")
+    assert err.startswith("rsp: error: cannot use the store postgresql+psycopg://reader:***@127.0.0.1:")
     assert "Connection refused" in err and "s3cret-pw" not in err and "Traceback" not in err
 
 

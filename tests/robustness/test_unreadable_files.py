@@ -29,14 +29,6 @@ def frame(name: str, second: int, value: int) -> str:
             f'<http://ex.org/s> <http://ex.org/v> "{value}" <http://ex.org/f/{name}> .\n')
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    path = tmp_path / "home"
-    monkeypatch.setenv("RSP_HOME", str(path))
-    monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{path / 'store.sqlite'}")
-    return path
-
-
 @pytest.mark.parametrize("content, line, byte", [(JUNK, 2, 128), (LATIN1, 4, LATIN1.index(b"\xe9"))])
 def test_a_stream_file_that_is_not_utf8_names_file_line_and_byte(tmp_path, content, line, byte):
     path = tmp_path / "bad.nq"
