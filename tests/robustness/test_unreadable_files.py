@@ -124,3 +124,12 @@ def test_a_file_of_which_no_part_is_trig_is_an_input_error(tmp_path):
     path.write_text("this is { not TriG\nat all }\n")
     with pytest.raises(InputError, match=rf"^{path}:\d+: not valid TriG"):
         read_stream_file(path, STREAM)
+
+
+def test_a_background_file_that_is_not_utf8_names_file_line_and_byte(tmp_path):
+    from rsp_jobs.spark.background import load_graph
+
+    path = tmp_path / "background.ttl"
+    path.write_bytes('@prefix ex: <http://ex.org/> .\nex:s ex:label "café" .\n'.encode("latin-1"))
+    with pytest.raises(InputError, match=rf"^{path}:2: the background file is not UTF-8 text \(byte \d+: b'\\xe9'\)"):
+        load_graph(path)
