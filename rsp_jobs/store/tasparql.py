@@ -1,9 +1,9 @@
-"""TA-SPARQL one-time queries over the frame store, translated to one SQL SELECT.
+"""TA-SPARQL one-time queries over the frame store: the syntax tree of
+``rsp_jobs/language/tasparql.py`` translated to one SQL SELECT.
 
 TA-RDF (Rodriguez, McGrath, Liu, Myers, SSN 2009) annotates resources, not triples, with time:
 a stream is a sequence of frames r[t]. Here a frame is a stored graph with a timestamp (the
-``frames`` row and its ``frame_triples``), and the language is a SPARQL SELECT subset
-(``rsp_jobs/language/tasparql.lark``) with:
+``frames`` row and its ``frame_triples``), and the language is a SPARQL SELECT subset with:
 
 * frame variables: at the top level of WHERE the subject of a triple pattern is a frame, and
   ``?x[sel] <p> ?o`` matches the triples of the frames ?x with predicate p, whatever their
@@ -19,6 +19,8 @@ a stream is a sequence of frames r[t]. Here a frame is a stored graph with a tim
 * ``?x.t``: the frame's timestamp, an xsd:dateTime when projected; in comparisons and arithmetic
   UTC milliseconds, and a plain string that is an ISO date-time compares as a time.
 * SUM, AVG, MIN, MAX, COUNT; with no GROUP BY the other projected variables group (TA-SPARQL).
+* OPTIONAL and UNION as SPARQL 1.1's (Table 2 writes LAST and restriction 1 with them): such a
+  group becomes solution tables joined, left-joined and unioned in SQL (``_Translator._solutions``).
 
 Values compare as SPARQL does, through the store's typed columns: numbers by ``o_num``, times by
 ``o_time`` and ``ts``, other terms by their N-Triples text; a comparison that is a type error is
