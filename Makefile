@@ -6,13 +6,17 @@ PY := $(VENV)/bin/python
 RSP_DATA_DIR ?= $(abspath ../shared/data)
 export RSP_DATA_DIR
 
-.PHONY: setup test demo bench airflow lock clean
+.PHONY: setup test test-fast demo bench airflow lock clean
 
 setup:
 	@scripts/bootstrap.sh
 
 test: setup
 	$(VENV)/bin/pytest -q
+
+# the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data (tests/conftest.py)
+test-fast: setup
+	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not airflow and not postgres and not data and not slow"
 
 demo: setup
 	$(VENV)/bin/rsp demo

@@ -1,5 +1,10 @@
 """Shared fixtures: one SparkSession for the whole run, the real data directory, a project
-home per test session."""
+home per test session; and the test tiers.
+
+Markers come from the fixtures a test uses (``spark``, ``data``, ``postgres``, ``airflow``) or
+are set by its module (a test that starts Spark or Airflow in a subprocess). ``make test-fast``
+deselects them all; under it (``RSP_TEST_TIER=fast``) a test that starts Spark in this process
+anyway fails, naming the marker it lacks."""
 from __future__ import annotations
 
 import os
@@ -14,6 +19,31 @@ from rsp_jobs import settings  # noqa: E402
 from rsp_jobs.orchestrate import airflow_env  # noqa: E402
 
 airflow_env.configure()  # before anything imports Airflow: its home and database under RSP_HOME
+
+
+# fixture -> the marker a test that uses it gets
+FIXTURE_MARKERS = {"spark": "spark", "data_dir": "data", "airflow": "airflow", "airflow_db": "airflow",
+                   "queries": "airflow"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in item.fixturenames:
+            if fixture in FIXTURE_MARKERS:
+                item.add_marker(FIXTURE_MARKERS[fixture])
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if str(params.get("store_url", "")).startswith("postgresql") or params.get("backend") == "postgresql":
+            item.add_marker("postgres")
+
+
+if os.environ.get("RSP_TEST_TIER") == "fast":
+    from pyspark.sql.session import SparkSession
+
+    def _no_spark_in_the_fast_tier(*_args, **_kwargs):
+        raise RuntimeError("this test starts Spark: give it the `spark` fixture or mark it "
+                           "`pytest.mark.spark`, so that `make test-fast` leaves it out")
+
+    SparkSession.Builder.getOrCreate = _no_spark_in_the_fast_tier
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from airflow.sdk import DeltaDataIntervalTimetable
 
 from rsp_jobs import settings
 
+pytestmark = pytest.mark.airflow  # Airflow's DagBag loads the DAG file
 
 
 def dag_bag():

@@ -17,6 +17,8 @@ from rsp_jobs.orchestrate.ingest import ingest_file
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Activity, ActivityUsed, ConsumedFact, WindowResult
 
+pytestmark = pytest.mark.spark  # runs patterns on Spark
+
 EX = "http://example.org/alarms#"
 STREAM = "http://example.org/alarms/stream"
 START = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)

@@ -15,6 +15,8 @@ from sqlalchemy import create_engine, func, select
 
 from rsp_jobs.store.models import Activity
 
+pytestmark = pytest.mark.spark  # rsp evaluate runs Spark in a subprocess
+
 RSP = str(Path(sys.executable).with_name("rsp"))
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
