@@ -381,7 +381,7 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
             part = parts[st.graph] = _Part(name, st.line)
         part.statements.append((pos, st))
     timed: list[tuple[datetime, object, _Part]] = []
-    horizon = datetime.now(timezone.utc) + settings.future_horizon()
+    horizon = future_horizon()
     for key, part in parts.items():
         if isinstance(key, Literal):
             ts = time_value(key)
@@ -398,9 +398,8 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
                 continue
             ts = time_value(stamps[key][0])
         if ts > horizon:  # a wrong clock or a typo: it must not move the stream's watermark
-            batch.rejections.append(Rejection(
-                batch.source, part.line, f"the frame's time {datetime_lexical(ts)} is past the horizon of "
-                f"{datetime_lexical(horizon)} (now + RSP_FUTURE_HORIZON)", len(part.statements)))
+            batch.rejections.append(Rejection(batch.source, part.line, f"the frame's {past_horizon(ts, horizon)}",
+                                              len(part.statements)))
             continue
         timed.append((ts, part.statements[0][0], part))
     # the frame of a time is named by its first part in the file; frames leave in time order
@@ -424,6 +423,16 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
         collect.extend(outside)
     elif outside:
         batch.rejections.append(Rejection(batch.source, outside[0].line, OUTSIDE_FRAMES, len(outside)))
+
+
+def future_horizon() -> datetime:
+    """The latest time a frame may have: now + ``RSP_FUTURE_HORIZON``."""
+    return datetime.now(timezone.utc) + settings.future_horizon()
+
+
+def past_horizon(ts: datetime, horizon: datetime) -> str:
+    """Why a frame at ``ts`` past ``horizon`` is quarantined."""
+    return f"time {datetime_lexical(ts)} is past the horizon of {datetime_lexical(horizon)} (now + RSP_FUTURE_HORIZON)"
 
 
 def frame_checksum(triples: Iterable[tuple[str, str, str]]) -> str:

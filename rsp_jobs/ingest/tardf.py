@@ -30,17 +30,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
 from rdflib import Literal, URIRef
 from rdflib.namespace import RDF
 
-from rsp_jobs import settings
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (PROV_GENERATED_AT, Element, Part, Rejection, Statement, StreamBatch,
-                                        _to_frames, frame_checksum, read_statements)
+                                        _to_frames, frame_checksum, future_horizon, past_horizon,
+                                        read_statements)
 from rsp_jobs.terms import DSV, XSD_DATE, datetime_lexical, numeric_value, time_interval, time_value, to_nt
 
 DSV_DATA_STREAM = URIRef(DSV + "DataStream")
@@ -190,7 +190,7 @@ class _Reader:
             elif st.p == PROV_GENERATED_AT:
                 generated[st.s].add(st.o)
         frames, problems = {}, {}
-        horizon = datetime.now(timezone.utc) + settings.future_horizon()
+        horizon = future_horizon()
         for frame, owners in streams.items():
             name = to_nt(frame)
             values = stamps.get(frame) or generated.get(frame) or set()
@@ -211,8 +211,7 @@ class _Reader:
             elif stamps.get(frame) and generated.get(frame) and {frame_time(v) for v in generated[frame]} != times:
                 problems[frame] = f"frame {name} has a dsv:hasTimestamp other than its prov:generatedAtTime"
             elif (ts := next(iter(times))) != NIL and ts > horizon:
-                problems[frame] = (f"frame {name}'s time {datetime_lexical(ts)} is past the horizon of "
-                                   f"{datetime_lexical(horizon)} (now + RSP_FUTURE_HORIZON)")
+                problems[frame] = f"frame {name}'s {past_horizon(ts, horizon)}"
             else:
                 frames[frame] = (next(iter(owners)), next(iter(times)))
         self.problems = problems

@@ -49,7 +49,7 @@ class Range:
 def load_ranges(path: Path = RANGES_FILE) -> tuple[Range, ...]:
     """The ranges a file declares, sorted by shape IRI: one per shape, each shape with one
     ``sh:property`` that has a path and a bound (anything else is an error naming the shape)."""
-    graph = _parse(Path(path))
+    graph = parse_rdf_file(path)
     ranges = []
     for shape in sorted(set(graph.subjects(RDF.type, SH.NodeShape))):
         props = list(graph.objects(shape, SH.property))
@@ -100,14 +100,10 @@ def _types(background: tuple[str, ...]) -> dict[str, frozenset[str]]:
     files: SensorRepository.n3 takes seconds)."""
     types: dict[str, set[str]] = {}
     for path in background:
-        for node, cls in _parse(Path(path)).subject_objects(RDF.type):
+        for node, cls in parse_rdf_file(path).subject_objects(RDF.type):
             if isinstance(node, URIRef) and isinstance(cls, URIRef):
                 types.setdefault(f"<{node}>", set()).add(f"<{cls}>")
     return {node: frozenset(classes) for node, classes in types.items()}
-
-
-def _parse(path: Path) -> Graph:
-    return parse_rdf_file(path)
 
 
 def _number(graph: Graph, node, predicate) -> Optional[float]:
