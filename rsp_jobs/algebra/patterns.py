@@ -15,6 +15,7 @@ from rsp_jobs.algebra.translate import translate
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language.parser import parse_query
 from rsp_jobs.textfile import read_text
+from rsp_jobs.tree import walk
 
 
 def compile_file(path) -> object:
@@ -61,15 +62,10 @@ def check_batchable(pattern) -> Optional[int]:
     unbounded pattern keeps its partial matches between batches. Returns the bound (µs) or None."""
     bound = pattern.bound_us
     if isinstance(pattern, ContinuousQuery):
-        def walk(node):
-            if isinstance(node, P.Minus):
-                raise UnsupportedConstruct(pattern.source, "MINUS in a registered EP-SPARQL pattern (its "
-                                           "outcome depends on events at any distance; use OPTIONALSEQ, "
-                                           "EQUALSOPTIONAL or OPTIONAL with !BOUND)")
-            for f in ("input", "left", "right"):
-                if hasattr(node, f):
-                    walk(getattr(node, f))
-        walk(pattern.plan)
+        if any(isinstance(node, P.Minus) for node in walk(pattern.plan)):
+            raise UnsupportedConstruct(pattern.source, "MINUS in a registered EP-SPARQL pattern (its "
+                                       "outcome depends on events at any distance; use OPTIONALSEQ, "
+                                       "EQUALSOPTIONAL or OPTIONAL with !BOUND)")
     return bound
 
 

@@ -13,7 +13,8 @@ from typing import Optional
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
-from rsp_jobs.language.parser import duration_upper_bound_ms, parse_duration
+from rsp_jobs.language.parser import duration_upper_bound_ms
+from rsp_jobs.tree import substitute, walk
 
 INTERVAL_BUILTINS = frozenset({"getduration", "getstarttime", "getendtime"})
 DURATION_TYPES = frozenset({ast.XSD + "duration", ast.XSD + "dayTimeDuration", ast.XSD + "yearMonthDuration"})
@@ -63,13 +64,16 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
             var = next(fresh)
             aggregates.append((expr, var))
             return var
-        return _map_children(expr, lift)
+        return None
+
+    def lift_all(expr: ast.Expr) -> ast.Expr:
+        return substitute(expr, lift)
 
     select_items = list(query.projection or ())
     _check_aliases(query, select_items)
-    lifted_select = [(item.var, lift(item.expr) if item.expr is not None else None) for item in select_items]
-    having = [lift(e) for e in query.having]
-    order = [replace(c, expr=lift(c.expr)) for c in query.order_by]
+    lifted_select = [(item.var, lift_all(item.expr) if item.expr is not None else None) for item in select_items]
+    having = [lift_all(e) for e in query.having]
+    order = [replace(c, expr=lift_all(c.expr)) for c in query.order_by]
 
     grouped = bool(query.group_by or aggregates)
     if grouped:
@@ -182,11 +186,7 @@ def _group_is_pattern(group: ast.GroupPattern) -> bool:
 
 
 def _uses_interval(expr) -> bool:
-    if isinstance(expr, ast.FunctionCall) and expr.name in INTERVAL_BUILTINS:
-        return True
-    found = []
-    _map_children(expr, lambda e: found.append(_uses_interval(e)) or e)
-    return any(found)
+    return any(isinstance(e, ast.FunctionCall) and e.name in INTERVAL_BUILTINS for e in walk(expr))
 
 
 def _check_windows(query: ast.Query, pattern: bool) -> None:
@@ -313,22 +313,8 @@ def _empty(graph) -> P.BGP:
     return P.BGP((), graph)
 
 
-def _map_children(expr: ast.Expr, fn) -> ast.Expr:
-    if isinstance(expr, ast.BinaryOp):
-        return ast.BinaryOp(expr.op, fn(expr.left), fn(expr.right))
-    if isinstance(expr, ast.UnaryOp):
-        return ast.UnaryOp(expr.op, fn(expr.operand))
-    if isinstance(expr, ast.FunctionCall):
-        return ast.FunctionCall(expr.name, tuple(fn(a) for a in expr.args))
-    if isinstance(expr, ast.In):
-        return ast.In(fn(expr.expr), tuple(fn(o) for o in expr.options), expr.negated)
-    return expr
-
-
 def _substitute(expr: ast.Expr, mapping: dict) -> ast.Expr:
-    if expr in mapping:
-        return mapping[expr]
-    return _map_children(expr, lambda e: _substitute(e, mapping))
+    return substitute(expr, mapping.get)
 
 
 def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:

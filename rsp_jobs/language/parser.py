@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
@@ -23,6 +23,7 @@ from rsp_jobs.language.diagnostics import check_depth, check_literals, syntax_er
 from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
 from rsp_jobs.textfile import read_text
+from rsp_jobs.tree import walk
 
 __all__ = ["parse_query", "parse_query_file", "parse_duration"]
 
@@ -87,16 +88,10 @@ def _check_registration(query: ast.Query) -> None:
 def _check_blank_nodes(node, source: str) -> None:
     """A blank node in an expression is only a timestamp() argument (tutorial 004:
     ``timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)``)."""
-    if isinstance(node, _BlankInExpression):
-        raise QuerySyntaxError(source, node.line, node.column,
-                               "a blank node can stand in an expression only as an argument of timestamp()")
-    if isinstance(node, (tuple, list)):
-        for item in node:
-            _check_blank_nodes(item, source)
-    elif is_dataclass(node) and not isinstance(node, type):
-        for f in fields(node):
-            if f.name not in ("text", "source"):
-                _check_blank_nodes(getattr(node, f.name), source)
+    for n in walk(node):
+        if isinstance(n, _BlankInExpression):
+            raise QuerySyntaxError(source, n.line, n.column,
+                                   "a blank node can stand in an expression only as an argument of timestamp()")
 
 
 def parse_query_file(path: Union[str, Path]) -> ast.Query:

@@ -49,6 +49,7 @@ from rsp_jobs.language.datalog import DatalogRule, read_rule
 from rsp_jobs.language.diagnostics import check_depth, syntax_error, terminal_display
 from rsp_jobs.language.parser import MAX_DURATION_MS, parse_query
 from rsp_jobs.textfile import read_text
+from rsp_jobs.tree import transform, walk
 
 __all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "Assignment", "DatalogRule",
            "parse_rule", "parse_rule_file", "qualified", "split_qualified", "expr_vars"]
@@ -613,38 +614,21 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
 
 def _map_vars(node, fn):
     """``node`` with each ``ast.Var`` replaced by ``fn(var)``."""
-    if isinstance(node, ast.Var):
-        return fn(node)
-    if isinstance(node, tuple):
-        return tuple(_map_vars(n, fn) for n in node)
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return dataclasses.replace(node, **{f.name: _map_vars(getattr(node, f.name), fn)
-                                            for f in dataclasses.fields(node) if f.init})
-    return node
+    return transform(node, lambda n: fn(n) if isinstance(n, ast.Var) else n)
 
 
 def _vars_in(node) -> list[ast.Var]:
     """Every ``ast.Var`` anywhere in an AST node."""
-    if isinstance(node, ast.Var):
-        return [node]
-    if isinstance(node, tuple):
-        return [v for n in node for v in _vars_in(n)]
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return [v for f in dataclasses.fields(node) for v in _vars_in(getattr(node, f.name))]
-    return []
+    return [n for n in walk(node) if isinstance(n, ast.Var)]
+
+
+_EXPRESSIONS = (ast.Var, ast.BinaryOp, ast.UnaryOp, ast.FunctionCall, ast.In, ast.Aggregate)
 
 
 def expr_vars(expr) -> list[ast.Var]:
-    """The variables an expression reads (with repetitions)."""
-    if isinstance(expr, ast.Var):
-        return [expr]
-    out = []
-    for value in getattr(expr, "__dict__", {}).values():
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if isinstance(item, (ast.Var, ast.BinaryOp, ast.UnaryOp, ast.FunctionCall, ast.In, ast.Aggregate)):
-                out += expr_vars(item)
-    return out
+    """The variables an expression reads (with repetitions), not those of a graph pattern
+    or a timestamp() call inside it."""
+    return [n for n in walk(expr, prune=lambda n: not isinstance(n, _EXPRESSIONS)) if isinstance(n, ast.Var)]
 
 
 def _split_items(text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -29,6 +29,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.tree import walk
 
 WIN, RANK = "_win", "_rank"
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
@@ -582,15 +583,4 @@ def _asserted_bound(expr: ast.Expr) -> frozenset[str]:
 
 
 def _timestamp_calls(expr) -> list[ast.Timestamp]:
-    if isinstance(expr, ast.Timestamp):
-        return [expr]
-    children = []
-    if isinstance(expr, ast.BinaryOp):
-        children = [expr.left, expr.right]
-    elif isinstance(expr, ast.UnaryOp):
-        children = [expr.operand]
-    elif isinstance(expr, ast.FunctionCall):
-        children = list(expr.args)
-    elif isinstance(expr, ast.In):
-        children = [expr.expr, *expr.options]
-    return [c for child in children for c in _timestamp_calls(child)]
+    return [n for n in walk(expr) if isinstance(n, ast.Timestamp)]

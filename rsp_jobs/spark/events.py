@@ -52,6 +52,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import _constants, _join_order, joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.terms import iso_ms
+from rsp_jobs.tree import walk
 
 TA, TW, EV = "_ta", "_tw", "_ev"
 EVENT_SCHEMA = T.StructType([
@@ -194,13 +195,7 @@ def _creates_terms(rule: P.ContinuousQuery) -> bool:
     if any(isinstance(x, ast.BNode) for t in rule.template for x in (t.subject, t.predicate, t.object)):
         return True
     template_vars = {x for t in rule.template for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
-
-    def binds(node) -> bool:
-        if isinstance(node, P.Extend) and node.var in template_vars:
-            return True
-        return any(binds(getattr(node, f)) for f in ("input", "left", "right") if hasattr(node, f))
-
-    return binds(rule.plan)
+    return any(isinstance(node, P.Extend) and node.var in template_vars for node in walk(rule.plan))
 
 
 # ------------------------------------------------------------------------------ matches

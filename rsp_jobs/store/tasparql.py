@@ -49,6 +49,7 @@ from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, BasicPattern, Gro
 from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
 from rsp_jobs.terms import (DSV, INTEGER_TYPES, NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE,
                             XSD_INTEGER, datetime_lexical, nt_to_json)
+from rsp_jobs.tree import walk
 
 __all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
 
@@ -950,21 +951,12 @@ def _output_column(value: _Value) -> tuple[str, Any]:
 
 
 def _walk(expr):
-    """The nodes of an expression outside aggregates."""
-    if isinstance(expr, Aggregate):
-        return
-    yield expr
-    if isinstance(expr, Op):
-        yield from _walk(expr.left)
-        if expr.right is not None:
-            yield from _walk(expr.right)
+    """The nodes of an expression outside aggregates (an aggregate itself included)."""
+    return walk(expr, prune=lambda node: isinstance(node, Aggregate))
 
 
 def _has_aggregate(expr) -> bool:
-    if isinstance(expr, Aggregate):
-        return True
-    return isinstance(expr, Op) and (_has_aggregate(expr.left) or
-                                      (expr.right is not None and _has_aggregate(expr.right)))
+    return any(isinstance(node, Aggregate) for node in walk(expr))
 
 
 def _projected(expr, items: list[Item]) -> bool:
