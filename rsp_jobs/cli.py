@@ -235,7 +235,8 @@ def cmd_plot(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from rsp_jobs.algebra.patterns import compile_file, is_pattern, pattern_streams
+    from rsp_jobs.algebra.patterns import pattern_streams
+    from rsp_jobs.compiler import compile_file, is_pattern
     from rsp_jobs.engine import Interval, evaluate, match
     from rsp_jobs.errors import InputError
     from rsp_jobs.ingest.lake import Lake, load_files
@@ -430,6 +431,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_query(args) -> int:
+    from rsp_jobs.compiler import compile
     from rsp_jobs.store import db
     from rsp_jobs.store.tasparql import run_query
 
@@ -437,7 +439,7 @@ def cmd_query(args) -> int:
     text = args.text
     if text.startswith("@"):
         source, text = text[1:], read_text(text[1:], "query")
-    result = run_query(db.engine(args.store), text, source)
+    result = run_query(db.engine(args.store), compile(text, source, "tasparql"))
     json.dump({"head": {"vars": result.vars}, "results": {"bindings": result.rows}}, sys.stdout,
               ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

@@ -28,7 +28,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rsp_jobs import settings
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest import citybench, csrbench, dart
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
@@ -45,7 +46,7 @@ def say(text: str = "") -> None:
 
 
 def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> list[dict]:
-    query = compile_query(read_text(path, "query"), str(path))
+    query = compiler.compile(read_text(path, "query"), str(path))
     started = time.perf_counter()
     windows = list(evaluate(query, lake, background))
     seconds = time.perf_counter() - started

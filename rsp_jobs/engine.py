@@ -1,7 +1,7 @@
-"""The engine's entry point: query text → AST → algebra → Spark plan → window results, and
-for temporal patterns (EP-SPARQL queries, DOTR rules) → matches.
+"""The engine executes what ``rsp_jobs.compiler`` compiled: a window query's optimized plan →
+Spark → window results, and a temporal pattern's (EP-SPARQL query, DOTR rule) → matches.
 
-    >>> query = compile_query(Path("queries/csrbench/q1.rsp").read_text())   # doctest: +SKIP
+    >>> query = compiler.compile_file("queries/csrbench/q1.rsp")           # doctest: +SKIP
     >>> for window in evaluate(query, lake, background_files=[]):             # doctest: +SKIP
     ...     print(window["window_close"], len(window["bindings"]))
 
@@ -16,19 +16,13 @@ from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.translate import translate
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.language.parser import parse_query
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import get_spark
-
-
-def compile_query(text: str, source: str = "<query>") -> ContinuousQuery:
-    return translate(parse_query(text, source))
 
 
 @dataclass(frozen=True)

@@ -6,31 +6,12 @@ match ends (EP-SPARQL 3.2's timewise monotonicity). The DAG processor and the re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.translate import translate
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
-from rsp_jobs.language.parser import parse_query
-from rsp_jobs.textfile import read_text
 from rsp_jobs.tree import walk
-
-
-def compile_file(path) -> object:
-    """A ``.rsp`` query (C-SPARQL windows or an EP-SPARQL pattern) or a ``.dotr`` rule."""
-    path = Path(path)
-    text = read_text(path, "query")
-    if path.suffix == ".dotr":
-        from rsp_jobs.language.rules import parse_rule
-
-        return parse_rule(text, str(path))
-    return translate(parse_query(text, str(path)))
-
-
-def is_pattern(compiled) -> bool:
-    return not isinstance(compiled, ContinuousQuery) or compiled.pattern
 
 
 def pattern_streams(pattern) -> list[str]:

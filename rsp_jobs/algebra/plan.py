@@ -94,8 +94,12 @@ class Union_:
 
 @dataclass(frozen=True)
 class Filter:
+    """``bound``: the variables every solution past the filter binds (its top-level
+    ``bound(?x)`` conjuncts; stated by ``optimize.bound_join_keys``)."""
+
     expr: Expr
     input: "Node"
+    bound: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -193,3 +197,28 @@ class ContinuousQuery:
     # may last (µs) from a top-level FILTER conjunct getDURATION() < d or <= d; None: unbounded.
     pattern: bool = False
     bound_us: Optional[int] = None
+    # the only predicates (N-Triples) the plan can match; None: any (``optimize.prune_predicates``)
+    predicates: Optional[frozenset[str]] = None
+
+
+@dataclass(frozen=True)
+class WindowQuery(ContinuousQuery):
+    """A C-SPARQL query: the plan is evaluated over each window of its streams."""
+
+
+@dataclass(frozen=True)
+class PatternQuery(ContinuousQuery):
+    """An EP-SPARQL pattern: the plan is evaluated over the streams' events, read whole."""
+
+
+def var_name(term: ast.Term) -> Optional[str]:
+    """The variable a pattern position binds: a ?var, or a blank node (non-distinguished)."""
+    if isinstance(term, ast.Var):
+        return term.name
+    if isinstance(term, ast.BNode):
+        return "_bn_" + term.label
+    return None
+
+
+def pattern_vars(triple: ast.TriplePattern) -> set[str]:
+    return {n for n in map(var_name, (triple.subject, triple.predicate, triple.object)) if n is not None}

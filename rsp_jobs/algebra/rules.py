@@ -1,18 +1,52 @@
-"""A DOTR rule's events → logical plans: each event's SELECT becomes a continuous query over
-the rule's streams and background graphs, to be evaluated once per time instant (DOTR,
-Margara et al. 2018, section 3: the ontological scope of an event is one instant)."""
+"""A DOTR rule → its plan: each event's SELECT becomes a continuous query over the rule's
+streams and background graphs, to be evaluated once per time instant (DOTR, Margara et al.
+2018, section 3: the ontological scope of an event is one instant), and the ``with``
+conditions are placed where the temporal combination tests them."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import Rule
+from rsp_jobs.language.rules import Condition, Rule
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """The plan of an event's SELECT; ``labels``: the events it gives facts to (several when
+    they share one SELECT: ``optimize.share_event_queries``)."""
+
+    labels: tuple[str, ...]
+    query: P.ContinuousQuery
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    """A compiled DOTR rule. ``pushed``: the conditions on one event alone that are tested on
+    that event's facts before any join (``optimize.push_down_conditions``); every other
+    condition is tested where the combination first binds all its events.
+
+    A compiled rule stands where its rule does (the registry, the store, the DAG factory read
+    its name, streams, template and bounds), so the rule's attributes are read through it."""
+
+    rule: Rule
+    events: tuple[EventQuery, ...]
+    pushed: tuple[Condition, ...] = ()
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "rule":  # not while unpickling or copying
+            raise AttributeError(name)
+        return getattr(self.rule, name)
+
+
+def plan_rule(rule: Rule) -> RulePlan:
+    """The rule as written: one query per event (SPARQL 18.2 translation, unchanged)."""
+    return RulePlan(rule, tuple(EventQuery((label, ), query) for label, query in event_queries(rule).items()))
 
 
 def event_queries(rule: Rule) -> dict[str, P.ContinuousQuery]:
-    """Label → the plan of that event's SELECT (SPARQL 18.2 translation, unchanged)."""
+    """Label → the plan of that event's SELECT."""
     # The window is nominal (translate wants one on a C-SPARQL stream): rows are grouped by
     # instant, never windowed, when a rule is evaluated.
     # A rule without FROM STREAM (as the paper prints them) reads the elements it is given: a

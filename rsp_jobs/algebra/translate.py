@@ -29,7 +29,7 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     node, variables = _modifiers(query, node)
     reg = query.registration
     kind = reg.kind if reg else "QUERY"
-    return P.ContinuousQuery(
+    return (P.PatternQuery if pattern else P.WindowQuery)(
         name=reg.name if reg else _default_name(query.source),
         form=query.form,
         r2s=kind if kind in ("RSTREAM", "ISTREAM", "DSTREAM") else "RSTREAM",

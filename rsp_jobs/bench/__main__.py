@@ -19,7 +19,8 @@ from pathlib import Path
 from rsp_jobs import settings
 from rsp_jobs.bench import close_ms, cores
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
@@ -56,7 +57,7 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
               "queries": {}}
     for name in QUERIES:
         path = settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
-        query = compile_query(path.read_text(), str(path))
+        query = compiler.compile(path.read_text(), str(path))
         window = query.windows[0].window
         t = time.perf_counter()
         windows = list(evaluate(query, lake, [repository]))

@@ -21,7 +21,7 @@ from rsp_jobs import settings
 from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
-from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.compiler import compile
 
 EX = Namespace("http://example.org/bench#")
 STREAM = "http://example.org/bench/stream"
@@ -86,7 +86,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     lake = Lake(work / f"lake-{minutes}-{per_second}")
     if not any(lake.root.glob("stream_key=*")):
         lake.write(batch, batch_id="bench")
-    rules = [parse_rule(rule_text(i), f"<bench rule {i}>") for i in range(RULES)]
+    rules = [compile(rule_text(i), f"<bench rule {i}>", "dotr") for i in range(RULES)]
     files = [f"{BACKGROUND}={bg_path}"]
     end = minutes * 60 * S
     origin = int(START.timestamp()) * S

@@ -88,7 +88,8 @@ def observations(leaves, props, frames: int, per_frame: int, seed: int = 11):
 
 def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) -> dict:
     from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
-    from rsp_jobs.engine import Interval, compile_query, evaluate
+    from rsp_jobs import compiler
+    from rsp_jobs.engine import Interval, evaluate
     from rsp_jobs.ingest.lake import Lake
     from rsp_jobs.reasoning.entailment import Schema, closed, entail
     from rsp_jobs.spark.session import get_spark
@@ -140,7 +141,7 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     top = EX["C1"]
     text = (f"REGISTER QUERY instances AS PREFIX ex: <{EX}>\nSELECT ?x\n"
             f"FROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\nFROM <{EX}hierarchy.ttl>\nWHERE {{ ?x a ex:C1 }}")
-    query = compile_query(text, "reasoning-bench")
+    query = compiler.compile(text, "reasoning-bench")
     t = time.perf_counter()
     windows = list(evaluate(query, lake, [str(ontology)], entailment=regime))
     engine_s = time.perf_counter() - t

@@ -246,6 +246,8 @@ class GroupPattern:
 
 @dataclass
 class Query:
+    """A one-time TA-SPARQL SELECT over the frame store."""
+
     distinct: bool
     items: list[Item]
     frames: dict[str, Pos]  # frame variables, in order of appearance
@@ -256,6 +258,7 @@ class Query:
     order_by: list[tuple[Any, bool]]
     limit: Optional[int]
     offset: Optional[int]
+    source: str = "<query>"  # the file or argument it came from, for messages
 
 
 # ------------------------------------------------------------------------------------ parser
@@ -277,9 +280,11 @@ def parse(text: str, source: str = "<query>") -> Query:
     check_depth(tree, source)
     check_literals(tree, source)
     try:
-        return _Builder(source).transform(tree)
+        query = _Builder(source).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises
         raise err.orig_exc from None
+    query.source = source
+    return query
 
 
 _TERMINAL_NAMES = {

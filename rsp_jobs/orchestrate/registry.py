@@ -25,7 +25,8 @@ from typing import Optional
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.patterns import check_batchable, compile_file, pattern_lookback_us, pattern_streams
+from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, pattern_streams
+from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.parser import parse_duration

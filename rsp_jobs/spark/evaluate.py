@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 
 from rsp_jobs import terms
 from rsp_jobs.algebra import plan as P
+from rsp_jobs.algebra.plan import var_name
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
@@ -39,15 +40,6 @@ KEY, ANY_WINDOW = "_key", -(2 ** 63)
 
 def vcol(name: str) -> str:
     return "v_" + name
-
-
-def var_name(term: ast.Term) -> Optional[str]:
-    """The variable a pattern position binds: a ?var, or a blank node (non-distinguished)."""
-    if isinstance(term, ast.Var):
-        return term.name
-    if isinstance(term, ast.BNode):
-        return "_bn_" + term.label
-    return None
 
 
 def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, str]]:
@@ -134,12 +126,9 @@ class Evaluator:
             if isinstance(node.graph, ast.Var):
                 raise UnsupportedConstruct(self.query.source, "an empty GRAPH ?g {} pattern")
             return Solutions(None, unit, ())
+        # in the order written: optimize.order_joins wrote them in the order to join them
         patterns = [self._pattern(t, node.graph) for t in node.triples]
-        order = _join_order([set(p.vars) for p in patterns], [_constants(t) for t in node.triples])
-        acc = patterns[order[0]]
-        for i in order[1:]:
-            acc = self._join_solutions(acc, patterns[i])
-        return acc
+        return functools.reduce(self._join_solutions, patterns)
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
         positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
@@ -345,9 +334,9 @@ class Evaluator:
         def apply(frame):
             return None if frame is None else frame.where(F.coalesce(test, F.lit(False))).drop(*hidden)
 
-        # what passes FILTER(bound(?x) && ..) has ?x bound: later joins on ?x are equi-joins
-        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep),
-                       maybe=sols.maybe - _asserted_bound(node.expr))
+        # what passes FILTER(bound(?x) && ..) has ?x bound (optimize.bound_join_keys): later
+        # joins on ?x are equi-joins
+        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), maybe=sols.maybe - node.bound)
 
     def _extend(self, node: P.Extend) -> Solutions:
         sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
@@ -548,38 +537,6 @@ def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out
-
-
-def _constants(triple: ast.TriplePattern) -> int:
-    return sum(var_name(t) is None for t in (triple.subject, triple.predicate, triple.object))
-
-
-def _join_order(var_sets: list[set], constants: list[int]) -> list[int]:
-    """Greedy join order: start with the most selective pattern, then always take a pattern
-    that shares a variable with what is joined so far (most constants first), so that no
-    cartesian product is formed while a connected pattern remains."""
-    remaining = list(range(len(var_sets)))
-    first = max(remaining, key=lambda i: (constants[i], -i))
-    order, bound = [first], set(var_sets[first])
-    remaining.remove(first)
-    while remaining:
-        connected = [i for i in remaining if var_sets[i] & bound]
-        pool = connected or remaining
-        nxt = max(pool, key=lambda i: (constants[i], -i))
-        order.append(nxt)
-        bound |= var_sets[nxt]
-        remaining.remove(nxt)
-    return order
-
-
-def _asserted_bound(expr: ast.Expr) -> frozenset[str]:
-    """The variables a filter's top-level conjuncts ``bound(?x)`` require to be bound."""
-    if isinstance(expr, ast.BinaryOp) and expr.op == "&&":
-        return _asserted_bound(expr.left) | _asserted_bound(expr.right)
-    if isinstance(expr, ast.FunctionCall) and expr.name == "bound" and len(expr.args) == 1 \
-            and isinstance(expr.args[0], ast.Var):
-        return frozenset({expr.args[0].name})
-    return frozenset()
 
 
 def _timestamp_calls(expr) -> list[ast.Timestamp]:

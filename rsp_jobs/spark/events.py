@@ -49,7 +49,7 @@ from rsp_jobs.algebra.patterns import PartialMatches
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.evaluate import _constants, _join_order, joined_columns, triple_match, vcol
+from rsp_jobs.spark.evaluate import joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.terms import iso_ms
 from rsp_jobs.tree import walk
@@ -369,11 +369,10 @@ class _Evaluator:
             unit = self.spark.range(1).select(F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
                                               F.array().cast("array<string>").alias(EV))
             return _Solutions(unit, (), key="unit")
-        patterns = [self._pattern(t, node.graph) for t in node.triples]
-        order = _join_order([set(p.vars) for p in patterns], [_constants(t) for t in node.triples])
-        acc = patterns[order[0]]
-        for i in order[1:]:
-            acc = self._combine(acc, patterns[i], "join")
+        # in the order written: optimize.order_joins wrote them in the order to join them
+        acc, *rest = [self._pattern(t, node.graph) for t in node.triples]
+        for pattern in rest:
+            acc = self._combine(acc, pattern, "join")
         return acc
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> _Solutions:

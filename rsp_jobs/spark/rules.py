@@ -42,9 +42,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.algebra.rules import event_queries
+from rsp_jobs.algebra.rules import RulePlan
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import SEP, Between, Rule, Within, expr_vars, parse_rule, split_qualified
+from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
 from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
@@ -52,7 +52,7 @@ from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.terms import iso_ms
 
-__all__ = ["parse_rule", "evaluate_rule", "facts_frame", "fact_key"]
+__all__ = ["evaluate_rule", "facts_frame", "fact_key"]
 
 
 def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) -> str:
@@ -68,7 +68,7 @@ def regime_of(*regimes: Optional[str]) -> str:
     return max((check_regime(r) for r in regimes if r), key=REGIMES.index, default="simple")
 
 
-def facts_frame(rule: Rule, elements: DataFrame, background: Background,
+def facts_frame(rule: RulePlan, elements: DataFrame, background: Background,
                 lo_us: Optional[int] = None, hi_us: Optional[int] = None, entailment: str = "simple") -> DataFrame:
     """Every event's solutions per instant in ``[lo, hi]``: ``label, ts, b`` (variable →
     N-Triples term, bound ones only), ``key`` and ``frames`` (the instant's frame IRIs).
@@ -94,7 +94,8 @@ def facts_frame(rule: Rule, elements: DataFrame, background: Background,
                 .dropDuplicates([WIN, "s", "p", "o"]))
     active = instants.groupBy(WIN).agg(F.min("_open").alias("_open"))
     parts = []
-    for labels, query in _distinct_queries(rule):
+    for event in rule.events:  # optimize.share_event_queries: one per distinct SELECT
+        labels, query = event.labels, event.query
         evaluator = Evaluator(query, instants, active, background)
         solutions = evaluator.to_dep(evaluator.evaluate(query.plan))
         names = sorted(v.name for v in query.variables)
@@ -107,8 +108,7 @@ def facts_frame(rule: Rule, elements: DataFrame, background: Background,
         # one fact per solution: equal ones are counted, then numbered (see the module doc)
         digest = (digest.groupBy("ts", "_digest").agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
                   .select("ts", "b", "_digest", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
-        # Events with the same SELECT (``last L = [q] ... and first F = [q]``) share one
-        # evaluation: its solutions are labelled once per event.
+        # the solutions of an evaluation are labelled once per event that shares it
         parts.append(digest.select(F.explode(F.array(*[F.lit(label) for label in labels])).alias("label"),
                                    "ts", "b", "_digest", "_copy"))
     facts = parts[0]
@@ -119,19 +119,7 @@ def facts_frame(rule: Rule, elements: DataFrame, background: Background,
     return facts.select("label", "ts", "b", key.alias("key")).join(frames, "ts")
 
 
-def _distinct_queries(rule: Rule) -> list[tuple[list[str], object]]:
-    """``(labels, plan)`` per distinct event SELECT, in rule order."""
-    groups: list[tuple[list[str], object]] = []
-    for label, query in event_queries(rule).items():
-        same = next((g for g in groups if g[1].plan == query.plan and g[1].variables == query.variables), None)
-        if same is None:
-            groups.append(([label], query))
-        else:
-            same[0].append(label)
-    return groups
-
-
-def evaluate_rule(rule: Rule, elements: DataFrame, background: Background,
+def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
                   after_us: Optional[int] = None, until_us: Optional[int] = None,
                   consumed: frozenset[str] = frozenset(), entailment: str = "simple") -> tuple[list[dict], set[str]]:
     """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
@@ -153,7 +141,7 @@ def _c(label: str, what: str) -> str:
     return f"{label}__{what}"
 
 
-def _side(rule: Rule, facts: DataFrame, label: str) -> DataFrame:
+def _side(rule: RulePlan, facts: DataFrame, label: str) -> DataFrame:
     """The facts of ``label`` that satisfy the conditions mentioning ``label`` alone (pushed
     below the joins: fewer candidates and small generated code per condition)."""
     side = facts.where(F.col("label") == label).select(
@@ -163,7 +151,7 @@ def _side(rule: Rule, facts: DataFrame, label: str) -> DataFrame:
     return side.where(_test(rule, [c.expr for c in _own(rule, label)]))
 
 
-def _read(rule: Rule) -> dict[str, list[str]]:
+def _read(rule: RulePlan) -> dict[str, list[str]]:
     """Label → the variables that conditions, assignments and aggregates read: taken out of
     the bindings map into columns once, so that compiled expressions do not repeat map
     lookups (whose generated code otherwise exceeds the JVM's 64 KB method limit)."""
@@ -177,11 +165,13 @@ def _read(rule: Rule) -> dict[str, list[str]]:
     return out
 
 
-def _own(rule: Rule, label: str):
-    return [c for c in rule.conditions if c.labels == {label} and not c.aggregates]
+def _own(rule: RulePlan, label: str):
+    """The conditions on ``label`` alone tested before its facts are joined
+    (``optimize.push_down_conditions``)."""
+    return [c for c in rule.pushed if c.labels == {label}]
 
 
-def _scope(rule: Rule) -> Scope:
+def _scope(rule: RulePlan) -> Scope:
     def column(name: str) -> Optional[Column]:
         parts = split_qualified(name)
         if parts is not None:
@@ -193,7 +183,7 @@ def _scope(rule: Rule) -> Scope:
     return Scope(column, source=rule.source)
 
 
-def _test(rule: Rule, exprs) -> Column:
+def _test(rule: RulePlan, exprs) -> Column:
     """The conjunction of ``exprs``. Each ``L.?a = M.?b`` between two events also compares
     their ``_join_key``s: a necessary condition Spark can hash-join on, where the SPARQL
     comparison alone makes it test every pair of facts (a nested-loop join)."""
@@ -224,7 +214,7 @@ def _join_key(term: Column) -> Column:
     return F.when(term.startswith("<") | term.startswith("_:"), term).otherwise(F.lit('"'))
 
 
-def _in_scope(rule: Rule, label: str, scope: Union[Within, Between]) -> Column:
+def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Column:
     """``within d from R``: ``t_R - d <= t < t_R``; ``between X and Y``: ``min <= t < max``."""
     t = F.col(_c(label, "ts"))
     if isinstance(scope, Between):
@@ -234,7 +224,7 @@ def _in_scope(rule: Rule, label: str, scope: Union[Within, Between]) -> Column:
     return (t >= ref - F.lit(scope.us)) & (t < ref)
 
 
-def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozenset[str]):
+def _combine(rule: RulePlan, facts: DataFrame, after_us, until_us, consumed: frozenset[str]):
     """Candidates in one Spark job, selection on the driver.
 
     The trigger facts are left-joined with each positive event in turn, so one frame holds
@@ -243,7 +233,7 @@ def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozens
     full candidates with their negation, aggregate and output columns."""
     trigger = rule.trigger.label
     positives = [p for p in rule.predicates if p.kind == "positive"]
-    plain = [c for c in rule.conditions if not c.aggregates and len(c.labels) != 1
+    plain = [c for c in rule.conditions if not c.aggregates and c not in rule.pushed
              and all(rule.predicate(l).kind in ("trigger", "positive") for l in c.labels)]
     order = [trigger] + [p.label for p in positives]
     level_of = {label: i for i, label in enumerate(order)}
@@ -270,7 +260,7 @@ def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozens
 
     ok = F.lit(True)
     for n in (p for p in rule.predicates if p.kind == "negative"):
-        exprs = [c.expr for c in rule.conditions if n.label in c.labels and c.labels != {n.label}]
+        exprs = [c.expr for c in rule.conditions if n.label in c.labels and c not in rule.pushed]
         hits = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
                 .join(F.broadcast(_side(rule, facts, n.label)), _in_scope(rule, n.label, n.scope))
                 .where(_test(rule, exprs)).select(F.col("_id").alias("_hit_id")).distinct()
@@ -299,10 +289,10 @@ def _combine(rule: Rule, facts: DataFrame, after_us, until_us, consumed: frozens
     return _select(rule, order, positives, options, finals, consumed)
 
 
-def _attach_aggregate(rule: Rule, cur: DataFrame, full: DataFrame, facts: DataFrame, agg) -> DataFrame:
+def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg) -> DataFrame:
     """``fn(G.?v within d from R)`` per candidate: over the G facts in scope that satisfy the
     conditions mentioning G (SPARQL 18.5.1 aggregate semantics, empty COUNT/SUM/AVG = 0)."""
-    exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c.labels != {agg.label}]
+    exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c not in rule.pushed]
     scope = _scope(rule)
     value = compile_expr(ast.Var(f"{agg.label}{SEP}{agg.var}"), scope)
     name = f"_a_{agg.placeholder}"
@@ -322,7 +312,7 @@ def _attach_aggregate(rule: Rule, cur: DataFrame, full: DataFrame, facts: DataFr
 
 # ---------------------------------------------------------------------------- selection
 
-def _select(rule: Rule, order: list[str], positives, options, finals: dict, consumed: frozenset[str]):
+def _select(rule: RulePlan, order: list[str], positives, options, finals: dict, consumed: frozenset[str]):
     """Selection policies and consumption, trigger by trigger in time order (see module doc)."""
     by_prefix: list[dict] = [{}]
     for i in range(1, len(order)):
@@ -363,7 +353,7 @@ def _select(rule: Rule, order: list[str], positives, options, finals: dict, cons
     return matches, newly
 
 
-def _match(rule: Rule, order: list[str], row) -> dict:
+def _match(rule: RulePlan, order: list[str], row) -> dict:
     keys = {label: row[_c(label, "key")] for label in order}
     digest = hashlib.sha1("|".join(sorted(keys.values())).encode()).hexdigest()[:12]
     fresh = f"urn:rsp:rule:{rule.name}/match/{digest}"

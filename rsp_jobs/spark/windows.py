@@ -15,14 +15,13 @@ order"), at each evaluation: the time grid of the query's other windows or COMPU
 arrival of the stream (then the arriving frame is included).
 
 Exploding multiplies every element by RANGE / STEP, so before it the triples no pattern of the
-query can match (by predicate) are dropped, and after it only triples that the slice holds more
+query can match (by predicate: ``optimize.prune_predicates``) are dropped, and after it only triples that the slice holds more
 than once go through the de-duplication that makes each window's content a set.
 
 All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from pyspark.sql import DataFrame
@@ -52,9 +51,7 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     a named one from them)."""
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
-    # DESCRIBE reports whatever the window says of a resource, whatever the predicate
-    used = _used_predicates(query) if prune and query.form != "DESCRIBE" and all(
-        isinstance(w.window, ast.TimeWindow) for w in query.windows) else None
+    used = query.predicates if prune else None  # optimize.prune_predicates
     tagged = None
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
@@ -92,26 +89,6 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     repeated = out.where(~F.col("_once")).groupBy("_win", "g", "s", "p", "o").agg(
         F.min("_open").alias("_open"), F.max("ts").alias("ts"))
     return once.unionByName(repeated)
-
-
-def _used_predicates(query: ContinuousQuery) -> Optional[frozenset[str]]:
-    """The predicates (N-Triples) of every triple pattern and timestamp() call of the query;
-    None when one of them is a variable (then any triple may match)."""
-    found: set[str] = set()
-
-    def walk(node) -> bool:
-        if isinstance(node, (ast.TriplePattern, ast.Timestamp)):
-            if not isinstance(node.predicate, ast.IRI):
-                return False
-            found.add(f"<{node.predicate.value}>")
-            return True
-        if isinstance(node, (tuple, list)):
-            return all(walk(item) for item in node)
-        if dataclasses.is_dataclass(node):
-            return all(walk(getattr(node, f.name)) for f in dataclasses.fields(node))
-        return True
-
-    return frozenset(found) if walk(query.plan) else None
 
 
 def _prune(rows: DataFrame, used: frozenset[str]) -> DataFrame:

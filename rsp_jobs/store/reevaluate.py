@@ -10,7 +10,8 @@ from typing import Sequence
 from sqlalchemy import Engine, select
 
 from rsp_jobs import settings
-from rsp_jobs.engine import Interval, compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
@@ -25,7 +26,7 @@ def reevaluate(engine: Engine, frame_iri: str, query_text: str, query_iri: str,
                               .where(Frame.frame_iri == frame_iri)).one_or_none()
         if stored is None:
             raise InputError(f"{frame_iri}: not a stored window result")
-        query = compile_query(query_text, query_iri)
+        query = compiler.compile(query_text, query_iri)
         close = stored.window_close
         lookback = max((getattr(w.window, "range_ms", 0) for w in query.windows), default=0)
         rows = conn.execute(

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from sqlalchemy import (Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
                         or_, select, true, union_all)
@@ -66,9 +66,12 @@ class QueryResult:
     rows: list[dict[str, dict]]
 
 
-def run_query(engine: Engine, text: str, source: str = "<query>") -> QueryResult:
-    """Evaluate a TA-SPARQL SELECT over the store in one SQL statement."""
-    query = parse(text, source)
+def run_query(engine: Engine, query: Union[Query, str], source: str = "<query>") -> QueryResult:
+    """Evaluate a TA-SPARQL SELECT (compiled by ``rsp_jobs.compiler.compile``, or its text)
+    over the store in one SQL statement."""
+    if isinstance(query, str):
+        query = parse(query, source)
+    source = query.source
     with engine.connect() as conn:
         plan = _Translator(query, source, _stream_predicates(conn)).plan()
         rows = conn.execute(plan.statement).all()

@@ -17,7 +17,8 @@ import pytest
 from rdflib import Graph, URIRef
 
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
@@ -91,7 +92,7 @@ def local_name(stream: str) -> str:
 def checked_streams(data_dir: Path) -> list[str]:
     """The local names of the streams the checked queries read."""
     return sorted({local_name(w.stream) for case in CASES
-                   for w in compile_query(query_text(data_dir, case), case.id).windows})
+                   for w in compiler.compile(query_text(data_dir, case), case.id).windows})
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +169,7 @@ def test_citybench_query_matches_rdflib_on_every_window(case, data_dir, citybenc
                                                        streams_repository, engine_runs, spark):
     lake, elements = citybench_lake
     text = query_text(data_dir, case)
-    query = compile_query(text, str(query_path(data_dir, case.query)))
+    query = compiler.compile(text, str(query_path(data_dir, case.query)))
     files = background_files(case, streams_repository)
     key = (text, tuple(files))
     if key not in engine_runs:
@@ -224,7 +225,7 @@ def test_left_out_queries_fail_for_the_recorded_reason(name, error, message, dat
     windows by different STEPs, which the engine rejects (queries/citybench/README.md)."""
     lake, _ = citybench_lake
     path = query_path(data_dir, name)
-    query = compile_query(path.read_text(), str(path))
+    query = compiler.compile(path.read_text(), str(path))
     # only the repository: an unmatched file would stand in for the missing graph
     files = [str(citybench.sensor_repository_path())]
     with pytest.raises(error, match=message):
@@ -236,7 +237,7 @@ def test_q6_streams_never_share_a_window(data_dir):
     the one day the location stream covers, no window holds both, so every answer is empty and
     Q6 is left out of the differential test (queries/citybench/README.md)."""
     path = query_path(data_dir, "Q6")
-    query = compile_query(path.read_text(), str(path))
+    query = compiler.compile(path.read_text(), str(path))
     day = citybench.LOCATION_START.replace(tzinfo=None)
     elements = []
     for w in query.windows:
@@ -256,7 +257,7 @@ def test_background_file_is_bound_to_the_from_graph_by_name(data_dir, spark):
     file given on the command line binds to it by its name, and a missing one is an error."""
     from rsp_jobs.spark.background import Background
 
-    query = compile_query(query_path(data_dir, "Q1").read_text(), "Q1.txt")
+    query = compiler.compile(query_path(data_dir, "Q1").read_text(), "Q1.txt")
     background = Background.for_query(query.graphs, [str(citybench.sensor_repository_path())], "Q1.txt")
     assert len(background.default) == 1 and len(background.default[0]) > 40_000
     with pytest.raises(QueryError, match="SensorRepository.rdf"):
@@ -311,7 +312,7 @@ def test_patterns_matching_window_and_background_build_a_plan_linear_in_their_nu
         return f"SELECT * {dataset} WHERE {{ {links} . ?t <{tag}> ?label }}"
 
     def plan_nodes(n: int) -> int:
-        query = compile_query(chain(n))
+        query = compiler.compile(chain(n))
         rows = windows.assign(lake.read(spark, [stream]), query, windows.schedule(query, 0), None, None)
         evaluator = Evaluator(query, rows, rows.select(WIN, "_open").distinct(),
                               Background.for_query(query.graphs, [str(background_path)], "chain"))
@@ -319,7 +320,7 @@ def test_patterns_matching_window_and_background_build_a_plan_linear_in_their_nu
 
     assert plan_nodes(6) < 3 * plan_nodes(3)
     contents = window_contents(elements, [WindowSpec(stream, 3000, 1000)])
-    engine = list(evaluate(compile_query(chain(3)), lake, [str(background_path)]))
+    engine = list(evaluate(compiler.compile(chain(3)), lake, [str(background_path)]))
     assert [close_ms(w) for w in engine] == sorted(contents)
     found = 0
     for window in engine:
@@ -354,7 +355,7 @@ def test_streams_under_one_window_are_windowed_in_one_pass(tmp_path, spark):
         streams = [f"{ex}stream{i}" for i in range(n)]
         text = ("SELECT * " + " ".join(f"FROM STREAM <{s}> [RANGE 3s STEP 1s]" for s in streams)
                 + " WHERE { " + " ".join(f"{{ ?x{i} <{ex}p> ?y{i} }}" for i in range(n)) + " }")
-        query = compile_query(text)
+        query = compiler.compile(text)
         rows = windows.assign(lake.read(spark, streams), query, windows.schedule(query, 0), None, None)
         return rows._jdf.queryExecution().logical().treeString().count("\n")
 

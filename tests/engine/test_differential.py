@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from rdflib import Graph, Literal, URIRef
 
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest.lake import Lake, load_files
 from rsp_jobs.terms import nt_to_json, to_nt
 from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, same_bindings, window_contents
@@ -109,7 +110,7 @@ def run_engine(tmp_path, query_text, elements, background_files=(), entailment="
     load_files(lake, write_stream_files(elements, tmp_path / "files", layout))
     if lake_only:
         return lake
-    return list(evaluate(compile_query(query_text), lake, list(background_files), entailment=entailment))
+    return list(evaluate(compiler.compile(query_text), lake, list(background_files), entailment=entailment))
 
 
 def close_ms(window) -> int:

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from rdflib import Literal
 
 from rsp_jobs.bench.reference import WindowSpec, rdflib_answer, window_contents
-from rsp_jobs.engine import Interval, compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.terms import nt_to_json, to_nt
 from tests.engine.test_differential import PREFIXES, S1, S2, SETTINGS, close_ms, run_engine, streams
 from tests.support.compare import canonical_bindings
@@ -50,7 +51,7 @@ def test_consecutive_intervals_report_each_window_exactly_once(elements, cuts, t
     bounds = [None] + [c * 1000 for c in sorted(cuts)] + [None]
     parts = []
     for after, until in zip(bounds, bounds[1:]):
-        parts += list(evaluate(compile_query(text), Lake(lake / "lake"), [], 0, Interval(after, until)))
+        parts += list(evaluate(compiler.compile(text), Lake(lake / "lake"), [], 0, Interval(after, until)))
     assert [w["window_close"] for w in parts] == [w["window_close"] for w in whole]
     assert parts == whole
 
@@ -64,7 +65,7 @@ def test_t0_moves_the_window_grid(tmp_path, spark):
     run_engine(lake_dir, text, elements)
     from rsp_jobs.ingest.lake import Lake
 
-    shifted = list(evaluate(compile_query(text), Lake(lake_dir / "lake"), [], t0_us=500_000))
+    shifted = list(evaluate(compiler.compile(text), Lake(lake_dir / "lake"), [], t0_us=500_000))
     assert [(w["window_open"][17:23], w["window_close"][17:23], sorted(int(b["v"]["value"]) for b in w["bindings"]))
             for w in shifted] == [("00.500", "01.500", [900]), ("01.500", "02.500", [1700])]
 
@@ -97,6 +98,6 @@ def test_without_computed_every_streams_with_different_steps_are_refused():
     text = (f"{PREFIXES}SELECT ?x FROM STREAM <{S1}> [RANGE 3s STEP 1s] FROM STREAM <{S2}> [RANGE 2s STEP 500ms] "
             "WHERE { ?x ex:val ?v }")
     with pytest.raises(UnsupportedConstruct, match="COMPUTED EVERY"):
-        schedule(compile_query(text), 0)
-    every = schedule(compile_query(f"REGISTER QUERY q COMPUTED EVERY 2s AS {text}"), 0)
+        schedule(compiler.compile(text), 0)
+    every = schedule(compiler.compile(f"REGISTER QUERY q COMPUTED EVERY 2s AS {text}"), 0)
     assert (every.step, every.first_close) == (2_000_000, 4_000_000)

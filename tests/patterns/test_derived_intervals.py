@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rsp_jobs.engine import Interval, compile_query, match
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.store.results import matches_as_results, output_stream_iri, result_batch
 from rsp_jobs.terms import iso_ms
@@ -25,7 +26,7 @@ EVENTS = stream((-1, ":a", ":kind", ":A"), (0, ":s", ":level", 1), (1, ":b", ":k
 def test_a_downstream_seq_sees_the_derived_event_over_its_interval(spark, tmp_path):
     lake = Lake(tmp_path / "lake")
     lake.write(as_batch(EVENTS), batch_id="readings")
-    up = compile_query(UPSTREAM, "rose.rsp")
+    up = compiler.compile(UPSTREAM, "rose.rsp")
     found, _ = match(up, lake, interval=Interval(at(-2), at(3)))
     assert [(m["start_us"], m["end_us"]) for m in found] == [(at(0), at(2))]
     results = matches_as_results(found)
@@ -36,7 +37,7 @@ def test_a_downstream_seq_sees_the_derived_event_over_its_interval(spark, tmp_pa
     naive = EPOCH.replace(tzinfo=None)  # Spark returns session-time (UTC) datetimes without zone
     assert [(r["start"], r["ts"]) for r in derived] == [(naive, naive + timedelta(days=2))]
 
-    down = compile_query(PREFIXES + f"""SELECT ?who ?x FROM STREAM <{STREAM}> FROM STREAM <{output_stream_iri(up)}>
+    down = compiler.compile(PREFIXES + f"""SELECT ?who ?x FROM STREAM <{STREAM}> FROM STREAM <{output_stream_iri(up)}>
         WHERE {{ ?who :kind :A }} SEQ {{ ?x :rose true }}""", "after_rise.rsp")
     later, _ = match(down, lake, interval=Interval(at(-2), at(3)))
     # only :a ended before the rise began; :b falls inside [0, 2], and is no SEQ partner

@@ -14,6 +14,7 @@ import pytest
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.compiler import compile
 from rsp_jobs.language.rules import parse_rule
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule
@@ -103,7 +104,7 @@ def lake(tmp_path_factory, spark):
 
 
 def run(lake, spark, text, after=None, until=None, consumed=frozenset(), background=None, stream=GENERATED):
-    rule = parse_rule(text.replace("{stream}", stream), "rule.dotr")
+    rule = compile(text.replace("{stream}", stream), "rule.dotr")
     start = None if after is None else T0 + timedelta(microseconds=after - rule.bound_us - T0_US)
     end = None if until is None else T0 + timedelta(microseconds=until - T0_US + 1)
     frame = lake.read(spark, rule.streams, start, end)
@@ -294,7 +295,7 @@ def test_rule_reasons_per_instant_over_a_background_ontology(lake, spark, tmp_pa
     results = {}
     for regime in ("rdfs", "simple"):
         text = ONTO_RULE.replace("{regime}", regime).replace("PREFIX ex:", "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nPREFIX ex:")
-        rule = parse_rule(text.replace("{stream}", ONTO), "onto.dotr")
+        rule = compile(text.replace("{stream}", ONTO), "onto.dotr")
         background = Background.for_query(rule.graphs, [str(path)], rule.source)
         results[regime] = run(lake, spark, text, background=background, stream=ONTO)[0]
     rooms = [[l for l in m["triples"] if "room" in l][0].split(" ")[2] for m in results["rdfs"]]

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from rsp_jobs.errors import QueryError
 from rsp_jobs.spark.background import Background
 from rsp_jobs.terms import to_nt
@@ -93,8 +93,8 @@ def unshifted(events: list[ref.Event]) -> list[ref.Event]:
 def check(spark, text: str, events: list[ref.Event], rules_text: tuple[str, ...] = (), **kw) -> list[dict]:
     from rsp_jobs.spark.events import evaluate_events
 
-    query = compile_query(text, "q.rsp")
-    rules = tuple(compile_query(r, f"rule{i}.rsp") for i, r in enumerate(rules_text))
+    query = compiler.compile(text, "q.rsp")
+    rules = tuple(compiler.compile(r, f"rule{i}.rsp") for i, r in enumerate(rules_text))
     got = ours(evaluate_events(query, frame_of(spark, events), Background(), rules=rules, **kw))
     expected = ref.evaluate(query, shifted(events), rules=rules, **kw)
     assert got == expected
@@ -144,7 +144,7 @@ def test_patterns_like_the_papers_match_brute_force(spark):
     # the acquisitions matter: without !bound(?othercompany) the reference finds rises it excludes
     anyway = PAPER_RISE_WITHOUT_ACQUISITION.replace("!bound(?othercompany) && ", "").replace(
         "SELECT ?company", "SELECT ?company ?othercompany")
-    every = ref.evaluate(compile_query(anyway), shifted(events))
+    every = ref.evaluate(compiler.compile(anyway), shifted(events))
     assert len(without) >= 3 and {"othercompany" in m["bindings"] for m in every} == {True, False}
     assert len(every) > len(without)
 
@@ -161,12 +161,12 @@ def test_construct_rules_feed_back_derived_events_to_a_fixpoint(spark):
 def test_rules_without_a_fixpoint_are_refused_by_name(spark):
     from rsp_jobs.spark.events import evaluate_events
 
-    runaway = compile_query(PREFIXES + f"""CONSTRUCT {{ _:b :next ?x }} FROM STREAM <{STREAM}> WHERE
+    runaway = compiler.compile(PREFIXES + f"""CONSTRUCT {{ _:b :next ?x }} FROM STREAM <{STREAM}> WHERE
         {{ ?x :next ?y }} FILTER(getDURATION() < "P2D"^^xsd:duration)""",
                             "runaway.rsp")
     events = [ref.Event(f"<{EX}a>", f"<{EX}next>", f"<{EX}b>", 0, EX + "f0"),
               ref.Event(f"<{EX}c>", f"<{EX}hasStockPrice>", to_nt(Literal(1)), DAY, EX + "f1")]
-    query = compile_query(PREFIXES + f"SELECT ?x FROM STREAM <{STREAM}> WHERE {{ ?x :next ?y }} SEQ {{ ?y :p ?z }}")
+    query = compiler.compile(PREFIXES + f"SELECT ?x FROM STREAM <{STREAM}> WHERE {{ ?x :next ?y }} SEQ {{ ?y :p ?z }}")
     with pytest.raises(QueryError, match=r"rule runaway \(runaway.rsp\) derives without end: over "
                                          r"\[2011-03-28T00:00:00.000Z, 2011-03-28T00:00:00.000Z\]"):
         evaluate_events(query, frame_of(spark, events), Background(), rules=(runaway,))
@@ -237,9 +237,9 @@ def test_answers_are_never_withdrawn(spark, operator_matches):
              and not ("x" in m["bindings"] and "y" in m["bindings"])]
     for cut in sorted({m["end_us"] + 1 for m in alone})[::7]:
         before = [e for e in events if e.t < cut]
-        early = ours(evaluate_events(compile_query(OPERATORS, "q.rsp"), frame_of(spark, unshifted(before)),
+        early = ours(evaluate_events(compiler.compile(OPERATORS, "q.rsp"), frame_of(spark, unshifted(before)),
                                      Background(), until_us=cut - 1))
-        assert early == ref.evaluate(compile_query(OPERATORS, "q.rsp"), before, until_us=cut - 1)
+        assert early == ref.evaluate(compiler.compile(OPERATORS, "q.rsp"), before, until_us=cut - 1)
         assert early == [m for m in operator_matches if m["end_us"] < cut]
 
 
@@ -250,7 +250,7 @@ def test_batches_give_the_matches_of_one_run(spark, operator_matches):
     and without the lookback the brute force itself would differ."""
     from rsp_jobs.spark.events import evaluate_events
 
-    query = compile_query(OPERATORS, "q.rsp")
+    query = compiler.compile(OPERATORS, "q.rsp")
     bound = query.bound_us
     assert bound == 5 * DAY
     events = shifted(all_seeds())
@@ -273,15 +273,15 @@ def test_batches_give_the_matches_of_one_run(spark, operator_matches):
 # ------------------------------------------------------------------------ language
 
 def test_duration_bound_comes_from_top_level_filter_conjuncts():
-    assert compile_query(PAPER_RISE_AFTER_FALL).bound_us == 30 * DAY
-    assert compile_query(OPERATORS).bound_us == 5 * DAY
+    assert compiler.compile(PAPER_RISE_AFTER_FALL).bound_us == 30 * DAY
+    assert compiler.compile(OPERATORS).bound_us == 5 * DAY
     both = PREFIXES + f"""SELECT ?a FROM STREAM <{STREAM}> WHERE {{
         {{ ?a :p ?b }} SEQ {{ ?a :q ?c FILTER(getDURATION() < "PT1S"^^xsd:duration) }}
         FILTER(?b != ?c && ("PT90S"^^xsd:duration >= getDURATION() && getDURATION() < "PT2M"^^xsd:duration)) }}"""
-    assert compile_query(both).bound_us == 90_000_000
+    assert compiler.compile(both).bound_us == 90_000_000
     unbounded = PREFIXES + f"""SELECT ?a FROM STREAM <{STREAM}> WHERE {{ {{ ?a :p ?b }} SEQ {{ ?a :q ?c }}
         FILTER(getDURATION() < "PT1S"^^xsd:duration || ?b = ?c) }}"""
-    query = compile_query(unbounded)
+    query = compiler.compile(unbounded)
     assert query.pattern and query.bound_us is None
 
 
@@ -290,10 +290,10 @@ def test_operators_share_one_precedence_and_fold_left():
 
     text = PREFIXES + f"""SELECT * FROM STREAM <{STREAM}> WHERE {{
         {{ ?a :p ?b }} SEQ {{ ?a :q ?c }} UNION {{ ?a :r ?d }} EQUALSOPTIONAL {{ ?a :s ?e }} }}"""
-    plan = compile_query(text).plan.input
+    plan = compiler.compile(text).plan.input
     assert isinstance(plan, P.EqLeftJoin) and isinstance(plan.left, P.Union_)
     assert isinstance(plan.left.left, P.SeqJoin)
-    plain = compile_query(PREFIXES + f"SELECT * FROM STREAM <{STREAM}> [RANGE 1s STEP 1s] WHERE "
+    plain = compiler.compile(PREFIXES + f"SELECT * FROM STREAM <{STREAM}> [RANGE 1s STEP 1s] WHERE "
                           "{ { ?a :p ?b } UNION { ?a :q ?b } UNION { ?a :r ?b } }")
     assert not plain.pattern and isinstance(plain.plan.input, P.Union_)
 
@@ -301,10 +301,10 @@ def test_operators_share_one_precedence_and_fold_left():
 def test_window_less_stream_needs_a_pattern():
     text = PREFIXES + f"SELECT ?a\nFROM STREAM <{STREAM}>\nWHERE {{ ?a :p ?b }}"
     with pytest.raises(QueryError, match=rf"plain.rsp:4:1: stream <{STREAM}> has no window"):
-        compile_query(text, "plain.rsp")
+        compiler.compile(text, "plain.rsp")
 
 
 def test_pattern_with_a_window_is_refused():
     text = PREFIXES + f"SELECT ?a\n  FROM STREAM <{STREAM}> [RANGE 10s STEP 5s]\nWHERE {{ ?a :p ?b }} SEQ {{ ?a :q ?c }}"
     with pytest.raises(QueryError, match=r"windowed.rsp:4:3: .*a pattern is bounded by getDURATION\(\), not a window"):
-        compile_query(text, "windowed.rsp")
+        compiler.compile(text, "windowed.rsp")

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rsp_jobs.engine import Interval, compile_query, evaluate, match
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, evaluate, match
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
-from rsp_jobs.language.rules import parse_rule
 
 EX = "http://example.org/fig2#"
 STREAM = "http://example.org/fig2/stream"
@@ -35,7 +35,7 @@ def lake(tmp_path_factory):
 
 
 def pairs_per_window(lake: Lake, window: str) -> list[tuple[str, list]]:
-    query = compile_query(PREFIXES + f"SELECT ?x ?y FROM STREAM <{STREAM}> {window} "
+    query = compiler.compile(PREFIXES + f"SELECT ?x ?y FROM STREAM <{STREAM}> {window} "
                                      "WHERE { ?x a :X . ?y a :Y }")
     return [(w["window_close"], [(b["x"]["value"], b["y"]["value"]) for b in w["bindings"]])
             for w in evaluate(query, lake) if w["bindings"]]
@@ -79,7 +79,7 @@ def pairs(matches) -> list[tuple]:
     [0, 9, 20],                   # a border exactly at the pair's end
 ], ids=["one-batch", "border-inside-the-pair", "border-at-its-end"])
 def test_a_pattern_reports_the_pair_exactly_once_however_the_batches_are_cut(lake, spark, cuts, language):
-    pattern = compile_query(SEQ) if language == "ep-sparql" else parse_rule(RULE, "<fig2 rule>")
+    pattern = compiler.compile(SEQ) if language == "ep-sparql" else compiler.compile(RULE, "<fig2 rule>", "dotr")
     assert pattern.bound_us == 3 * S
     found = []
     for after, until in zip(cuts, cuts[1:]):

@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 
 from rsp_jobs.algebra.patterns import PartialMatches
-from rsp_jobs.engine import Interval, compile_query, match
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake, hour_of, stream_key
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.store import db
@@ -108,7 +109,7 @@ CASES = [(name, "uneven") for name in PATTERNS] + [("seq-seq", c) for c in CUTTI
 @pytest.mark.parametrize("name, cutting", CASES, ids=[f"{n}-{c}" for n, c in CASES])
 def test_every_cutting_reports_what_one_evaluation_gives(spark, lake, store, name, cutting):
     """Every operator over an uneven cutting; one nested pattern over every cutting."""
-    query = compile_query(PREFIXES + PATTERNS[name].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1), "q.rsp")
+    query = compiler.compile(PREFIXES + PATTERNS[name].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1), "q.rsp")
     assert query.bound_us is None
     want = comparable(expected(query))
     assert want, f"{name}: the stream should give the pattern some matches"
@@ -118,7 +119,7 @@ def test_every_cutting_reports_what_one_evaluation_gives(spark, lake, store, nam
 def test_a_batch_reads_only_the_events_after_the_cut(spark, lake, store, tmp_path):
     """After the first batch, the lake's earlier hours are deleted: the later batches still
     find the matches whose first part lies there, from the kept partial matches alone."""
-    query = compile_query(PREFIXES + PATTERNS["seq-seq"].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1))
+    query = compiler.compile(PREFIXES + PATTERNS["seq-seq"].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1))
     shutil.copytree(lake.root, tmp_path / "lake")
     copy = Lake(tmp_path / "lake")
     first = run_batches(query, copy, store, [(-1, 2.5)])
@@ -133,7 +134,7 @@ def test_a_batch_reads_only_the_events_after_the_cut(spark, lake, store, tmp_pat
 
 def test_kept_partial_matches_belong_to_one_version_of_the_query(spark, lake, store):
     """Another version of the query (another plan key) starts over from the whole stream."""
-    query = compile_query(PREFIXES + PATTERNS["seq"].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1))
+    query = compiler.compile(PREFIXES + PATTERNS["seq"].replace("WHERE", f"FROM STREAM <{STREAM}> WHERE", 1))
     run_batches(query, lake, store, [(-1, 3)])
     assert load_partials(store, IRI, "v1", at(3)).cut_us == at(3)
     assert load_partials(store, IRI, "v2", at(3)) == PartialMatches(None)

@@ -264,7 +264,7 @@ def test_a_dotr_rule_reasons_per_instant_so_a_chain_split_over_two_instants_enta
     path.write_text(rule)
     lake = run_engine(tmp_path / "lake", f"REGISTER QUERY q AS SELECT * FROM STREAM <{STREAM}> [RANGE 1s STEP 1s] "
                       "WHERE { ?s ?p ?o }", elements, lake_only=True)
-    from rsp_jobs.algebra.patterns import compile_file
+    from rsp_jobs.compiler import compile_file
 
     matches, _ = match(compile_file(path), lake, [str(schema)])
     found = sorted({line.split(" ")[0].rsplit("/", 1)[-1].rstrip(">") for m in matches for line in m["triples"]})

@@ -84,10 +84,10 @@ def test_nesting_past_the_limit_is_a_clear_error_not_a_recursion_error(name):
 
 
 def test_nesting_under_the_limit_parses_and_compiles():
-    from rsp_jobs.engine import compile_query
+    from rsp_jobs import compiler
 
-    compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE " + nested_groups(90), "q.rsp")
-    compile_query(HEAD + "[RANGE 1m STEP 1m]\nWHERE { ?s ?p ?o FILTER(" + conjunction(190) + ") }", "q.rsp")
+    compiler.compile(HEAD + "[RANGE 1m STEP 1m]\nWHERE " + nested_groups(90), "q.rsp")
+    compiler.compile(HEAD + "[RANGE 1m STEP 1m]\nWHERE { ?s ?p ?o FILTER(" + conjunction(190) + ") }", "q.rsp")
     parse_tasparql("SELECT ?v WHERE " + nested_groups(90).replace("?s ?p ?o", "?x[LAST] <urn:p> ?v"))
 
 

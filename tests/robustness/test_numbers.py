@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.ingest.lake import Lake, load_files
 from rsp_jobs.ingest.rdf_stream import NUL_TERM, read_stream_file
@@ -82,13 +83,13 @@ def test_spark_sums_and_nan_comparisons_follow_sparql(tmp_path, spark):
     lake = Lake(tmp_path / "lake")
     load_files(lake, [(STREAM, stream_file(tmp_path / "n.nq", VALUES))])
     head = f"REGISTER QUERY q AS\nSELECT ?s (SUM(?v) AS ?sum) (COUNT(?v) AS ?n)\nFROM STREAM <{STREAM}> "
-    query = compile_query(head + "[RANGE 10s STEP 10s]\nWHERE { ?s <http://ex.org/v> ?v } GROUP BY ?s")
+    query = compiler.compile(head + "[RANGE 10s STEP 10s]\nWHERE { ?s <http://ex.org/v> ?v } GROUP BY ?s")
     (window,) = [w for w in evaluate(query, lake, []) if w["bindings"]]
     sums = {b["s"]["value"].rsplit("/", 1)[1]: b.get("sum", {}).get("value") for b in window["bindings"]}
     # the lake keeps NaN as a number: Spark's sum with a NaN is NaN, as SPARQL's is
     assert sums == {**SUMS_TA, "nan": "NaN"}
 
-    compare = compile_query(f"REGISTER QUERY c AS\nSELECT ?v ?gt ?eq ?ne\nFROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\n"
+    compare = compiler.compile(f"REGISTER QUERY c AS\nSELECT ?v ?gt ?eq ?ne\nFROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\n"
                             "WHERE { <http://ex.org/nan> <http://ex.org/v> ?v "
                             "BIND(?v > 0 AS ?gt) BIND(?v = ?v AS ?eq) BIND(?v != 1 AS ?ne) }")
     (window,) = [w for w in evaluate(compare, lake, []) if w["bindings"]]

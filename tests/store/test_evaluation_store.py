@@ -54,13 +54,13 @@ def test_an_empty_window_is_an_empty_frame_and_describe_results_are_stored(store
     (nothing of it is data downstream); DESCRIBE results are stored as DESCRIBE."""
     from datetime import datetime, timezone
 
-    from rsp_jobs.engine import compile_query
+    from rsp_jobs import compiler
     from rsp_jobs.store.frames import frame_parts, frame_triples
     from rsp_jobs.store.results import store_evaluation
 
     db.upgrade(store_url)
     engine = db.engine(store_url)
-    query = compile_query("REGISTER STREAM described AS DESCRIBE ?x FROM STREAM <http://ex.org/s> [RANGE 1s STEP 1s] "
+    query = compiler.compile("REGISTER STREAM described AS DESCRIBE ?x FROM STREAM <http://ex.org/s> [RANGE 1s STEP 1s] "
                           "WHERE { ?x <http://ex.org/p> ?y }")
     windows = [{"window_open": "2014-08-01T07:50:00.000Z", "window_close": "2014-08-01T07:50:01.000Z", "triples": []},
                {"window_open": "2014-08-01T07:50:01.000Z", "window_close": "2014-08-01T07:50:02.000Z",

@@ -33,7 +33,7 @@ from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch, read_stream_file
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.compiler import compile
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.spark.background import load_graph
 from rsp_jobs.terms import ast_to_nt, to_nt
@@ -365,8 +365,8 @@ def test_rule_conditions_equating_two_events_match_sparql_term_equality(spark, t
     lake = Lake(tmp_path / "lake")
     lake.write(batch, batch_id="eq")
     select = "[SELECT ?k ?v WHERE {{ ?e a ex:{} ; ex:key ?k ; ex:value ?v }}]"
-    rule = parse_rule(f"PREFIX ex: <{ex}>\nFROM STREAM <{stream}>\ndefine Same {{ [] a ex:Same ; ex:at ?v }}\n"
-                      f"from S = {select.format('S')}\nand last T = {select.format('T')} within 10 s from S\n"
-                      "with S.?k = T.?k, S.?v = T.?v, ?v = S.?v\n", "eq.dotr")
+    rule = compile(f"PREFIX ex: <{ex}>\nFROM STREAM <{stream}>\ndefine Same {{ [] a ex:Same ; ex:at ?v }}\n"
+                   f"from S = {select.format('S')}\nand last T = {select.format('T')} within 10 s from S\n"
+                   "with S.?k = T.?k, S.?v = T.?v, ?v = S.?v\n", "eq.dotr")
     matches, _ = match(rule, lake)
     assert [m["time_us"] for m in matches] == [us(DAY + timedelta(seconds=1))]

@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 
 from rsp_jobs.alerts.build import solutions
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, window_contents
-from rsp_jobs.engine import Interval, compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.citybench import write_trig
 from rsp_jobs.ingest.lake import Lake
@@ -159,7 +160,7 @@ def test_a_prediction_window_matches_rdflib_over_the_same_window_contents(chain)
     terms in both engines."""
     path = queries_dir() / "tsunami" / "dart_prediction.rsp"
     text = path.read_text()
-    query = compile_query(text, str(path))
+    query = compiler.compile(text, str(path))
     close = to_us(datetime.fromisoformat(CHECKED_CLOSE.replace("Z", "+00:00"))) // 1000
     specs = [WindowSpec(w.stream, w.window.range_ms, w.window.step_ms, graph=w.graph) for w in query.windows]
     longest = max(s.range_ms for s in specs)
@@ -215,11 +216,11 @@ def test_window_contents_stay_sets_and_windows_with_only_unused_triples_still_re
     text = (f"PREFIX : <{EX}>\nPREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>\n"
             f"SELECT ?o (f:timestamp(?s, :p, ?o) AS ?t) FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] "
             "WHERE { ?s :p ?o }")
-    query = compile_query(text)
+    query = compiler.compile(text)
     assert _used_predicates(query) == frozenset({p})
     got = [(w["window_close"], [(b["o"]["value"], b["t"]["value"]) for b in w["bindings"]]) for w in evaluate(query, lake)]
     assert got == [("1970-01-01T00:00:05.000Z", [(f"{EX}x", "2000")]), ("1970-01-01T00:00:15.000Z", [])]
-    variable = compile_query(f"SELECT ?s ?p FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] WHERE {{ ?s ?p ?o }}")
+    variable = compiler.compile(f"SELECT ?s ?p FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] WHERE {{ ?s ?p ?o }}")
     assert _used_predicates(variable) is None
     assert [len(w["bindings"]) for w in evaluate(variable, lake)] == [2, 1]
 
@@ -232,7 +233,7 @@ def test_filter_bound_makes_a_computed_key_a_join_key(tmp_path, spark):
                                           for n in range(1, 9)])
     answers, maybe, conditions = [], [], []
     for guard in ("", "FILTER(bound(?k))"):
-        query = compile_query(f"PREFIX : <{EX}>\nSELECT ?x ?y FROM STREAM <{STREAM}> [RANGE 10s STEP 10s] WHERE {{ "
+        query = compiler.compile(f"PREFIX : <{EX}>\nSELECT ?x ?y FROM STREAM <{STREAM}> [RANGE 10s STEP 10s] WHERE {{ "
                               f"{{ ?a :v ?x . BIND(?x + 2 AS ?k) {guard} }} {{ ?b :v ?y . BIND(?y AS ?k) {guard} }} }}")
         answers.append([sorted((b["x"]["value"], b["y"]["value"]) for b in w["bindings"]) for w in evaluate(query, lake)])
         rows_ = windows.assign(lake.read(spark, [STREAM]), query, windows.schedule(query, 0), None, None)

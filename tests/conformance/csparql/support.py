@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from rsp_jobs.engine import compile_query, evaluate
+from rsp_jobs import compiler
+from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest.lake import Lake, load_files
 
 DATA = Path(__file__).with_name("data")
@@ -20,7 +21,7 @@ def run(tmp_path: Path, text: str, streams: Sequence[tuple[str, str]], backgroun
     order) with ``background`` files (names under data/); the reported windows."""
     lake = Lake(tmp_path / "lake")
     load_files(lake, [(iri, DATA / name) for iri, name in streams])
-    return list(evaluate(compile_query(text, source), lake, [str(DATA / b) for b in background],
+    return list(evaluate(compiler.compile(text, source), lake, [str(DATA / b) for b in background],
                          entailment=entailment))
 
 

@@ -20,7 +20,7 @@ import pytest
 from rdflib import Graph
 
 from rsp_jobs.bench.reference import rdflib_answer
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from rsp_jobs.errors import QueryError, QuerySyntaxError
 from tests.conformance.csparql.support import DATA, answers, closes, local, run
 
@@ -57,9 +57,9 @@ CLOSE_FRIENDS = restored(CLOSE_FRIENDS_PRINTED.replace(
 
 def test_the_printed_queries_lost_their_iris_and_are_refused_with_where():
     with pytest.raises(QuerySyntaxError, match=r"^friends\.rsp:1:\d+: "):
-        compile_query(CLOSE_FRIENDS_PRINTED, "friends.rsp")
+        compiler.compile(CLOSE_FRIENDS_PRINTED, "friends.rsp")
     with pytest.raises(QuerySyntaxError, match="undeclared prefix 'rdf:'"):
-        compile_query(restored(CLOSE_FRIENDS_PRINTED.replace("FROM FROM STREAM", "FROM <http://x/foaf> FROM STREAM")))
+        compiler.compile(restored(CLOSE_FRIENDS_PRINTED.replace("FROM FROM STREAM", "FROM <http://x/foaf> FROM STREAM")))
 
 
 def test_what_have_my_close_friends_been_visiting_in_the_last_hour(tmp_path, spark):
@@ -152,7 +152,7 @@ def test_register_stream_of_a_select_is_refused_naming_the_file_and_line(tmp_pat
     """§3.3: "only CONSTRUCT and DESCRIBE queries can be registered" as streams."""
     path = Path(tmp_path) / "top_topics.rsp"
     path.write_text(restored(TOP_TOPICS_PRINTED).replace("REGISTER QUERY", "\nREGISTER STREAM"))
-    from rsp_jobs.algebra.patterns import compile_file
+    from rsp_jobs.compiler import compile_file
 
     with pytest.raises(QuerySyntaxError, match=rf"^{re.escape(str(path))}:2:1: REGISTER STREAM needs a query that yields"):
         compile_file(path)
@@ -168,4 +168,4 @@ def test_an_aggregate_clause_binds_a_new_variable_over_groups_of_bound_ones(clau
     occurring in the WHERE clause"."""
     text = restored("PREFIX sioc: SELECT ?topic FROM STREAM [RANGE 30m STEP 10m]\nWHERE { ?post sioc:topic ?topic }\n")
     with pytest.raises(QueryError, match=rf"^agg\.rsp:{message}"):
-        compile_query(text + clause, "agg.rsp")
+        compiler.compile(text + clause, "agg.rsp")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from rsp_jobs.errors import QueryError, QuerySyntaxError
 from rsp_jobs.ingest.lake import Lake, load_files
 from rsp_jobs.engine import evaluate
@@ -83,11 +83,11 @@ def test_query_chaining_a_stream_of_results_feeds_a_downstream_query(tmp_path, s
     10:01:00; the last frame (10:01:40) is in windows up to 10:02:40."""
     lake = Lake(tmp_path / "lake")
     load_files(lake, [(FB, DATA / "fb.trig")])
-    upstream = compile_query(S_WHO_IS_WHERE_ON_FB)
+    upstream = compiler.compile(S_WHO_IS_WHERE_ON_FB)
     derived, _ = result_batch(upstream, list(evaluate(upstream, lake)))
     lake.write(derived, batch_id="SWhoIsWhereOnFb")
     assert [p.statements for p in derived.parts] == [0, 0, 0] + [2] * 6
-    downstream = compile_query(f"""REGISTER QUERY WhoIsInTheRedRoom AS
+    downstream = compiler.compile(f"""REGISTER QUERY WhoIsInTheRedRoom AS
 PREFIX : <http://.../sr4ld2013-onto#>
 SELECT ?person
 FROM STREAM <{derived.stream}> [RANGE 1m STEP 10s]
@@ -116,7 +116,7 @@ HOW_MANY = HOW_MANY_PRINTED.replace("(count(?s) as ?person)", "(count(?person) a
 
 def test_how_many_people_as_printed_is_refused_as_sparql_1_1_requires(tmp_path):
     with pytest.raises(QueryError, match=r"^how_many\.rsp:3:14: .*AS \?person.* already bound in the WHERE clause"):
-        compile_query(HOW_MANY_PRINTED, "how_many.rsp")
+        compiler.compile(HOW_MANY_PRINTED, "how_many.rsp")
 
 
 def test_how_many_people_are_in_the_same_room(tmp_path, spark):
@@ -223,7 +223,7 @@ HAVING (?n>3)
 def test_find_opinion_makers_as_printed_is_not_a_query(tmp_path):
     """Not valid as printed: the PREFIX line holds an HTML anchor, not an IRI."""
     with pytest.raises(QuerySyntaxError, match=r"^opinion\.rsp:2:"):
-        compile_query(FIND_OPINION_MAKERS_PRINTED, "opinion.rsp")
+        compiler.compile(FIND_OPINION_MAKERS_PRINTED, "opinion.rsp")
 
 
 def opinions(tmp_path):
@@ -302,7 +302,7 @@ WHERE {
 
 def test_where_else_can_alice_go_as_printed_is_not_a_query():
     with pytest.raises(QuerySyntaxError, match=r"^where_else\.rsp:4:"):
-        compile_query(WHERE_ELSE_PRINTED, "where_else.rsp")
+        compiler.compile(WHERE_ELSE_PRINTED, "where_else.rsp")
 
 
 def test_where_else_can_alice_go_joins_the_window_with_the_background(tmp_path, spark):

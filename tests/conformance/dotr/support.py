@@ -15,7 +15,8 @@ from typing import Optional
 
 from rdflib import Graph
 
-from rsp_jobs.language.rules import Rule, parse_rule
+from rsp_jobs.algebra.rules import RulePlan as Rule
+from rsp_jobs.compiler import compile
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule
 from rsp_jobs.terms import to_nt
@@ -35,7 +36,7 @@ SECOND = 1_000_000
 
 
 def rule(text: str, source: str = "rule.dotr") -> Rule:
-    return parse_rule(PREFIXES + text, source)
+    return compile(PREFIXES + text, source, "dotr")
 
 
 def at(t: float, unit: int = MINUTE) -> int:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 from rdflib import Literal
 
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from rsp_jobs.spark.background import Background
 from rsp_jobs.terms import to_nt
 from tests.conformance.epsparql import brute_force as ref
@@ -53,8 +53,8 @@ def run(spark, text: str, events: list[ref.Event], rules: tuple[str, ...] = (), 
     force; without the ISO ``start``/``end`` strings the brute force does not compute."""
     from rsp_jobs.spark.events import evaluate_events
 
-    query = compile_query(prefixes + text, "q.rsp")
-    compiled_rules = tuple(compile_query(prefixes + r, f"rule{i}.rsp") for i, r in enumerate(rules))
+    query = compiler.compile(prefixes + text, "q.rsp")
+    compiled_rules = tuple(compiler.compile(prefixes + r, f"rule{i}.rsp") for i, r in enumerate(rules))
     got = evaluate_events(query, elements(spark, events), Background(), rules=compiled_rules, **interval)
     got = [{k: v for k, v in m.items() if k not in ("start", "end")} for m in got]
     expected = ref.evaluate(query, events, rules=compiled_rules, **interval)

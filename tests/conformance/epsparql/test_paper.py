@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from rsp_jobs.errors import QuerySyntaxError
 from tests.conformance.epsparql.support import EX, PREFIXES, rows, run, stream
 
@@ -122,7 +122,7 @@ def test_example_5_accumulates_count_and_sum_to_a_fixpoint(spark):
     the closure needs four rounds, not a fixed number. The price on day -20 precedes the seed."""
     as_extracted = PREFIXES + EXAMPLE_5_AS_EXTRACTED
     with pytest.raises(QuerySyntaxError):
-        compile_query(as_extracted, "example5.rsp")
+        compiler.compile(as_extracted, "example5.rsp")
     once = run(spark, EXAMPLE_5, stream(*POINTS))  # over the stream alone: only the seed's successor
     assert rows(once) == [(0, 1)]
     matches = run(spark, EXAMPLE_5, stream(*POINTS), rules=(EXAMPLE_5,))  # over its own closure
@@ -154,7 +154,7 @@ def test_the_rejected_seqoptional_and_timewise_monotonicity(spark):
     operator; the paper's OPTIONALSEQ (the optional part first) keeps its answers: over the
     longer stream {x ↦ a} alone stays, and {x ↦ b} comes with y ↦ a."""
     with pytest.raises(QuerySyntaxError):
-        compile_query(PREFIXES + "SELECT ?x ?y WHERE { ?x ?x ?x . } SEQOPTIONAL { ?y ?y ?y . }", "q.rsp")
+        compiler.compile(PREFIXES + "SELECT ?x ?y WHERE { ?x ?x ?x . } SEQOPTIONAL { ?y ?y ?y . }", "q.rsp")
     query = "SELECT ?x ?y WHERE { ?y ?y ?y . } OPTIONALSEQ { ?x ?x ?x . }"
     short = rows(run(spark, query, stream((0, ":a", ":a", ":a"))), "x", "y")
     longer = rows(run(spark, query, stream((0, ":a", ":a", ":a"), (1, ":b", ":b", ":b"))), "x", "y")

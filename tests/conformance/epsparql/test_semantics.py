@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rdflib import Graph, URIRef
 
-from rsp_jobs.engine import compile_query
+from rsp_jobs import compiler
 from tests.conformance.epsparql.support import EX, PREFIXES, DAY, rows, run, stream
 
 A, B, C = EX + "A", EX + "B", EX + "C"
@@ -73,8 +73,8 @@ def test_durations_with_months_count_on_the_calendar_from_the_start(spark):
     events = stream((-56, ":A", ":p", 1), (-29, ":A", ":q", 1), (-56, ":B", ":p", 1), (-28, ":B", ":q", 1),
                     (0, ":C", ":p", 1), (30, ":C", ":q", 1))
     assert rows(run(spark, query, events), "c") == [(-56, -29, A), (0, 30, C)]
-    assert compile_query(PREFIXES + query).bound_us == 31 * DAY
-    assert compile_query(PREFIXES + query.replace("P1M", "P1Y2D")).bound_us == 368 * DAY
+    assert compiler.compile(PREFIXES + query).bound_us == 31 * DAY
+    assert compiler.compile(PREFIXES + query.replace("P1M", "P1Y2D")).bound_us == 368 * DAY
 
 
 def test_a_left_join_filter_sees_the_combined_interval(spark):

@@ -1,0 +1,42 @@
+"""Plan → plan rewrites, between translation and evaluation (sqlglot's optimizer shape): one
+rule per module, each a function from a plan to an equivalent plan, applied in the order of
+its tuple. Any of them can be left out (``skip``, or ``RSP_OPTIMIZER_SKIP``) and the answers
+stay the same; only the cost changes (``tests/algebra`` checks each one's plan, the
+differential suites the answers)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterable, Union
+
+from rsp_jobs.algebra import plan as P
+from rsp_jobs.algebra.optimize.bound_join_keys import bound_join_keys
+from rsp_jobs.algebra.optimize.order_joins import order_joins
+from rsp_jobs.algebra.optimize.prune_predicates import prune_predicates
+from rsp_jobs.algebra.optimize.push_down_conditions import push_down_conditions
+from rsp_jobs.algebra.optimize.share_event_queries import share_event_queries
+from rsp_jobs.algebra.rules import RulePlan
+
+# rules over a window query's or a pattern's plan
+QUERY_RULES = (order_joins, bound_join_keys, prune_predicates)
+# rules over a DOTR rule's plan (its event queries get QUERY_RULES too)
+RULE_RULES = (share_event_queries, push_down_conditions)
+RULES = {rule.__name__: rule for rule in QUERY_RULES + RULE_RULES}
+
+
+def optimize(plan: Union[P.ContinuousQuery, RulePlan], skip: Iterable[str] = ()):
+    """``plan`` with every rule not named in ``skip`` applied."""
+    skip = frozenset(skip)
+    unknown = skip - RULES.keys()
+    if unknown:
+        raise ValueError(f"unknown optimizer rule(s) {', '.join(sorted(unknown))}; the rules are "
+                         f"{', '.join(RULES)}")
+    if isinstance(plan, RulePlan):
+        events = tuple(replace(e, query=optimize(e.query, skip)) for e in plan.events)
+        plan = replace(plan, events=events)
+        rules = RULE_RULES
+    else:
+        rules = QUERY_RULES
+    for rule in rules:
+        if rule.__name__ not in skip:
+            plan = rule(plan)
+    return plan
