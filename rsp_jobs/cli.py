@@ -75,6 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "or the SQLite store under the project home)")
     ev.set_defaults(run=cmd_evaluate)
 
+    ex = sub.add_parser("explain", help="print a query's or rule's optimized plan",
+                        description="Compile a .rsp query or .dotr rule and print its logical plan after "
+                                    "the optimizer (one operator a line). --skip leaves optimizer rules out, "
+                                    "to compare plans or to rule one out when an answer looks wrong.")
+    ex.add_argument("query_file", type=Path)
+    ex.add_argument("--skip", action="append", default=[], metavar="RULE",
+                    help="an optimizer rule to leave out (order_joins, bound_join_keys, prune_predicates, "
+                         "share_event_queries, push_down_conditions); repeatable")
+    ex.set_defaults(run=cmd_explain)
+
     store = sub.add_parser("store", help="manage the frame store")
     store_sub = store.add_subparsers(dest="store_command", required=True)
     up = store_sub.add_parser("upgrade", help="create the store or migrate it to the current schema")
@@ -443,6 +453,21 @@ def cmd_query(args) -> int:
     json.dump({"head": {"vars": result.vars}, "results": {"bindings": result.rows}}, sys.stdout,
               ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from rsp_jobs.algebra.explain import explain
+    from rsp_jobs.compiler import compile_file
+    from rsp_jobs.errors import InputError
+
+    if not args.query_file.is_file():
+        raise InputError(f"{args.query_file}: query file not found")
+    try:
+        compiled = compile_file(args.query_file, skip=args.skip)
+    except ValueError as err:  # an unknown rule name
+        raise InputError(str(err)) from None
+    sys.stdout.write(explain(compiled))
     return 0
 
 

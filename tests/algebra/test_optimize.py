@@ -41,3 +41,16 @@ def test_leaving_the_rule_out_changes_its_plan(case: Path):
 def test_an_unknown_rule_is_named():
     with pytest.raises(ValueError, match="no_such_rule.*order_joins"):
         compile_file(CASES[0], skip=["no_such_rule"])
+
+
+def test_rsp_explain_prints_the_plan_and_names_a_wrong_rule(capsys):
+    from rsp_jobs.cli import main
+
+    case = FIXTURES / "order_joins.rsp"
+    assert main(["explain", str(case)]) == 0
+    assert capsys.readouterr().out == case.with_suffix(".plan").read_text()
+    assert main(["explain", str(case), "--skip", "order_joins"]) == 0
+    unordered = capsys.readouterr().out
+    assert unordered.index("hasValue> ?v .") < unordered.index("?x <http://example.org/flag>")  # as written
+    assert main(["explain", str(case), "--skip", "no_such_rule"]) == 2
+    assert "unknown optimizer rule(s) no_such_rule" in capsys.readouterr().err
