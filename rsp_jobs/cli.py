@@ -17,23 +17,19 @@ from typing import Optional, Sequence
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.reasoning.entailment import REGIMES
-from rsp_jobs.terms import iso_ms
 from rsp_jobs.textfile import read_text
+from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
 
 
 def parse_time(text: str) -> int:
     """ISO 8601 (``Z`` or an offset; naive means UTC) or epoch milliseconds → epoch µs."""
     text = text.strip()
     if text.lstrip("-").isdigit():
-        return int(text) * 1000
+        return ms_to_us(int(text))
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_us(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch milliseconds: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def stream_spec(text: str) -> tuple[str, str]:
@@ -204,7 +200,7 @@ def _store_problem(exc, url: Optional[str]) -> str:
 
 
 def _utc(us: Optional[int]) -> Optional[datetime]:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+    return None if us is None else from_us(us)
 
 
 def cmd_alerts(args) -> int:
@@ -412,9 +408,8 @@ def cmd_audit(args) -> int:
 def cmd_export(args) -> int:
     from rsp_jobs.store.tardf import export_stream
 
-    moment = (lambda us: None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc))
     report = export_stream(_store_engine(args.store or ""), args.stream, args.output, args.format,
-                           moment(args.start), moment(args.end))
+                           _utc(args.start), _utc(args.end))
     print(f"rsp: wrote {report.frames} frames, {report.triples} triples to {args.output}", file=sys.stderr)
     return 0
 

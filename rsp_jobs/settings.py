@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from rsp_jobs.times import parse_timedelta
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,16 +26,13 @@ def home_dir() -> Path:
 def retention(name: str, default: str):
     """A retention setting (``RSP_LOADED_RETENTION``, ``RSP_QUALITY_RETENTION``): how long kept
     files live, a duration such as ``30d`` or ``P30D``; ``forever`` keeps them."""
-    from datetime import timedelta
-
     from rsp_jobs.errors import InputError
-    from rsp_jobs.language.parser import parse_duration
 
     text = os.environ.get(name, default).strip()
     if text.lower() == "forever":
         return None
     try:
-        return timedelta(milliseconds=parse_duration(text))
+        return parse_timedelta(text)
     except ValueError as exc:
         raise InputError(f"{name}: {exc} (or forever)") from None
 
@@ -65,14 +64,11 @@ def future_horizon():
     """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
     ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and
     is quarantined rather than allowed to move a stream's watermark."""
-    from datetime import timedelta
-
     from rsp_jobs.errors import InputError
-    from rsp_jobs.language.parser import parse_duration
 
     text = os.environ.get("RSP_FUTURE_HORIZON", "5m")
     try:
-        return timedelta(milliseconds=parse_duration(text))
+        return parse_timedelta(text)
     except ValueError as exc:
         raise InputError(f"RSP_FUTURE_HORIZON: {exc}") from None
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.terms import datetime_lexical as _iso, nt_to_json
+from rsp_jobs.terms import nt_to_json
+from rsp_jobs.times import datetime_lexical as _iso, parse_datetime
 
 KINDS = ("tsunami", "congestion", "silence", "plain")
 ALERT_BASE = "urn:rsp:alert:"
@@ -73,10 +74,6 @@ class Alert:
         out["event_time"] = _iso(self.event_time)
         out["reported_at"] = _iso(self.reported_at)
         return out
-
-
-def parse_moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 def _plain(term: dict) -> Any:
@@ -130,13 +127,13 @@ def raise_alerts(query_iri: str, config: AlertConfig, results: list[dict], frame
     context = context or Context()
     alerts: dict[str, Alert] = {}
     for result in results:
-        reported = parse_moment(result["window_close"])
+        reported = parse_datetime(result["window_close"])
         for solution in solutions(result):
             if config.subject not in solution:
                 raise InputError(f"<{query_iri}>: [alert] subject {config.subject!r} is not in its results "
                                  f"(they have {', '.join(sorted(solution))})")
             subject = str(solution[config.subject])
-            when = parse_moment(str(solution[config.time])) if config.time and config.time in solution else reported
+            when = parse_datetime(str(solution[config.time])) if config.time and config.time in solution else reported
             iri = alert_iri(query_iri, subject, when)
             alerts.setdefault(iri, Alert(iri, config.kind, query_iri, subject, when, reported,
                                          _message(config.kind, subject, when), solution,

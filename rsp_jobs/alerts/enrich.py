@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import functools
 import math
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from rdflib import Graph, Namespace
 
 from rsp_jobs import settings
-from rsp_jobs.alerts.build import Alert, AlertConfig, Context, parse_moment
+from rsp_jobs.alerts.build import Alert, AlertConfig, Context
 from rsp_jobs.errors import RspError
-from rsp_jobs.orchestrate.registry import to_us
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms, ms_to_us, parse_datetime, parse_duration, to_us
 
 GN = Namespace("http://www.geonames.org/ontology#")
 GEO = Namespace("http://www.w3.org/2003/01/geo/wgs84_pos#")
@@ -75,23 +74,19 @@ def tsunami_evidence(alert: Alert, config: AlertConfig, context: Context) -> lis
     ``evidence_batches`` (stream IRI -> STEP of its tumbling windows) the frame whose window
     held the sample (the prediction, the pair)."""
     from rsp_jobs.ingest import dart
-    from rsp_jobs.language.parser import parse_duration
 
     station = dart.station_of_sensor(alert.subject)
-    times = [alert.event_time] + [parse_moment(str(alert.solution[v])) for v in config.options.get("evidence_times", [])
-                                  if v in alert.solution]
+    times = [alert.event_time] + [parse_datetime(str(alert.solution[v]))
+                                  for v in config.options.get("evidence_times", []) if v in alert.solution]
     frames = [dart.frame_iri(station, t) for t in times]
     averages = config.options.get("averages_stream")
     if averages:
-        frames += [f"{averages}/frame/{_iso_ms(alert.event_time - timedelta(seconds=15, hours=i))}" for i in range(4)]
+        frames += [f"{averages}/frame/{iso_ms(to_us(alert.event_time - timedelta(seconds=15, hours=i)))}"
+                   for i in range(4)]
     for stream, step in config.options.get("evidence_batches", {}).items():
-        step_us = parse_duration(step) * 1000
+        step_us = ms_to_us(parse_duration(step))
         frames.append(f"{stream}/frame/{iso_ms((to_us(alert.event_time) // step_us + 1) * step_us)}")
     return frames
-
-
-def _iso_ms(moment: datetime) -> str:
-    return iso_ms(to_us(moment))
 
 
 @functools.cache

@@ -20,10 +20,10 @@ from typing import Optional
 from rsp_jobs.engine import Interval, evaluate, match
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
-from rsp_jobs.orchestrate.registry import RegisteredQuery, from_us, load_query, to_us
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query
 from rsp_jobs.store import db
 from rsp_jobs.store.results import matches_as_results, result_batch, store_evaluation
+from rsp_jobs.times import from_us, iso_ms, to_us
 
 
 @dataclass(frozen=True)
