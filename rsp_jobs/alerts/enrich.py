@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, Callable
 
 from rdflib import Graph, Namespace
 
 from rsp_jobs import settings
-from rsp_jobs.alerts.build import Alert, AlertConfig, Context
+from rsp_jobs.alerts.build import Alert, AlertConfig
 from rsp_jobs.errors import RspError
 from rsp_jobs.times import iso_ms, ms_to_us, parse_datetime, parse_duration, to_us
 
@@ -26,6 +28,24 @@ GEO = Namespace("http://www.w3.org/2003/01/geo/wgs84_pos#")
 EARTH_RADIUS_KM = 6371.0088  # mean Earth radius (IUGG)
 GAZETTEER = settings.REPO_ROOT / "ontology" / "gazetteer.ttl"
 ACTIVE_FOR = timedelta(minutes=30)  # a segment's alert counts as current this long
+
+
+@dataclass
+class Context:
+    """What enrichments may read: the store engine and the alerts raised so far in the run."""
+    engine: Any = None
+    raised: list[Alert] = field(default_factory=list)
+
+
+Enricher = Callable[[Alert, AlertConfig, Context], None]
+
+
+def enrich_alerts(alerts: list[Alert], config: AlertConfig, context: Context) -> list[Alert]:
+    """Enrich a run's alerts (``build.raise_alerts``) in place, as their kind says; returns them."""
+    context.raised.extend(alerts)  # enrichments see the whole run (segments in alert)
+    for alert in alerts:
+        ENRICHERS[config.kind](alert, config, context)
+    return alerts
 
 
 def great_circle_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
