@@ -264,6 +264,7 @@ def cmd_evaluate(args) -> int:
         progress = _Progress(enabled=sys.stderr.isatty())
         windows = [] if store is not None else None
         started = datetime.now(timezone.utc)
+        _start_spark()
         try:
             interval = Interval(args.after, args.until)
             if pattern:  # one JSON object per match, reported at its end
@@ -353,6 +354,14 @@ class _Consumption:
             self.record(conn, None)
 
 
+def _start_spark() -> None:
+    """Start Spark on RSP_SPARK_MASTER, else the Airflow connection, else local[2], before the
+    engine asks for a session (which would know the environment only)."""
+    from rsp_jobs.orchestrate.spark_connection import get_spark
+
+    get_spark()
+
+
 def _store_engine(url: str):
     from rsp_jobs.store import db
 
@@ -397,6 +406,7 @@ def cmd_audit(args) -> int:
         if report.query_text is None:
             print("  cannot re-evaluate: no window evaluation with a recorded query text in its lineage")
             return 1
+        _start_spark()
         stored, again = reevaluate(engine, args.iri, report.query_text, report.query_iri, args.background)
         same = same_window(stored, again)
         print(f"  re-evaluated {report.query_iri} at {stored['window_close']}: "
