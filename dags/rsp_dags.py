@@ -23,10 +23,10 @@ from airflow.sdk import DAG, Asset, DeltaDataIntervalTimetable, DeltaTriggerTime
 from airflow.sdk.exceptions import AirflowSkipException
 
 from rsp_jobs.errors import RspError
-from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
+from rsp_jobs.times import US_PER_S, parse_timedelta
 
 
 def stream_asset(iri: str) -> Asset:
@@ -37,16 +37,16 @@ def stream_asset(iri: str) -> Asset:
 def describe(rq: registry.RegisteredQuery) -> str:
     streams = "\n".join(f"- `<{s}>`" + (f" {w.window}" if (w := _window_of(rq, s)) else "") for s in rq.streams)
     if rq.kind == "window":
-        scope = (f"Each run covers {rq.batch_us // 1_000_000} s of window closes (STEP "
-                 f"{rq.step_us // 1_000_000} s, RANGE {rq.range_us // 1_000_000} s)")
+        scope = (f"Each run covers {rq.batch_us // US_PER_S} s of window closes (STEP "
+                 f"{rq.step_us // US_PER_S} s, RANGE {rq.range_us // US_PER_S} s)")
         what = f"**{rq.query.form}** query"
     elif rq.keeps_partials:
-        scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval; the "
+        scope = (f"Each run reports the matches ending in its {rq.batch_us // US_PER_S} s interval; the "
                  "pattern is unbounded, so its partial matches are kept in the store between runs "
                  "(no retention: they are never dropped)")
     else:
-        scope = (f"Each run reports the matches ending in its {rq.batch_us // 1_000_000} s interval, "
-                 f"reading back the pattern's bound of {rq.range_us / 1_000_000:g} s")
+        scope = (f"Each run reports the matches ending in its {rq.batch_us // US_PER_S} s interval, "
+                 f"reading back the pattern's bound of {rq.range_us / US_PER_S:g} s")
     if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
     return (f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
@@ -109,7 +109,7 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
 
 def ingest_dag(config: registry.StreamConfig) -> DAG:
     asset = stream_asset(config.iri)
-    every = timedelta(milliseconds=parse_duration(os.environ.get("RSP_INGEST_EVERY", "5m")))
+    every = parse_timedelta(os.environ.get("RSP_INGEST_EVERY", "5m"))
     with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(every),
              start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1,
              doc_md=f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`.",

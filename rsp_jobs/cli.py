@@ -17,23 +17,19 @@ from typing import Optional, Sequence
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.reasoning.entailment import REGIMES
-from rsp_jobs.terms import iso_ms
 from rsp_jobs.textfile import read_text
+from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
 
 
 def parse_time(text: str) -> int:
     """ISO 8601 (``Z`` or an offset; naive means UTC) or epoch milliseconds → epoch µs."""
     text = text.strip()
     if text.lstrip("-").isdigit():
-        return int(text) * 1000
+        return ms_to_us(int(text))
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_us(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch milliseconds: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def stream_spec(text: str) -> tuple[str, str]:
@@ -214,7 +210,7 @@ def _store_problem(exc, url: Optional[str]) -> str:
 
 
 def _utc(us: Optional[int]) -> Optional[datetime]:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+    return None if us is None else from_us(us)
 
 
 def cmd_alerts(args) -> int:
@@ -279,6 +275,7 @@ def cmd_evaluate(args) -> int:
         progress = _Progress(enabled=sys.stderr.isatty())
         windows = [] if store is not None else None
         started = datetime.now(timezone.utc)
+        _start_spark()
         try:
             interval = Interval(args.after, args.until)
             if pattern:  # one JSON object per match, reported at its end
@@ -368,6 +365,14 @@ class _Consumption:
             self.record(conn, None)
 
 
+def _start_spark() -> None:
+    """Start Spark on RSP_SPARK_MASTER, else the Airflow connection, else local[2], before the
+    engine asks for a session (which would know the environment only)."""
+    from rsp_jobs.orchestrate.spark_connection import get_spark
+
+    get_spark()
+
+
 def _store_engine(url: str):
     from rsp_jobs.store import db
 
@@ -412,6 +417,7 @@ def cmd_audit(args) -> int:
         if report.query_text is None:
             print("  cannot re-evaluate: no window evaluation with a recorded query text in its lineage")
             return 1
+        _start_spark()
         stored, again = reevaluate(engine, args.iri, report.query_text, report.query_iri, args.background)
         same = same_window(stored, again)
         print(f"  re-evaluated {report.query_iri} at {stored['window_close']}: "
@@ -423,9 +429,8 @@ def cmd_audit(args) -> int:
 def cmd_export(args) -> int:
     from rsp_jobs.store.tardf import export_stream
 
-    moment = (lambda us: None if us is None else datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc))
     report = export_stream(_store_engine(args.store or ""), args.stream, args.output, args.format,
-                           moment(args.start), moment(args.end))
+                           _utc(args.start), _utc(args.end))
     print(f"rsp: wrote {report.frames} frames, {report.triples} triples to {args.output}", file=sys.stderr)
     return 0
 

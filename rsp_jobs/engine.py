@@ -11,7 +11,6 @@ back to the driver.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
@@ -23,6 +22,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import get_spark
+from rsp_jobs.times import from_us
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     if after is not None and query.r2s != "RSTREAM" and sched.step:
         after -= sched.step  # ISTREAM/DSTREAM compare with the window before the first one
     lookback = windows.lookback_us(query)
-    start = None if after is None or lookback is None else _moment(after - lookback)
-    end = None if interval.until is None else _moment(interval.until)
+    start = None if after is None or lookback is None else from_us(after - lookback)
+    end = None if interval.until is None else from_us(interval.until)
     elements = lake.read(spark, [w.stream for w in query.windows], start, end)
     background = Background.for_query(query.graphs, background_files, query.source)
     if check_regime(entailment) != "simple":
@@ -78,18 +78,18 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     A match is emitted by the one batch whose interval holds its end. A bounded pattern reads
     back as far as its duration bound (or the ``retention_us`` stated for it: longer matches
     are not reported); an unbounded EP-SPARQL pattern reads the events after the cut of its
-    kept ``partials`` (``rsp_jobs.spark.events.PartialMatches``), or, without them, the whole
+    kept ``partials`` (``rsp_jobs.algebra.patterns.PartialMatches``), or, without them, the whole
     stream. Either way: no duplicates across batches and no matches lost at their borders
-    (DESIGN.md, "Windows and micro-batches")."""
+    (../shared/DESIGN.md, "Windows and micro-batches")."""
     spark = get_spark()
     lookback = pattern_lookback_us(pattern, retention_us)
     if isinstance(pattern, ContinuousQuery) and pattern.bound_us is None and partials is not None \
             and retention_us is None:
-        start = None if partials.cut_us is None else _moment(partials.cut_us + 1)
+        start = None if partials.cut_us is None else from_us(partials.cut_us + 1)
     else:
         partials = None
-        start = None if interval.after is None or lookback is None else _moment(interval.after - lookback)
-    end = None if interval.until is None else _moment(interval.until + 1)
+        start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
+    end = None if interval.until is None else from_us(interval.until + 1)
     # a frame is a graph: a triple two files bring for one time is one event
     elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(
         ["stream", "start", "ts", "s", "p", "o"])
@@ -116,5 +116,3 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         elements.unpersist()
 
 
-def _moment(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)

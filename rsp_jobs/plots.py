@@ -19,10 +19,11 @@ import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from sqlalchemy import Engine, select  # noqa: E402
 
-from rsp_jobs.alerts.build import parse_moment, solutions  # noqa: E402
+from rsp_jobs.alerts.build import solutions  # noqa: E402
 from rsp_jobs.alerts.store import list_alerts  # noqa: E402
 from rsp_jobs.errors import InputError  # noqa: E402
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult  # noqa: E402
+from rsp_jobs.times import parse_datetime  # noqa: E402
 
 SOSA_RESULT = "<http://www.w3.org/ns/sosa/hasSimpleResult>"
 CONGESTION = "<urn:rsp:ns:traffic/congestion>"
@@ -51,7 +52,7 @@ def _predictions(engine: Engine, query_iri: str, sensor: str) -> list[tuple[date
     for payload in payloads:
         for row in solutions(payload):
             if row.get("sensor") == sensor and "prediction" in row:
-                rows.append((parse_moment(row["time"]), float(row["prediction"]), float(row["residual"])))
+                rows.append((parse_datetime(row["time"]), float(row["prediction"]), float(row["residual"])))
     return sorted(rows)
 
 
@@ -78,7 +79,7 @@ def dart_view(engine: Engine, station: str, start: Optional[datetime] = None, en
 
     predictions = [p for p in _predictions(engine, prediction_query, sensor) if within(p[0])]
     detections = [a for a in list_alerts(engine, since=start, kind="tsunami")
-                  if a["subject"] == sensor and within(parse_moment(a["event_time"]))]
+                  if a["subject"] == sensor and within(parse_datetime(a["event_time"]))]
     return DartView(samples, predictions, detections)
 
 
@@ -96,7 +97,7 @@ def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime]
     for limit in (THRESHOLD_M, -THRESHOLD_M):
         bottom.axhline(limit, color="tab:red", lw=0.8, ls="--")
     for i, alert in enumerate(alerts):
-        when = parse_moment(alert["event_time"])
+        when = parse_datetime(alert["event_time"])
         for axis in (top, bottom):
             axis.axvline(when, color="tab:red", lw=1.2, label="detection" if i == 0 and axis is top else None)
     top.set_ylabel("water column height (m)")
@@ -134,7 +135,7 @@ def plot_traffic(engine: Engine, day: datetime, out: Path,
         hits = [a for a in list_alerts(engine, since=start, kind=kind)
                 if f"<{a['subject']}>" in segments and a["event_time"] < end.isoformat()]
         if hits:
-            axis.scatter([mdates.date2num(parse_moment(a["event_time"])) for a in hits],
+            axis.scatter([mdates.date2num(parse_datetime(a["event_time"])) for a in hits],
                          [segments.index(f"<{a['subject']}>") for a in hits], marker=marker, color=color, s=30,
                          label=f"{kind} alerts ({len(hits)})")
     axis.xaxis_date()

@@ -8,12 +8,13 @@ same way. Decoding to the SPARQL 1.1 JSON results encoding happens only for resu
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Optional
 
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Node
 
+from rsp_jobs import times
 from rsp_jobs.language import ast
 
 XSD = ast.XSD
@@ -86,23 +87,6 @@ def ast_to_nt(term: ast.Term) -> str:
     return to_nt(ast_to_rdflib(term))
 
 
-def iso_ms(micros: int) -> str:
-    """µs since the epoch as ISO 8601 UTC with milliseconds, how results name their times."""
-    moment = datetime.fromtimestamp(micros // 1000 / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(micros // 1000) % 1000:03d}Z"
-
-
-def datetime_lexical(value: datetime) -> str:
-    """The shortest xsd:dateTime lexical form of a time, in UTC with ``Z`` (naive means UTC):
-    microseconds only when there are any, without trailing zeros."""
-    if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond:06d}".rstrip("0")
-    return text + "Z"
-
-
 def numeric_value(term: Node) -> Optional[float]:
     """The value of a numeric literal as a double, else None (the lake's ``o_num``)."""
     if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) in NUMERIC_RANK:
@@ -118,9 +102,7 @@ def time_value(term: Node) -> Optional[datetime]:
     if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) == XSD_DATETIME:
         value = term.toPython()
         if isinstance(value, datetime):
-            if value.tzinfo is None:
-                value = value.replace(tzinfo=timezone.utc)
-            return value.astimezone(timezone.utc)
+            return times.as_utc(value)
     return None
 
 
@@ -200,8 +182,7 @@ def time_interval(lexical: str, date: bool = False) -> Optional[tuple[datetime, 
     if len(zone) == 5:  # +hhmm
         zone = zone[:3] + ":" + zone[3:]
     try:
-        start = datetime.fromisoformat(f"{match['date']}T{match['time'] or '00:00:00'}{zone}")
+        start = times.as_utc(datetime.fromisoformat(f"{match['date']}T{match['time'] or '00:00:00'}{zone}"))
     except ValueError:
         return None
-    start = start.astimezone(timezone.utc)
     return (start, start + timedelta(days=1)) if date else (start, start)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.terms import datetime_lexical as _iso, nt_to_json
+from rsp_jobs.terms import nt_to_json
+from rsp_jobs.times import datetime_lexical as _iso, parse_datetime
 
 KINDS = ("tsunami", "congestion", "silence", "plain")
 ALERT_BASE = "urn:rsp:alert:"
@@ -75,10 +76,6 @@ class Alert:
         return out
 
 
-def parse_moment(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
-
-
 def _plain(term: dict) -> Any:
     """A SPARQL JSON term as a plain value: numbers as floats, the rest as its text."""
     value = term["value"]
@@ -110,40 +107,23 @@ def alert_iri(query_iri: str, subject: str, event_time: datetime) -> str:
     return f"{ALERT_BASE}{query_iri.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}/{digest}"
 
 
-Enricher = Callable[[Alert, AlertConfig, "Context"], None]
-
-
-@dataclass
-class Context:
-    """What enrichments may read: the store engine and the alerts raised so far in the run."""
-    engine: Any = None
-    raised: list[Alert] = field(default_factory=list)
-
-
-def raise_alerts(query_iri: str, config: AlertConfig, results: list[dict], frames: dict[str, str],
-                 context: Optional[Context] = None) -> list[Alert]:
-    """The alerts of ``results`` (window/match objects as stored, with ``window_close``);
-    ``frames``: result frame IRI per close. A solution without the subject variable is an
-    error naming it: the query and its alert table disagree."""
-    from rsp_jobs.alerts.enrich import ENRICHERS
-
-    context = context or Context()
+def raise_alerts(query_iri: str, config: AlertConfig, results: list[dict], frames: dict[str, str]) -> list[Alert]:
+    """The alerts of ``results`` (window/match objects as stored, with ``window_close``), not
+    enriched yet (``enrich.enrich_alerts``); ``frames``: result frame IRI per close. A solution
+    without the subject variable is an error naming it: the query and its alert table disagree."""
     alerts: dict[str, Alert] = {}
     for result in results:
-        reported = parse_moment(result["window_close"])
+        reported = parse_datetime(result["window_close"])
         for solution in solutions(result):
             if config.subject not in solution:
                 raise InputError(f"<{query_iri}>: [alert] subject {config.subject!r} is not in its results "
                                  f"(they have {', '.join(sorted(solution))})")
             subject = str(solution[config.subject])
-            when = parse_moment(str(solution[config.time])) if config.time and config.time in solution else reported
+            when = parse_datetime(str(solution[config.time])) if config.time and config.time in solution else reported
             iri = alert_iri(query_iri, subject, when)
             alerts.setdefault(iri, Alert(iri, config.kind, query_iri, subject, when, reported,
                                          _message(config.kind, subject, when), solution,
                                          frames.get(result["window_close"])))
-    context.raised.extend(alerts.values())  # enrichments see the whole run (segments in alert)
-    for alert in alerts.values():
-        ENRICHERS[config.kind](alert, config, context)
     return list(alerts.values())
 
 

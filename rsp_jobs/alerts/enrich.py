@@ -11,22 +11,41 @@ from __future__ import annotations
 
 import functools
 import math
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
+from typing import Any, Callable
 
 from rdflib import Graph, Namespace
 
 from rsp_jobs import settings
-from rsp_jobs.alerts.build import Alert, AlertConfig, Context, parse_moment
+from rsp_jobs.alerts.build import Alert, AlertConfig
 from rsp_jobs.errors import RspError
-from rsp_jobs.orchestrate.registry import to_us
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms, ms_to_us, parse_datetime, parse_duration, to_us
 
 GN = Namespace("http://www.geonames.org/ontology#")
 GEO = Namespace("http://www.w3.org/2003/01/geo/wgs84_pos#")
 EARTH_RADIUS_KM = 6371.0088  # mean Earth radius (IUGG)
 GAZETTEER = settings.REPO_ROOT / "ontology" / "gazetteer.ttl"
 ACTIVE_FOR = timedelta(minutes=30)  # a segment's alert counts as current this long
+
+
+@dataclass
+class Context:
+    """What enrichments may read: the store engine and the alerts raised so far in the run."""
+    engine: Any = None
+    raised: list[Alert] = field(default_factory=list)
+
+
+Enricher = Callable[[Alert, AlertConfig, Context], None]
+
+
+def enrich_alerts(alerts: list[Alert], config: AlertConfig, context: Context) -> list[Alert]:
+    """Enrich a run's alerts (``build.raise_alerts``) in place, as their kind says; returns them."""
+    context.raised.extend(alerts)  # enrichments see the whole run (segments in alert)
+    for alert in alerts:
+        ENRICHERS[config.kind](alert, config, context)
+    return alerts
 
 
 def great_circle_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
@@ -75,23 +94,19 @@ def tsunami_evidence(alert: Alert, config: AlertConfig, context: Context) -> lis
     ``evidence_batches`` (stream IRI -> STEP of its tumbling windows) the frame whose window
     held the sample (the prediction, the pair)."""
     from rsp_jobs.ingest import dart
-    from rsp_jobs.language.parser import parse_duration
 
     station = dart.station_of_sensor(alert.subject)
-    times = [alert.event_time] + [parse_moment(str(alert.solution[v])) for v in config.options.get("evidence_times", [])
-                                  if v in alert.solution]
+    times = [alert.event_time] + [parse_datetime(str(alert.solution[v]))
+                                  for v in config.options.get("evidence_times", []) if v in alert.solution]
     frames = [dart.frame_iri(station, t) for t in times]
     averages = config.options.get("averages_stream")
     if averages:
-        frames += [f"{averages}/frame/{_iso_ms(alert.event_time - timedelta(seconds=15, hours=i))}" for i in range(4)]
+        frames += [f"{averages}/frame/{iso_ms(to_us(alert.event_time - timedelta(seconds=15, hours=i)))}"
+                   for i in range(4)]
     for stream, step in config.options.get("evidence_batches", {}).items():
-        step_us = parse_duration(step) * 1000
+        step_us = ms_to_us(parse_duration(step))
         frames.append(f"{stream}/frame/{iso_ms((to_us(alert.event_time) // step_us + 1) * step_us)}")
     return frames
-
-
-def _iso_ms(moment: datetime) -> str:
-    return iso_ms(to_us(moment))
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from typing import Optional
 from rdflib import XSD, Literal, URIRef
 from sqlalchemy import Engine, select, update
 
-from rsp_jobs.alerts.build import Alert, parse_moment
+from rsp_jobs.alerts.build import Alert
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, write_batch
@@ -20,7 +20,8 @@ from rsp_jobs.store.models import Alert as AlertRow
 from rsp_jobs.store.models import Frame
 from rsp_jobs.store.provenance import ActivityRecord, write_activity
 from rsp_jobs.store.results import frames_named
-from rsp_jobs.terms import datetime_lexical, nt_to_rdflib, numeric_value, time_value, to_nt
+from rsp_jobs.terms import nt_to_rdflib, numeric_value, time_value, to_nt
+from rsp_jobs.times import datetime_lexical, parse_datetime
 
 AL = "urn:rsp:ns:alert/"
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -128,7 +129,7 @@ def alerts_between(engine: Engine, start: datetime, end: datetime) -> list[Alert
     out = []
     for (payload,) in rows:
         out.append(Alert(payload["iri"], payload["kind"], payload["query_iri"], payload["subject"],
-                         parse_moment(payload["event_time"]), parse_moment(payload["reported_at"]), payload["message"],
+                         parse_datetime(payload["event_time"]), parse_datetime(payload["reported_at"]), payload["message"],
                          payload["solution"], payload.get("source_frame"), payload.get("evidence", []),
                          payload.get("enrichment", {})))
     return out

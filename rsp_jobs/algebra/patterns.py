@@ -29,7 +29,7 @@ def pattern_lookback_us(pattern, retention_us: Optional[int] = None) -> Optional
     """How far before a batch a pattern reads: its bounded duration, or the retention its
     ``.toml`` states for an unbounded one (matches longer than it are not reported), or None:
     an unbounded EP-SPARQL pattern keeps its partial matches in the store instead (EP-SPARQL
-    §4; ``rsp_jobs.spark.events.PartialMatches``)."""
+    §4; ``PartialMatches`` below)."""
     bound = pattern.bound_us
     if retention_us is not None:
         bound = retention_us if bound is None else min(bound, retention_us)

@@ -13,7 +13,7 @@ from typing import Optional
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
-from rsp_jobs.language.parser import duration_upper_bound_ms
+from rsp_jobs.times import duration_upper_bound_ms, ms_to_us
 from rsp_jobs.tree import substitute, walk
 
 INTERVAL_BUILTINS = frozenset({"getduration", "getstarttime", "getendtime"})
@@ -234,7 +234,7 @@ def _duration_bound(expr: ast.Expr) -> Optional[int]:
     if not isinstance(right, ast.Literal) or right.datatype not in DURATION_TYPES:
         return None
     try:  # P1M bounds a match by its longest: 31 days
-        return duration_upper_bound_ms(right.lexical) * 1000
+        return ms_to_us(duration_upper_bound_ms(right.lexical))
     except ValueError:
         return None
 

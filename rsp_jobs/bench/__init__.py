@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
+
+from rsp_jobs.times import parse_us, us_to_ms
 
 
 def close_ms(window: dict) -> int:
-    moment = datetime.fromisoformat(window["window_close"].replace("Z", "+00:00"))
-    return round(moment.timestamp() * 1000)
+    return us_to_ms(parse_us(window["window_close"]))
 
 
 def cores() -> int:

@@ -13,7 +13,7 @@ import json
 import platform
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rsp_jobs import settings
@@ -27,6 +27,7 @@ from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.spark.background import load_graph
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.terms import nt_to_json, to_nt
+from rsp_jobs.times import parse_datetime, to_us, us_to_ms
 
 TRAFFIC = citybench.TRAFFIC
 QUERIES = ["congestion_by_segment", "congested_pairs"]
@@ -48,7 +49,7 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
 
     get_spark()
     repository = str(citybench.sensor_repository_path())
-    elements = [Elem(TRAFFIC, int(e.ts.timestamp() * 1000), e.s, e.p, e.o) for e in batch.elements]
+    elements = [Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements]
     report = {"workload": {"day": f"{day:%Y-%m-%d}", "streams": 33, "triples": triples,
                            "frames": batch.frames, "mapping_seconds": round(mapping_s, 2),
                            "ingest_seconds": round(ingest_s, 2),
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
     if not settings.data_dir().is_dir():
         print(f"bench: the shared data is not at {settings.data_dir()} (set RSP_DATA_DIR)", file=sys.stderr)
         return 2
-    day = datetime.fromisoformat(args.day).replace(tzinfo=timezone.utc)
+    day = parse_datetime(args.day)
     report = run(day, args.output, not args.no_rdflib)
     print(json.dumps(report, indent=2))
     return 0

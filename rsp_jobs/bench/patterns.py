@@ -22,13 +22,14 @@ from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.compiler import compile
+from rsp_jobs.times import US_PER_S, to_us
 
 EX = Namespace("http://example.org/bench#")
 STREAM = "http://example.org/bench/stream"
 BACKGROUND = "urn:rsp:bench:sensors"
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 RULES, EVENT_TYPES, AREAS = 10, 11, 50
-S = 1_000_000
+S = US_PER_S
 
 
 def background(sensors: int = 2_000) -> Graph:
@@ -89,7 +90,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     rules = [compile(rule_text(i), f"<bench rule {i}>", "dotr") for i in range(RULES)]
     files = [f"{BACKGROUND}={bg_path}"]
     end = minutes * 60 * S
-    origin = int(START.timestamp()) * S
+    origin = to_us(START)
 
     def evaluate(cuts: list[int]) -> tuple[list, list[float]]:
         found, seconds = [], []

@@ -29,6 +29,7 @@ from rdflib.namespace import RDF, RDFS, XSD
 
 from rsp_jobs import settings
 from rsp_jobs.bench import close_ms, cores
+from rsp_jobs.times import US_PER_S, to_us, us_to_ms
 
 EX = Namespace("http://example.org/bench/")
 STREAM = str(EX["stream/observations"])
@@ -146,8 +147,8 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     windows = list(evaluate(query, lake, [str(ontology)], entailment=regime))
     engine_s = time.perf_counter() - t
 
-    start_us = int(START.timestamp() * 1_000_000)
-    span_us = frames * 1_000_000 + 10_000_000
+    start_us = to_us(START)
+    span_us = (frames + 10) * US_PER_S
     bounds = [start_us + span_us * i // batches for i in range(batches + 1)]
     bounds = [b - b % 10_000_000 for b in bounds]  # whole steps
     per_batch, batch_windows = [], 0
@@ -157,7 +158,7 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
                                            entailment=regime)))
         per_batch.append(time.perf_counter() - t)
 
-    elems = [Elem(STREAM, int(e.ts.timestamp() * 1000), e.s, e.p, e.o) for e in batch.elements[:3 * per_frame * 10]]
+    elems = [Elem(STREAM, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements[:3 * per_frame * 10]]
     contents = window_contents(elems, [WindowSpec(STREAM, 10_000, 10_000)])
     close = min(contents)
     window_graph = Graph()

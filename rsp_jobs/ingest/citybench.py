@@ -35,8 +35,8 @@ from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
 from rsp_jobs.settings import data_dir
-from rsp_jobs.terms import datetime_lexical
 from rsp_jobs.textfile import open_text
+from rsp_jobs.times import datetime_lexical
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,6 @@ NN seconds after t0 = 0; we write them as one N-Quads stream file, a frame per f
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from rdflib import Graph
@@ -14,10 +13,10 @@ from rdflib import Graph
 from rsp_jobs.errors import InputError
 from rsp_jobs.settings import data_dir
 from rsp_jobs.terms import to_nt
+from rsp_jobs.times import US_PER_S, datetime_lexical, from_us, parse_us, us_to_ms
 
 STREAM = "http://ex.org/streams/test"
 QUERIES = ("q1", "q2", "q3", "q4", "q5", "q6", "q7")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PROV_AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 _XSD_DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"
 
@@ -39,7 +38,7 @@ def write_stream(out: Path) -> Path:
         for path in sorted((csrbench_dir() / "stream").glob("data_*.ttl")):
             number = int(path.stem.split("_")[1])
             frame = f"<{STREAM}/frame/{number:02d}>"
-            moment = (EPOCH + timedelta(seconds=number)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            moment = datetime_lexical(from_us(number * US_PER_S))
             f.write(f'{frame} {_PROV_AT} "{moment}"^^{_XSD_DATETIME} .\n')
             for s, p, o in Graph().parse(path, format="turtle"):
                 f.write(f"{to_nt(s)} {to_nt(p)} {to_nt(o)} {frame} .\n")
@@ -62,7 +61,6 @@ def answers_of(windows: list[dict]) -> dict[int, set[tuple]]:
 
     out = {}
     for w in windows:
-        close = datetime.fromisoformat(w["window_close"].replace("Z", "+00:00"))
-        out[round((close - EPOCH).total_seconds() * 1000)] = {
+        out[us_to_ms(parse_us(w["window_close"]))] = {
             tuple(sorted((k, value(v)) for k, v in b.items())) for b in w["bindings"]}
     return out

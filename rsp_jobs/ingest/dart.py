@@ -51,8 +51,8 @@ from rsp_jobs import settings
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.citybench import Frame, MappingReport, write_trig
 from rsp_jobs.ingest.rdf_stream import Rejection
-from rsp_jobs.terms import datetime_lexical
 from rsp_jobs.textfile import open_text
+from rsp_jobs.times import datetime_lexical
 
 STREAM_BASE = "urn:rsp:stream:dart"
 SOSA = Namespace("http://www.w3.org/ns/sosa/")

@@ -42,8 +42,9 @@ from rdflib.plugins.parsers.trig import TrigSinkParser
 
 from rsp_jobs import settings
 from rsp_jobs.errors import InputError
-from rsp_jobs.terms import datetime_lexical, numeric_value, time_value, to_nt
+from rsp_jobs.terms import numeric_value, time_value, to_nt
 from rsp_jobs.textfile import decode
+from rsp_jobs.times import datetime_lexical
 
 PROV_GENERATED_AT = URIRef("http://www.w3.org/ns/prov#generatedAtTime")
 FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads"}

@@ -41,7 +41,8 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (PROV_GENERATED_AT, Element, Part, Rejection, Statement, StreamBatch,
                                         _to_frames, frame_checksum, future_horizon, past_horizon,
                                         read_statements)
-from rsp_jobs.terms import DSV, XSD_DATE, datetime_lexical, numeric_value, time_interval, time_value, to_nt
+from rsp_jobs.terms import DSV, XSD_DATE, numeric_value, time_interval, time_value, to_nt
+from rsp_jobs.times import datetime_lexical
 
 DSV_DATA_STREAM = URIRef(DSV + "DataStream")
 DSV_FRAME = URIRef(DSV + "Frame")

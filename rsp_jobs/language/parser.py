@@ -8,7 +8,6 @@ reported as a ``QuerySyntaxError`` or ``UnsupportedConstruct`` naming the file, 
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,8 +23,9 @@ from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
 from rsp_jobs.textfile import read_text
 from rsp_jobs.tree import walk
+from rsp_jobs.times import parse_duration
 
-__all__ = ["parse_query", "parse_query_file", "parse_duration"]
+__all__ = ["parse_query", "parse_query_file"]
 
 _GRAMMAR = Path(__file__).with_name("rsp.lark")
 
@@ -101,65 +101,13 @@ def parse_query_file(path: Union[str, Path]) -> ast.Query:
 
 # Limits on numbers in a query, checked when it is parsed (README, "Limits"): past them a value
 # no longer fits where it goes (Spark's int LIMIT and window sizes, Python's datetime range for
-# a window), so a query that names one is refused, naming the line and column.
-MAX_DURATION_MS = 100 * 366 * 86_400_000  # RANGE, STEP, WITHIN: a century at most
+# a window), so a query that names one is refused, naming the line and column. Durations
+# (RANGE, STEP, WITHIN) are parsed and limited by ``rsp_jobs.times.parse_duration``.
 MAX_COUNT = 2**31 - 1  # TRIPLES n, LIMIT, OFFSET: Spark takes them as a Java int
 # Spark plans each triple pattern as a join and each BIND as a projection: a 100-pattern BGP ran
 # its driver out of memory (50 took 20 s), 200 BINDs took a minute to plan (README, "Limits").
 MAX_PATTERNS = 64
 MAX_BINDS = 100
-
-_CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)
-_CSPARQL_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-_NUM = r"(\d+(?:\.\d+)?)"
-_ISO_DURATION = re.compile(
-    rf"P(?:{_NUM}W)?(?:{_NUM}D)?(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?", re.IGNORECASE)
-_ISO_UNIT_MS = (604_800_000, 86_400_000, 3_600_000, 60_000, 1000)
-
-
-def parse_duration(text: str) -> int:
-    """Milliseconds in a C-SPARQL duration (``3000ms``, ``1s``, ``10m``, ``1h``, ``1d``) or an
-    ISO 8601 one (``PT3S``, ``PT0.5S``, ``PT10M``, ``P1D``). ISO years and months are refused
-    (they have no fixed length), and so is anything that is not a whole number of milliseconds:
-    both raise ValueError."""
-    match = _CSPARQL_DURATION.fullmatch(text)
-    if match:
-        return _within_limit(int(match[1]) * _CSPARQL_UNIT_MS[match[2].lower()], text)
-    match = _ISO_DURATION.fullmatch(text)
-    if not match or not any(match.groups()) or text.upper().endswith("T"):
-        raise ValueError(f"not a duration: {text!r} (use e.g. 3000ms, 1s, 10m, 1h, PT3S, PT0.5S)")
-    ms = sum(Decimal(value) * unit for value, unit in zip(match.groups(), _ISO_UNIT_MS) if value)
-    if ms != ms.to_integral_value():
-        raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
-    return _within_limit(int(ms), text)
-
-
-def _within_limit(ms: int, text: str) -> int:
-    if ms > MAX_DURATION_MS:
-        raise ValueError(f"duration {text!r} is longer than the limit of 100 years")
-    return ms
-
-
-_CALENDAR = re.compile(r"P(?:(\d+)Y)?(?:(\d+)M)?(.*)", re.IGNORECASE)
-
-
-def parse_calendar_duration(text: str) -> tuple[int, int]:
-    """An xsd:duration with years and months too, as (months, milliseconds): months have no
-    fixed length, so what they mean depends on the time they are added to (XSD 1.1 appendix
-    E). ``P1Y2M3D`` is (14, 259200000). Raises ValueError as ``parse_duration`` does."""
-    match = _CALENDAR.fullmatch(text)
-    if not match or not (match[1] or match[2]):
-        return 0, parse_duration(text)
-    months = int(match[1] or 0) * 12 + int(match[2] or 0)
-    rest = match[3]
-    return months, (parse_duration("P" + rest) if rest else 0)
-
-
-def duration_upper_bound_ms(text: str) -> int:
-    """The longest an xsd:duration can last: a year 366 days, a month 31."""
-    months, ms = parse_calendar_duration(text)
-    years, months = divmod(months, 12)
-    return ms + (years * 366 + months * 31) * 86_400_000
 
 
 # ------------------------------------------------------------------------------ the parser

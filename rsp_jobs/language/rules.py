@@ -47,8 +47,9 @@ from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.language.datalog import DatalogRule, read_rule
 from rsp_jobs.language.diagnostics import check_depth, syntax_error, terminal_display
-from rsp_jobs.language.parser import MAX_DURATION_MS, parse_query
+from rsp_jobs.language.parser import parse_query
 from rsp_jobs.textfile import read_text
+from rsp_jobs.times import MAX_DURATION_MS, UNIT_MS, ms_to_us
 from rsp_jobs.tree import transform, walk
 
 __all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "Assignment", "DatalogRule",
@@ -56,11 +57,9 @@ __all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "
 
 _GRAMMAR = Path(__file__).with_name("dotr.lark")
 SEP = "\u00b7"  # joins label and variable: A.?x is the variable ?A·x
-_UNIT_US = {"ms": 1000, "s": 1_000_000, "min": 60_000_000, "h": 3_600_000_000, "d": 86_400_000_000}
 _UNIT = {"ms": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "min",
          "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hour": "h", "hours": "h",
          "d": "d", "day": "d", "days": "d"}
-AGGREGATES = ("avg", "sum", "count", "min", "max")
 # DOTR §3: "unique resource identifiers like dotr_id1 that are automatically generated every
 # time a new output graph is produced" (a bare name in the define template).
 _FRESH = re.compile(r"(?<![\w:?$.\-])dotr_id\w*")
@@ -297,11 +296,11 @@ class _Builder:
         return _QUALIFIED.sub(lambda m: f"?{m[1]}{SEP}{m[2]}", self.text[start:end])
 
     def _duration(self, number: Token, unit: Token, start: Optional[int] = None) -> int:
-        us = int(number) * _UNIT_US[_UNIT[unit.lower()]]
-        if us > MAX_DURATION_MS * 1000:
+        ms = int(number) * UNIT_MS[_UNIT[unit.lower()]]
+        if ms > MAX_DURATION_MS:
             raise self._error(number.start_pos if start is None else start,
                               f"{number} {unit} is longer than the limit of 100 years")
-        return us
+        return ms_to_us(ms)
 
     # ------------------------------------------------------------------ the rule
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -23,6 +23,7 @@ from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language.diagnostics import check_depth, check_literals, excerpt, syntax_error, terminal_display
 from rsp_jobs.language.lexical import local_name, string_body, unescape
 from rsp_jobs.terms import DSV, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, time_interval, to_nt
+from rsp_jobs.times import parse_datetime
 
 BELONGS_TO = DSV + "belongsTo"
 HAS_TIMESTAMP = DSV + "hasTimestamp"
@@ -315,10 +316,9 @@ def iso_time(text: str) -> Optional[datetime]:
     if not _ISO_DATETIME.fullmatch(text):
         return None
     try:
-        value = datetime.fromisoformat(text)
+        return parse_datetime(text)
     except ValueError:
         return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def _pos(item) -> Pos:

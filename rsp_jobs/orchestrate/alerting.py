@@ -14,7 +14,8 @@ from typing import Optional
 from sqlalchemy import select
 
 from rsp_jobs.alerts import notify
-from rsp_jobs.alerts.build import Context, raise_alerts
+from rsp_jobs.alerts.build import raise_alerts
+from rsp_jobs.alerts.enrich import Context, enrich_alerts
 from rsp_jobs.alerts.store import mark_notified, store_alerts, unnotified
 from rsp_jobs.errors import InputError
 from rsp_jobs.orchestrate.registry import load_query
@@ -52,7 +53,8 @@ def alert_run(query_path: str, after: datetime, until: datetime, store_url: Opti
                             .order_by(WindowResult.window_close)).all()
     results = [r.payload for r in rows]
     frames = {r.payload["window_close"]: r.frame_iri for r in rows}
-    alerts = raise_alerts(registered.iri, registered.alert, results, frames, Context(engine=engine))
+    alerts = enrich_alerts(raise_alerts(registered.iri, registered.alert, results, frames), registered.alert,
+                           Context(engine=engine))
     activity = store_alerts(engine, registered.iri, alerts, started)
     sent = 0
     sinks = notify.configured()

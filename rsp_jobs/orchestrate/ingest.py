@@ -39,6 +39,7 @@ from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import known_frames, register_stream
 from rsp_jobs.store.models import IngestedFile, Stream
 from rsp_jobs.store.provenance import file_checksum, record_ingest
+from rsp_jobs.times import EPOCH, us_to_ms
 
 FUTURE_SKEW = timedelta(minutes=5)  # event times later than the load time by more than this are wrong
 
@@ -129,7 +130,7 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     batch.rejections[:0] = mapping_rejections
     read_triples = batch.read_triples
     outcome = gate.check_input_batch(gate.lake_rows(batch.elements), stream=config.iri, source=str(path),
-                                     interval=(registry.EPOCH, started + FUTURE_SKEW), engine=engine,
+                                     interval=(EPOCH, started + FUTURE_SKEW), engine=engine,
                                      batch_id=f"{config.key}/{checksum[:16]}",
                                      background=registry.background_paths())
     if not outcome.success:
@@ -213,5 +214,5 @@ def _configure_stream(conn, config: StreamConfig) -> int:
     """Register the stream with the catalog's lateness and policy (the store is the record)."""
     stream_id = register_stream(conn, config.iri)
     conn.execute(update(Stream).where(Stream.id == stream_id).values(
-        allowed_lateness_ms=config.allowed_lateness_us // 1000, late_policy=config.late_policy))
+        allowed_lateness_ms=us_to_ms(config.allowed_lateness_us), late_policy=config.late_policy))
     return stream_id

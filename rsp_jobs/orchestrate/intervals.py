@@ -10,10 +10,12 @@ from datetime import datetime
 from typing import Optional
 
 from rsp_jobs.errors import RspError
+from rsp_jobs.times import parse_datetime
 
 
 def _moment(text) -> datetime:
-    return text if isinstance(text, datetime) else datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    """Airflow's datetime as it is, or an ISO 8601 time (an asset event's extra) in UTC."""
+    return text if isinstance(text, datetime) else parse_datetime(str(text))
 
 
 def from_events(events) -> Optional[tuple[datetime, datetime]]:

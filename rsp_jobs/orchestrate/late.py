@@ -16,7 +16,8 @@ from typing import Iterable, Optional
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from rsp_jobs.ingest.rdf_stream import StreamBatch
-from rsp_jobs.orchestrate.registry import RegisteredQuery, from_us, to_us
+from rsp_jobs.orchestrate.registry import RegisteredQuery
+from rsp_jobs.times import from_us, to_us
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.models import ActivityGenerated, Activity, LateArrival, Stream
 

@@ -29,15 +29,12 @@ from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, patt
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
-from rsp_jobs.language.parser import parse_duration
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
 from rsp_jobs.textfile import read_text
-
-MS = 1000  # µs per ms
+from rsp_jobs.times import US_PER_MS, from_us, ms_to_us, parse_duration, parse_us, to_us
 
 MINUTE_US = 60_000_000
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # where a DAG's interval grid starts by default: live runs start now, history is a backfill
 DEFAULT_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
@@ -122,7 +119,7 @@ class RegisteredQuery:
         retention); None for an unbounded pattern, which keeps its partial matches instead."""
         if self.kind != "window":
             return pattern_lookback_us(self.query, self.retention_us)
-        return max(w.window.range_ms for w in self.query.windows) * MS
+        return ms_to_us(max(w.window.range_ms for w in self.query.windows))
 
     @property
     def step_us(self) -> int:
@@ -167,15 +164,6 @@ class RegisteredQuery:
         return from_us(us + (phase - us) % self.step_us)
 
 
-def to_us(moment: datetime) -> int:
-    delta = moment - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000)
-
-
 def default_batch_us(step_us: int) -> int:
     return -(-MINUTE_US // step_us) * step_us
 
@@ -186,7 +174,7 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     root = root or queries_dir()
     query = compile_file(path)
     options = _catalog(path.with_suffix(".toml"))
-    t0_us = to_us(_time(options["t0"], path)) if "t0" in options else 0
+    t0_us = _t0_us(options["t0"], path) if "t0" in options else 0
     if isinstance(query, ContinuousQuery) and not query.pattern:
         if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
             raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
@@ -194,12 +182,12 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
         step = schedule(query, t0_us).step
     else:  # a pattern reads back its bounded duration; any batch will do
         check_batchable(query)  # MINUS over a stream cannot be micro-batched: refuse it here
-        step = MS
+        step = US_PER_MS
     batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
         else default_batch_us(step)
     if batch <= 0 or batch % step:
         raise InputError(f"{path.with_suffix('.toml')}: batch must be a whole number of STEPs "
-                         f"(or of COMPUTED EVERY when given: {step // MS} ms), got {batch // MS} ms")
+                         f"(or of COMPUTED EVERY when given: {step // US_PER_MS} ms), got {batch // US_PER_MS} ms")
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
     entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")
@@ -306,14 +294,14 @@ def background_files(query: ContinuousQuery) -> list[str]:
 
 def _duration_us(text: str, path: Path, key: str) -> int:
     try:
-        return parse_duration(str(text)) * MS
+        return ms_to_us(parse_duration(str(text)))
     except ValueError as exc:
         raise InputError(f"{path}: {key}: {exc}") from None
 
 
-def _time(text: str, path: Path) -> datetime:
+def _t0_us(text, path: Path) -> int:
+    """``t0``: an ISO 8601 string or a TOML date-time, without an offset UTC."""
     try:
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return parse_us(str(text))
     except ValueError:
         raise InputError(f"{path}: t0: not an ISO 8601 time: {text!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

@@ -20,10 +20,10 @@ from typing import Optional
 from rsp_jobs.engine import Interval, evaluate, match
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
-from rsp_jobs.orchestrate.registry import RegisteredQuery, from_us, load_query, to_us
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query
 from rsp_jobs.store import db
 from rsp_jobs.store.results import matches_as_results, result_batch, store_evaluation
+from rsp_jobs.times import from_us, iso_ms, to_us
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,10 @@ def evaluate_run(query_path: str, after: datetime, until: datetime, store_url: O
 
 def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: datetime, until: datetime,
                         revision_of: Optional[str] = None):
+    from rsp_jobs.orchestrate.spark_connection import get_spark
     from rsp_jobs.quality import gate
-    from rsp_jobs.spark.session import get_spark
 
+    spark = get_spark()  # on the Airflow connection's master, before the engine asks for a session
     if registered.kind != "window":
         return _match_and_store(registered, engine, after, until, revision_of)
     started_at = datetime.now(timezone.utc)
@@ -78,8 +79,7 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
         first_close_us=registered.first_close_us, step_us=registered.step_us, interval=(after, until),
         engine=engine, batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
     gate.require(outcome)
-    stored = store_evaluation(engine, registered.query, windows, started_at,
-                              get_spark().sparkContext.applicationId,
+    stored = store_evaluation(engine, registered.query, windows, started_at, spark.sparkContext.applicationId,
                               evaluated_until=None if revision_of else until, revision_of=revision_of)
     if registered.derives_stream:
         _write_derived(registered, windows)
@@ -93,7 +93,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     with the exact frames they used and, in the same transaction, the state the next batch
     starts from: the facts a consuming rule consumed, an unbounded pattern's partial matches."""
     from rsp_jobs.quality import gate
-    from rsp_jobs.spark.session import get_spark
+    from rsp_jobs.spark.session import get_spark  # the session _evaluate_and_store started
     from rsp_jobs.store.consumption import consumed_before, fact_time, replace_consumed
     from rsp_jobs.store.partials import load_partials, save_partials
 

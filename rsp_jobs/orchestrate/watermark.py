@@ -15,9 +15,10 @@ from airflow.sdk import BaseSensorOperator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sqlalchemy import select
 
-from rsp_jobs.orchestrate.intervals import _moment, run_interval
+from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Stream
+from rsp_jobs.times import parse_datetime
 
 
 def lagging_streams(store_url: Optional[str], streams: Sequence[str], until: datetime) -> dict[str, Optional[str]]:
@@ -50,7 +51,7 @@ class WatermarkTrigger(BaseTrigger):
                  "poll_seconds": self.poll_seconds})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        until = _moment(self.until)
+        until = parse_datetime(str(self.until))
         while True:
             lagging = await asyncio.to_thread(lagging_streams, self.store_url, self.streams, until)
             if not lagging:

@@ -8,20 +8,20 @@ expectation that reads a derived column says why in its notes, which Data Docs s
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Optional
 
 import pandas as pd
 
 from rsp_jobs.quality.ranges import Range, range_column
+from rsp_jobs.times import from_us
 
 INPUT_SUITE = "rsp_input_batch"
 OUTPUT_SUITE = "rsp_output_batch"
 LAKE_COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time")
 REQUIRED = ("stream", "ts", "frame", "s", "p", "o")  # o_num and o_time are null unless typed literals
 WINDOW_COLUMNS = ("query_iri", "window_open", "window_close", "row_count")
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # N-Triples terms (W3C RDF 1.1 N-Triples, section 7): absolute IRIs, blank nodes, literals.
 _IRI_CHARS = r'(?:[^\x00-\x20<>"{}|^`\\]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})'
@@ -111,5 +111,5 @@ def output_view(windows: pd.DataFrame, first_close_us: int, step_us: int) -> pd.
     """The windows with ``close_off_schedule_us``: (close − first close) mod step, or the distance
     to the first close for a close before it (the query's schedule, ``rsp_jobs.spark.schedule``)."""
     closes = pd.to_datetime(windows.reindex(columns=["window_close"])["window_close"], utc=True)
-    offset = (closes - (EPOCH + timedelta(microseconds=first_close_us))) // pd.Timedelta(microseconds=1)
+    offset = (closes - from_us(first_close_us)) // pd.Timedelta(microseconds=1)
     return windows.assign(close_off_schedule_us=offset.where(offset < 0, offset % step_us).abs().to_numpy())

@@ -51,7 +51,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms
 from rsp_jobs.tree import walk
 
 TA, TW, EV = "_ta", "_tw", "_ev"

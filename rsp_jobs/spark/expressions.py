@@ -18,6 +18,7 @@ from rsp_jobs import terms as T
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
+from rsp_jobs.times import US_PER_S, ms_to_us, parse_calendar_duration
 
 
 @dataclass
@@ -267,13 +268,11 @@ _DURATION_TYPES = {T.XSD + "duration", T.XSD + "dayTimeDuration", T.XSD + "yearM
 
 def _duration_parts(literal: ast.Literal, scope: Scope) -> tuple[int, Column]:
     """An xsd:duration constant as (months, µs of the rest)."""
-    from rsp_jobs.language.parser import parse_calendar_duration
-
     try:
         months, ms = parse_calendar_duration(literal.lexical)
     except ValueError as err:
         raise UnsupportedConstruct(scope.source, f"duration {literal.lexical!r}: {err}") from None
-    return months, F.lit(ms * 1000)
+    return months, F.lit(ms_to_us(ms))
 
 
 def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Column, Column]:
@@ -302,7 +301,7 @@ def _interval_call(name: str, start: Column, end: Column) -> Value:
     getENDTIME() are ta and tw as xsd:dateTime."""
     if name == "getduration":
         micros = end - start
-        seconds = F.regexp_replace(F.regexp_replace((micros / F.lit(1_000_000)).cast("decimal(24,6)").cast("string"),
+        seconds = F.regexp_replace(F.regexp_replace((micros / F.lit(US_PER_S)).cast("decimal(24,6)").cast("string"),
                                                     r"0+$", ""), r"\.$", "")
         return Value(F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')), duration=micros,
                      anchor=start)

@@ -12,7 +12,7 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST

@@ -50,7 +50,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms
 
 __all__ = ["evaluate_rule", "facts_frame", "fact_key"]
 

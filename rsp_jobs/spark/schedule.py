@@ -21,8 +21,8 @@ from typing import Optional
 
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.times import ms_to_us
 
-MS = 1000  # microseconds per millisecond
 
 
 @dataclass(frozen=True)
@@ -48,21 +48,21 @@ def schedule(query, t0_us: int) -> Schedule:
         # and when RANGE is a multiple of d the two grids agree. The windows' STEPs are not used:
         # COMPUTED EVERY sets the one grid, so streams with different STEPs, or RANGEs that differ
         # by a non-multiple of STEP, are fine in one query.
-        every = query.computed_every_ms * MS
-        widest = max(w.range_ms for w in time_windows) * MS
+        every = ms_to_us(query.computed_every_ms)
+        widest = ms_to_us(max(w.range_ms for w in time_windows))
         return Schedule(t0_us, every, t0_us + -(-widest // every) * every)
     steps = {w.step_ms for w in time_windows}
     if len(steps) > 1:
         raise UnsupportedConstruct(query.source, "streams with different STEPs in one query "
                                    f"({', '.join(f'{s} ms' for s in sorted(steps))}) without COMPUTED EVERY")
     if time_windows:
-        step = time_windows[0].step_ms * MS
-        phases = {(w.range_ms * MS) % step for w in time_windows}
+        step = ms_to_us(time_windows[0].step_ms)
+        phases = {ms_to_us(w.range_ms) % step for w in time_windows}
         if len(phases) > 1:
             raise UnsupportedConstruct(query.source, "windows whose closes never coincide "
                                        "(RANGEs that differ by a non-multiple of STEP) without COMPUTED EVERY")
-        return Schedule(t0_us, step, t0_us + min(w.range_ms for w in time_windows) * MS)
+        return Schedule(t0_us, step, t0_us + ms_to_us(min(w.range_ms for w in time_windows)))
     if query.computed_every_ms:
-        step = query.computed_every_ms * MS
+        step = ms_to_us(query.computed_every_ms)
         return Schedule(t0_us, step, t0_us + step)
     return Schedule(t0_us, None, None)

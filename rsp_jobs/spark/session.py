@@ -3,12 +3,14 @@
 ANSI mode is off because SPARQL maps expression errors (a bad cast, a division by zero) to
 an unbound value, which is what Spark's non-ANSI NULL results give. Times are UTC.
 
-The master comes from ``settings.spark_master()``. With a cluster master (``spark://``, ``yarn``,
-``k8s://``) the executors run in other JVMs, started by the cluster's workers: they reach the
-driver at ``SPARK_LOCAL_IP`` (``spark.driver.host``, default 127.0.0.1, right for a cluster on
-this machine; set it to an address the workers can reach otherwise), run Python with this
-interpreter, and get ``RSP_EXECUTOR_MEMORY`` (default 1g) each and ``RSP_SPARK_CORES_MAX`` (default
-2) cores in all. The lake is Parquet at a filesystem path, which must be the same path for the
+The master is the caller's, else ``settings.spark_master()`` (the environment only: jobs that
+may run under Airflow start the session through ``orchestrate.spark_connection``, which reads
+its connection too). With a cluster master (``spark://``, ``yarn``, ``k8s://``) the executors
+run in other JVMs, started by the cluster's workers: they reach the driver at
+``SPARK_LOCAL_IP`` (``spark.driver.host``, default 127.0.0.1, right for a cluster on this
+machine; set it to an address the workers can reach otherwise), run Python with this
+interpreter, and get ``RSP_EXECUTOR_MEMORY`` (default 1g) each and ``RSP_SPARK_CORES_MAX``
+(default 2) cores in all. The lake is Parquet at a filesystem path, which must be the same path for the
 driver and the workers (one machine, or a shared filesystem). Local mode is unchanged.
 """
 from __future__ import annotations
@@ -25,8 +27,8 @@ _SESSION = None
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def get_spark(master: str | None = None, app_name: str = "rsp"):
-    """The process's SparkSession, created on first use."""
+def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, str] | None = None):
+    """The process's SparkSession, created on first use (``master`` and ``conf`` apply then)."""
     global _SESSION
     if _SESSION is not None and not _SESSION.sparkContext._jsc.sc().isStopped():
         return _SESSION
@@ -51,6 +53,8 @@ def get_spark(master: str | None = None, app_name: str = "rsp"):
                 f"-Dderby.system.home={home / 'derby'} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
         .config("spark.sql.adaptive.enabled", "true")
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if not master.startswith("local"):
         builder = _cluster_config(builder)
     _SESSION = builder.getOrCreate()

@@ -30,7 +30,8 @@ from pyspark.sql import functions as F
 
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
-from rsp_jobs.spark.schedule import MS, Schedule, schedule
+from rsp_jobs.spark.schedule import Schedule, schedule
+from rsp_jobs.times import US_PER_MS as MS
 
 __all__ = ["Schedule", "schedule", "lookback_us", "assign"]
 

@@ -10,12 +10,13 @@ the end of time.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Iterable, Optional
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
 from rsp_jobs.store.models import ConsumedFact
+from rsp_jobs.times import from_us
 
 TABLE = ConsumedFact.__table__
 
@@ -50,14 +51,10 @@ def replace_consumed(conn: Connection, query_iri: str, after: Optional[datetime]
 def fact_time(key: str) -> datetime:
     """A fact key's time (``label@<µs>#hash``)."""
     micros = int(key.split("@", 1)[1].split("#", 1)[0])
-    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
+    return from_us(micros)
 
 
 def consumption_records(matches: list[dict], newly: Iterable[str]) -> list[tuple[str, datetime, datetime]]:
     """``(fact key, fact time, match time)`` of each fact ``newly`` consumed by ``matches``."""
     ended = {key: m["time_us"] for m in matches for key in m.get("facts", {}).values()}
-    return [(key, fact_time(key), _moment(ended[key])) for key in sorted(newly)]
-
-
-def _moment(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc).replace(microsecond=micros % 1_000_000)
+    return [(key, fact_time(key), from_us(ended[key])) for key in sorted(newly)]

@@ -12,7 +12,7 @@ bound variable; ASK as ``<frame> rsp:boolean true|false``; CONSTRUCT as its trip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Iterable, Optional
 
 from rdflib import BNode, Literal, URIRef
@@ -24,7 +24,8 @@ from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, WindowResult
 from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
-from rsp_jobs.terms import iso_ms, numeric_value, nt_to_rdflib, time_value, to_nt
+from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
+from rsp_jobs.times import iso_ms, parse_datetime
 
 RSP = "urn:rsp:ns:"
 
@@ -43,10 +44,6 @@ class StoredEvaluation:
     activity_iri: str
     windows: int
     frames_written: int
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 def _window_triples(query: ContinuousQuery, frame: str, window: dict) -> list[tuple[str, str, str]]:
@@ -83,7 +80,7 @@ def _starts(window: dict) -> dict[tuple, list]:
     starts: dict[tuple, list] = {}
     for start, line in window.get("derived", []):
         s, p, rest = line.split(" ", 2)
-        starts.setdefault((s, p, rest[:-2]), []).append(_parse_time(start))
+        starts.setdefault((s, p, rest[:-2]), []).append(parse_datetime(start))
     return starts
 
 
@@ -96,7 +93,7 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
     batch = StreamBatch(stream=stream, source=f"evaluation of {query_iri(query)}")
     frame_of = {}
     for window in windows:
-        close = _parse_time(window["window_close"])
+        close = parse_datetime(window["window_close"])
         frame = f"{stream}/frame/{window['window_close']}"
         frame_of[window["window_close"]] = frame
         triples = _window_triples(query, frame, window)
@@ -157,8 +154,8 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[d
         for window in windows:
             _upsert_result(conn, q_iri, query.form, window, frames[frame_of[window["window_close"]]][0])
         if windows:
-            record.window_open = min(_parse_time(w["window_open"]) for w in windows)
-            record.window_close = max(_parse_time(w["window_close"]) for w in windows)
+            record.window_open = min(parse_datetime(w["window_open"]) for w in windows)
+            record.window_close = max(parse_datetime(w["window_close"]) for w in windows)
             record.used = _input_frames(conn, [w.stream for w in query.windows],
                                         record.window_open, record.window_close) if used_frames is None \
                 else frames_named(conn, sorted(set(used_frames)))
@@ -180,8 +177,8 @@ def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, s
 def _upsert_result(conn, q_iri: str, form: str, window: dict, frame_id: int) -> None:
     table = WindowResult.__table__
     rows = len(window.get("bindings", window.get("triples", [])))
-    values = dict(query_iri=q_iri, window_open=_parse_time(window["window_open"]),
-                  window_close=_parse_time(window["window_close"]), form=form, payload=window,
+    values = dict(query_iri=q_iri, window_open=parse_datetime(window["window_open"]),
+                  window_close=parse_datetime(window["window_close"]), form=form, payload=window,
                   row_count=rows, frame_id=frame_id)
     statement = INSERT_ON_CONFLICT[conn.dialect.name](table).values(**values)
     conn.execute(statement.on_conflict_do_update(

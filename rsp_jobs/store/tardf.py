@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, TextIO, Union
 
@@ -46,6 +46,7 @@ from rsp_jobs.store.frames import LoadReport, write_batch
 from rsp_jobs.store.invariant import invariants_about, write_invariants
 from rsp_jobs.store.models import Frame, FrameTriple, Stream
 from rsp_jobs.terms import XSD_DATETIME
+from rsp_jobs.times import xsd_datetime
 
 DSV_DATA_STREAM = DSV + "DataStream"
 DSV_FRAME = DSV + "Frame"
@@ -183,11 +184,6 @@ def _translation(stream_iri: str, frame: _StoredFrame) -> list[tuple[str, str, s
             if triple not in out:
                 out.append(triple)
     return out
-
-
-def xsd_datetime(ts: datetime) -> str:
-    """The lexical ``xsd:dateTime`` of a stored time: UTC, ``Z``, every microsecond kept."""
-    return ts.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 @contextmanager

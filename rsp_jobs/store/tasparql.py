@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any, Optional, Union
@@ -48,7 +48,8 @@ from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, BasicPattern, Gro
                                         Var, VarRef, iso_time, parse)
 from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
 from rsp_jobs.terms import (DSV, INTEGER_TYPES, NUMERIC_RANK, XSD, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE,
-                            XSD_INTEGER, datetime_lexical, nt_to_json)
+                            XSD_INTEGER, nt_to_json)
+from rsp_jobs.times import as_utc, datetime_lexical, parse_datetime
 from rsp_jobs.tree import walk
 
 __all__ = ["DSV", "BELONGS_TO", "QueryResult", "run_query", "translate"]
@@ -1006,8 +1007,8 @@ def _to_json(kind: str, value, rank=None) -> Optional[dict]:
 
 def _as_datetime(value) -> datetime:
     if isinstance(value, str):  # SQLite's text form, when a result column carries no type
-        value = datetime.fromisoformat(value)
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return parse_datetime(value)
+    return as_utc(value)
 
 
 def _double_lexical(value: float) -> str:

@@ -159,7 +159,7 @@ def test_a_congestion_alert_carries_a_route_around_every_segment_in_alert(data_d
     """158505's shortest way round uses 158415 (tests/reasoning/test_routes.py checks it against
     a plain Dijkstra over the CSV); when 158415 is in alert too, the route avoids it."""
     from rsp_jobs.alerts.build import AlertConfig, raise_alerts
-    from rsp_jobs.alerts.enrich import _roads
+    from rsp_jobs.alerts.enrich import Context, _roads, enrich_alerts
 
     ses = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData"
     def match(segment: str, node: str) -> list[str]:
@@ -168,7 +168,8 @@ def test_a_congestion_alert_carries_a_route_around_every_segment_in_alert(data_d
     result = {"window_open": "2014-08-02T09:20:00.000Z", "window_close": "2014-08-02T09:30:00.000Z",
               "triples": match("158505", "_:a") + match("158415", "_:b")}
     config = AlertConfig("congestion", subject="segment", time="time3")
-    alerts = {a.subject.rsplit("Data", 1)[-1]: a for a in raise_alerts("urn:rsp:query:rising", config, [result], {})}
+    raised = enrich_alerts(raise_alerts("urn:rsp:query:rising", config, [result], {}), config, Context())
+    alerts = {a.subject.rsplit("Data", 1)[-1]: a for a in raised}
     assert set(alerts) == {"158505", "158415"}
     network = _roads()
     alone = network.alternative_route(f"{ses}158505")

@@ -16,6 +16,7 @@ import pytest
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
+from rsp_jobs.orchestrate import spark_connection
 from tests.support.spark_cluster import java_missing, spark_cluster  # noqa: F401 (fixture)
 
 RSP = str(Path(sys.executable).with_name("rsp"))
@@ -23,7 +24,7 @@ QUERY = "q5"  # CSRBench: a join with a numeric FILTER over [RANGE 5s STEP 1s], 
 RUN_TIMEOUT = 600  # seconds; the machine may be shared with other Spark jobs
 
 
-# --- settings.spark_master(): RSP_SPARK_MASTER, else the Airflow connection, else local[2] ---
+# --- the master: RSP_SPARK_MASTER, else the Airflow connection, else local[2] ---
 
 @pytest.fixture
 def clean_spark_env(monkeypatch):
@@ -35,58 +36,87 @@ def clean_spark_env(monkeypatch):
 def test_environment_setting_wins_over_the_connection(clean_spark_env):
     clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
     clean_spark_env.setenv("RSP_SPARK_MASTER", "local[1]")
+    assert spark_connection.spark_master() == "local[1]"
     assert settings.spark_master() == "local[1]"
 
 
 def test_airflow_connection_from_the_environment(clean_spark_env):
     clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
-    assert settings.spark_master() == "spark://127.0.0.1:7077"
+    assert spark_connection.spark_master() == "spark://127.0.0.1:7077"
+    assert settings.spark_master() == "local[2]"  # settings reads the environment only
 
 
 @pytest.mark.parametrize("value, master", [
     ('{"conn_type": "spark", "host": "spark://10.0.0.5", "port": 7078}', "spark://10.0.0.5:7078"),
     ('{"conn_type": "spark", "host": "spark://10.0.0.5:7079"}', "spark://10.0.0.5:7079"),
     ('{"conn_type": "spark", "host": "local[3]"}', "local[3]"),
-    ('{"conn_type": "spark", "host": "sparkhost"}', "spark://sparkhost:7077"),
-    ('{"conn_type": "spark", "extra": {"master": "local[1]"}}', "local[1]"),
+    ('{"conn_type": "spark", "host": "yarn"}', "yarn"),
+    ('{"conn_type": "spark", "host": "sparkhost", "port": 7078}', "spark://sparkhost:7078"),
+    ('{"conn_type": "spark", "host": "k8s://https://10.0.0.6", "port": 6443}', "k8s://https://10.0.0.6:6443"),
+    ("k8s://10.0.0.6:6443", "k8s://10.0.0.6:6443"),
     ("spark://spark%3A%2F%2Fmaster.example%3A7077", "spark://master.example:7077"),
 ])
-def test_connection_forms(clean_spark_env, value, master):
+def test_connection_forms_are_read_as_the_spark_provider_reads_them(clean_spark_env, value, master):
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
     clean_spark_env.setenv("RSP_SPARK_CONN_ID", "rsp_spark_forms")
     clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK_FORMS", value)
-    assert settings.spark_master() == master
+    assert spark_connection.spark_master() == master
+    if not master.startswith("k8s"):  # the hook wants the cncf.kubernetes provider for k8s (not installed)
+        assert SparkSubmitHook(conn_id="rsp_spark_forms")._connection["master"] == master
+
+
+@pytest.mark.parametrize("value, master", [
+    ('{"conn_type": "spark", "host": "sparkhost"}', "spark://sparkhost:7077"),  # the provider: "sparkhost"
+    ('{"conn_type": "spark", "extra": {"master": "local[1]"}}', "local[1]"),
+])
+def test_connection_forms_beyond_the_provider(clean_spark_env, value, master):
+    clean_spark_env.setenv("RSP_SPARK_CONN_ID", "rsp_spark_forms")
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK_FORMS", value)
+    assert spark_connection.spark_master() == master
+
+
+def test_connection_extras(clean_spark_env):
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://yarn?deploy-mode=client&queue=rsp&namespace=ns")
+    target = spark_connection.spark_target()
+    assert target.conf == {"spark.yarn.queue": "rsp", "spark.kubernetes.namespace": "ns"}
+    clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077?deploy-mode=cluster")
+    with pytest.raises(RspError, match="deploy-mode 'cluster'"):
+        spark_connection.spark_target()
 
 
 def test_connection_without_a_master_is_an_error(clean_spark_env):
     clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", '{"conn_type": "spark"}')
     with pytest.raises(RspError, match="rsp_spark"):
-        settings.spark_master()
+        spark_connection.spark_master()
 
 
 def test_undefined_connection_falls_back_to_local(clean_spark_env):
     clean_spark_env.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")
-    assert settings.spark_master() == "spark://127.0.0.1:7077"  # Airflow is loaded now
+    assert spark_connection.spark_master() == "spark://127.0.0.1:7077"  # Airflow is loaded now
     assert "airflow.sdk" in sys.modules
     clean_spark_env.delenv("AIRFLOW_CONN_RSP_SPARK")
-    assert settings.spark_master() == "local[2]"  # the SDK's not-found error, caught
+    assert spark_connection.spark_master() == "local[2]"  # the SDK's not-found error, caught
     clean_spark_env.setenv("RSP_SPARK_CONN_ID", "rsp_spark_nowhere")
-    assert settings.spark_master() == "local[2]"
+    assert spark_connection.spark_master() == "local[2]"
 
 
-@pytest.mark.parametrize("extra, master", [
-    ({"RSP_SPARK_MASTER": "spark://127.0.0.1:7077"}, "spark://127.0.0.1:7077"),
-    ({}, "local[2]"),
+@pytest.mark.parametrize("module, extra, master", [
+    ("orchestrate.spark_connection", {"RSP_SPARK_MASTER": "spark://127.0.0.1:7077"}, "spark://127.0.0.1:7077"),
+    ("orchestrate.spark_connection", {}, "local[2]"),
+    ("settings", {"AIRFLOW_CONN_RSP_SPARK": "spark://127.0.0.1:1"}, "local[2]"),
 ])
-def test_airflow_is_not_imported_when_it_cannot_matter(tmp_path, extra, master):
+def test_airflow_is_not_imported_when_it_cannot_matter(tmp_path, module, extra, master):
     """A fresh process: with RSP_SPARK_MASTER set, or with no connection defined anywhere
-    Airflow could look, the setting is read without importing Airflow (which takes seconds)."""
+    Airflow could look, the master is found without importing Airflow (which takes seconds);
+    ``settings`` never imports it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AIRFLOW", "_AIRFLOW")) and k not in ("RSP_SPARK_MASTER", "RSP_SPARK_CONN_ID")}
     env.update({"RSP_HOME": str(tmp_path), "AIRFLOW_CONN_RSP_SPARK": "spark://127.0.0.1:1"} if extra else
                {"RSP_HOME": str(tmp_path)})
     env.update(extra)
-    code = ("import sys; from rsp_jobs import settings; "
-            "print(settings.spark_master(), 'airflow' in sys.modules)")
+    code = (f"import sys, importlib; m = importlib.import_module('rsp_jobs.{module}'); "
+            "print(m.spark_master(), 'airflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [master, "False"]

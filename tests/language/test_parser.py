@@ -12,7 +12,8 @@ from rsp_jobs.language.ast import (IRI, XSD, Aggregate, BinaryOp, Bind, BNode, C
                                    GroupPattern, In, Literal, MinusPattern, OptionalPattern,
                                    OrderCondition, Position, SelectItem, Timestamp, TimeWindow,
                                    TriplePattern, TriplesBlock, UnaryOp, UnionPattern, Var)
-from rsp_jobs.language.parser import parse_duration, parse_query, parse_query_file
+from rsp_jobs.language.parser import parse_query, parse_query_file
+from rsp_jobs.times import parse_duration
 from rsp_jobs.settings import data_dir
 
 QUERY_GLOBS = {"csrbench/queries/*.rq": 8, "citybench/queries/csparql/*.txt": 19,

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.orchestrate import registry, tasks
-from rsp_jobs.orchestrate.registry import to_us
+from rsp_jobs.times import to_us
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Stream, WindowResult
 from rsp_jobs.orchestrate.replay import run_states, trigger, unpause_all, wait_for_run

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from airflow.sdk import DeltaDataIntervalTimetable
 
-from rsp_jobs import settings
+from rsp_jobs import settings, times
 
 pytestmark = pytest.mark.airflow  # Airflow's DagBag loads the DAG file
 
@@ -124,7 +124,7 @@ def test_computed_every_sets_the_grid_a_dag_runs_on(queries):
     query = registry.load_query(path)
     assert query.step_us == 7 * 60_000_000 and query.first_close_us == 63 * 60_000_000  # RANGE 1h: ticks from 63 min
     assert [c % (7 * 60_000_000) for c in query.closes(0, 10 ** 10)] == [0] * len(query.closes(0, 10 ** 10))
-    assert registry.to_us(query.first_batch_end()) % (7 * 60_000_000) == 0
+    assert times.to_us(query.first_batch_end()) % (7 * 60_000_000) == 0
     (queries / "citybench" / "every_7m.toml").write_text('batch = "15m"\n')
     with pytest.raises(Exception, match="COMPUTED EVERY"):
         registry.load_query(path)

@@ -16,7 +16,7 @@ from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_landing
-from rsp_jobs.orchestrate.registry import to_us
+from rsp_jobs.times import to_us
 from rsp_jobs.store import db
 from rsp_jobs.store.lineage import prov_graph
 from rsp_jobs.quality import QualityGateError

@@ -12,10 +12,10 @@ from sqlalchemy import func, select
 from rsp_jobs.engine import Interval, match
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_landing
-from rsp_jobs.orchestrate.registry import to_us
 from rsp_jobs.store import db
 from rsp_jobs.store.models import LateArrival, PartialMatch
 from rsp_jobs.store.results import matches_as_results
+from rsp_jobs.times import from_us, to_us
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 from tests.orchestrate.test_micro_batches import stored_results
 
@@ -75,7 +75,7 @@ def test_pattern_runs_with_late_data_reevaluated_report_what_one_evaluation_give
 
 def test_a_derived_streams_run_reports_its_events_intervals_for_the_asset_event(home, queries, spark):
     """The run summary (the asset event's ``extra``) names each derived event's [start, end]."""
-    from rsp_jobs.terms import iso_ms
+    from rsp_jobs.times import iso_ms
     from tests.conformance.epsparql.support import at
     from tests.patterns.test_derived_intervals import EVENTS, UPSTREAM
     from tests.patterns.test_partial_matches import as_batch
@@ -83,6 +83,6 @@ def test_a_derived_streams_run_reports_its_events_intervals_for_the_asset_event(
     path = queries / "traffic" / "rose.rsp"
     path.write_text(UPSTREAM)
     tasks.lake().write(as_batch(EVENTS), batch_id="readings")
-    summary = tasks.evaluate_run(str(path), registry.from_us(at(-2)), registry.from_us(at(3)))
+    summary = tasks.evaluate_run(str(path), from_us(at(-2)), from_us(at(3)))
     assert summary.intervals == ((iso_ms(at(0)), iso_ms(at(2))),)
     assert summary.as_dict()["intervals"] == summary.intervals

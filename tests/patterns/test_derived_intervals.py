@@ -11,7 +11,7 @@ from rsp_jobs import compiler
 from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.store.results import matches_as_results, output_stream_iri, result_batch
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms
 from tests.conformance.epsparql.support import EPOCH, PREFIXES, STREAM, at, rows, stream
 from tests.patterns.test_partial_matches import as_batch
 

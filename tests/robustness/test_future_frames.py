@@ -13,7 +13,7 @@ from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.store.models import Stream
 from rsp_jobs.store.provenance import store_ingest
 from rsp_jobs.store.tardf import import_stream
-from rsp_jobs.terms import datetime_lexical
+from rsp_jobs.times import datetime_lexical
 
 STREAM = "http://ex.org/streams/clock"
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"

@@ -14,7 +14,7 @@ from typing import Sequence
 from hypothesis import strategies as st
 
 from rsp_jobs.bench.reference import Elem
-from rsp_jobs.terms import datetime_lexical
+from rsp_jobs.times import datetime_lexical
 
 AT = "<http://www.w3.org/ns/prov#generatedAtTime>"
 DATETIME = "<http://www.w3.org/2001/XMLSchema#dateTime>"

@@ -27,7 +27,8 @@ from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.citybench import write_trig
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch, read_stream_file
-from rsp_jobs.orchestrate.registry import load_query, queries_dir, to_us
+from rsp_jobs.orchestrate.registry import load_query, queries_dir
+from rsp_jobs.times import to_us
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator

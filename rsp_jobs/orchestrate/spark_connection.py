@@ -1,0 +1,138 @@
+"""The Spark master of jobs that run under Airflow or beside it (DAG tasks, ``rsp evaluate``):
+``RSP_SPARK_MASTER`` (``settings.spark_master``), else the Airflow connection
+``RSP_SPARK_CONN_ID`` (default ``rsp_spark``), else ``local[2]``.
+
+The connection is the Apache Spark provider's ``spark`` type, read as the provider's
+``SparkSubmitHook`` reads it, so that one connection serves ``SparkSubmitOperator`` and these
+jobs (the hook's reading is private to it and builds spark-submit arguments, so it is followed
+here, not called):
+
+- host is the master: ``local[n]``, ``yarn`` or a URL (``spark://h``, ``k8s://https://h``), with
+  ``:port`` appended when the connection has a port; a connection given as a URI
+  (``AIRFLOW_CONN_RSP_SPARK=spark://h:7077``, ``k8s://h:443``) is ``<type>://host:port``;
+- extra ``deploy-mode``: only ``client`` works, since the driver is this process (a SparkSession,
+  not spark-submit): ``cluster`` is an error rather than silently ignored;
+- extra ``queue`` and ``namespace`` become ``spark.yarn.queue`` and ``spark.kubernetes.namespace``;
+  the other extras (``spark-binary``, ``keytab``, ``principal``, REST) are spark-submit's.
+
+Beyond the provider: a bare host name without a port is a standalone master on Spark's default
+port (``spark://host:7077``; the provider would pass the bare name, which Spark refuses), and an
+extra ``master`` gives the URL outright. A connection that is not defined falls back to
+``local[2]``; one without host or master is an error.
+
+Looking the connection up uses the Task SDK (``airflow.sdk.BaseHook.get_connection``): inside a
+task that is the API server (metadata DB), environment variables and the secrets backend;
+outside a task, only ``AIRFLOW_CONN_<ID>`` and a configured secrets backend. Importing Airflow
+takes seconds, so it is imported only when it could know the connection: it is loaded already
+(a task, the DAG processor), ``AIRFLOW_CONN_<ID>`` is set, or a secrets backend is configured.
+"""
+from __future__ import annotations
+
+import configparser
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from rsp_jobs import settings
+from rsp_jobs.errors import RspError
+from rsp_jobs.orchestrate import airflow_env
+
+STANDALONE_PORT = 7077  # Spark's default port of a standalone master
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    master: str
+    conf: dict[str, str] = field(default_factory=dict)  # Spark settings the connection adds
+
+
+def spark_target() -> SparkTarget:
+    """Where this process's Spark jobs run (the order in the module docstring)."""
+    master = settings.spark_master(default=None)
+    if master:
+        return SparkTarget(master)
+    return _from_airflow(settings.spark_conn_id()) or SparkTarget(settings.DEFAULT_SPARK_MASTER)
+
+
+def spark_master() -> str:
+    return spark_target().master
+
+
+def get_spark():
+    """The process's SparkSession, on ``spark_target()`` when it is created by this call. Call it
+    before the engine asks for a session (``spark.session.get_spark``, which knows only the
+    environment)."""
+    from rsp_jobs.spark.session import get_spark as session
+
+    target = spark_target()
+    return session(target.master, conf=target.conf)
+
+
+def target_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[str], port: Optional[int],
+                         extra: Optional[dict]) -> SparkTarget:
+    """The Spark target an Airflow ``spark`` connection names (the module docstring)."""
+    extra = extra or {}
+    if str(extra.get("deploy-mode") or "client").strip().lower() != "client":
+        raise RspError(f"Airflow connection {conn_id!r}: deploy-mode {extra['deploy-mode']!r} is not possible here; "
+                       "the Spark driver is the job's own process (deploy-mode client)")
+    conf = {key: str(extra[name]) for name, key in (("queue", "spark.yarn.queue"),
+                                                    ("namespace", "spark.kubernetes.namespace")) if extra.get(name)}
+    master = str(extra.get("master") or "").strip()
+    if master:
+        return SparkTarget(master, conf)
+    host = (host or "").strip()
+    if not host:
+        raise RspError(f"Airflow connection {conn_id!r} names no Spark master: give it a host "
+                       f"(spark://HOST:PORT) or extra {{\"master\": URL}}")
+    conn_type = conn_type or "spark"
+    if conn_type == "spark" and ("://" in host or not port):
+        master = host  # as entered in the UI: the host field holds the master
+    else:
+        master = f"{conn_type}://{host}"  # from a URI: spark://host:port
+    if port:
+        master = f"{master}:{port}"
+    elif "://" not in master and not master.startswith("local") and master != "yarn":
+        master = f"spark://{master}:{STANDALONE_PORT}"
+    return SparkTarget(master, conf)
+
+
+def _from_airflow(conn_id: str) -> Optional[SparkTarget]:
+    """None when Airflow is not installed or does not define the connection."""
+    if not _airflow_may_define(conn_id):
+        return None
+    if "airflow" not in sys.modules:
+        airflow_env.configure()  # the project's Airflow home, before Airflow reads its config
+    try:
+        from airflow.sdk import BaseHook
+        from airflow.sdk.exceptions import AirflowNotFoundException
+    except ImportError:
+        return None
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+    return target_of_connection(conn_id, conn.conn_type, conn.host, conn.port, conn.extra_dejson)
+
+
+def _airflow_may_define(conn_id: str) -> bool:
+    """Whether Airflow's Task SDK could find connection ``conn_id`` in this process."""
+    if "airflow" in sys.modules:
+        return True
+    if os.environ.get("AIRFLOW_CONN_" + conn_id.upper()) or os.environ.get("_AIRFLOW_PROCESS_CONTEXT"):
+        return True
+    if any(key.startswith(("AIRFLOW__SECRETS__BACKEND", "AIRFLOW__WORKERS__SECRETS_BACKEND"))
+           and value for key, value in os.environ.items()):
+        return True
+    home = os.environ.get("AIRFLOW_HOME") or str(settings.home_dir() / "airflow")
+    cfg_path = Path(os.environ.get("AIRFLOW_CONFIG") or Path(home).expanduser() / "airflow.cfg")
+    if not cfg_path.is_file():
+        return False
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read(cfg_path, encoding="utf-8")
+    except configparser.Error:
+        return True  # let Airflow read it
+    return bool(cfg.get("secrets", "backend", fallback="").strip()
+                or cfg.get("workers", "secrets_backend", fallback="").strip())
