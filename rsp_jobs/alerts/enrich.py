@@ -17,7 +17,7 @@ from pathlib import Path
 from rdflib import Graph, Namespace
 
 from rsp_jobs import settings
-from rsp_jobs.alerts.build import Alert, AlertConfig, Context, parse_moment
+from rsp_jobs.alerts.build import Alert, AlertConfig, Context, Enricher, parse_moment
 from rsp_jobs.errors import RspError
 from rsp_jobs.orchestrate.registry import to_us
 from rsp_jobs.terms import iso_ms
@@ -134,5 +134,5 @@ def plain(alert: Alert, config: AlertConfig, context: Context) -> None:
     return None
 
 
-ENRICHERS = {"tsunami": tsunami, "congestion": route, "silence": route, "plain": plain}
+ENRICHERS: dict[str, Enricher] = {"tsunami": tsunami, "congestion": route, "silence": route, "plain": plain}
 
