@@ -23,7 +23,7 @@ demo: setup
 
 bench: setup
 	$(VENV)/bin/python -m rsp_jobs.bench --output bench-results/engine.json
-	$(VENV)/bin/python -m rsp_jobs.store.bench --output bench-results/store.json
+	$(VENV)/bin/python -m rsp_jobs.bench.store --output bench-results/store.json
 	$(VENV)/bin/python -m rsp_jobs.bench.patterns --output bench-results/patterns.json
 	$(VENV)/bin/python -m rsp_jobs.bench.reasoning --output bench-results/reasoning.json
 

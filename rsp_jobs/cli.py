@@ -97,9 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("iri", help="a stored result frame (or any stored frame) IRI")
     aud.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     aud.add_argument("--reevaluate", action="store_true",
-                     help="also recompute the window from the stored input frames and compare")
+                     help="also recompute the window from the stored input frames and compare, with the "
+                          "registered query's t0, entailment and background files (a query that is not "
+                          "registered: rsp evaluate's defaults); a pattern's or rule's match is refused")
     aud.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
-                     help="background files the query needs when re-evaluating")
+                     help="background files the query needs when re-evaluating (default: the registered query's)")
+    aud.add_argument("--t0", type=parse_time, default=None,
+                     help="origin of the window grid when re-evaluating (default: the registered query's, else epoch)")
+    aud.add_argument("--entailment", choices=REGIMES, default=None,
+                     help="entailment regime when re-evaluating (default: the registered query's, else simple)")
     aud.set_defaults(run=cmd_audit)
 
     exp = sub.add_parser("export", help="write a stored stream as TA-RDF (frames with the dsv: vocabulary)")
@@ -411,18 +417,16 @@ def cmd_audit(args) -> int:
     for iri in report.missing:
         print(f"  missing: {iri}")
     ok = report.inputs_unchanged
-    if args.reevaluate:
-        from rsp_jobs.store.reevaluate import reevaluate, same_window
+    if args.reevaluate:  # refused (an error, exit 2) without a recorded query text, or for a pattern
+        from rsp_jobs.reevaluate import reevaluate
 
-        if report.query_text is None:
-            print("  cannot re-evaluate: no window evaluation with a recorded query text in its lineage")
-            return 1
         _start_spark()
-        stored, again = reevaluate(engine, args.iri, report.query_text, report.query_iri, args.background)
-        same = same_window(stored, again)
-        print(f"  re-evaluated {report.query_iri} at {stored['window_close']}: "
-              + ("same result" if same else "DIFFERENT result"))
-        ok = ok and same
+        again = reevaluate(engine, report, args.background, args.t0, args.entailment)
+        if again.note:
+            print(f"  note: {again.note}")
+        print(f"  re-evaluated {report.query_iri} at {again.stored['window_close']} ({again.settings}): "
+              + ("same result" if again.same else "DIFFERENT result"))
+        ok = ok and again.same
     return 0 if ok else 1
 
 

@@ -73,7 +73,7 @@ def demo_csrbench(home: Path) -> bool:
 
 def demo_airflow(home: Path, traffic_files: list[Path], dart_files: list[Path]) -> bool:
     """The registered queries through real DAG runs over fixed ranges, with a summary."""
-    from rsp_jobs.orchestrate.deployment import airflow_deployment
+    from rsp_jobs.demo_deployment import airflow_deployment
     from rsp_jobs.orchestrate.replay import replay
 
     os.environ.update(RSP_HOME=str(home), RSP_STORE_URL=f"sqlite:///{home / 'store.sqlite'}",

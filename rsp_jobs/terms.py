@@ -36,7 +36,6 @@ INTEGER_TYPES = frozenset(XSD + t for t in (
     "unsignedByte"))
 # Rank of each numeric type in SPARQL's type promotion (integer < decimal < float < double).
 NUMERIC_RANK = {**{t: 0 for t in INTEGER_TYPES}, XSD_DECIMAL: 1, XSD_FLOAT: 2, XSD_DOUBLE: 3}
-RANK_TYPE = {0: XSD_INTEGER, 1: XSD_DECIMAL, 2: XSD_FLOAT, 3: XSD_DOUBLE}
 
 
 def to_nt(term: Node) -> str:

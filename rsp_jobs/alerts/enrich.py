@@ -149,5 +149,5 @@ def plain(alert: Alert, config: AlertConfig, context: Context) -> None:
     return None
 
 
-ENRICHERS = {"tsunami": tsunami, "congestion": route, "silence": route, "plain": plain}
+ENRICHERS: dict[str, Enricher] = {"tsunami": tsunami, "congestion": route, "silence": route, "plain": plain}
 

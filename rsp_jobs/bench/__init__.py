@@ -1,4 +1,7 @@
-"""What the benchmarks share: how they read a window's close and name the machine."""
+"""The benchmarks of ``make bench``: the engine against rdflib (``__main__``), the frame store
+(``store``), temporal patterns (``patterns``) and reasoning (``reasoning``), with the rdflib
+reference they compare against (``reference``, which the differential tests use too). Here:
+what they share, how they read a window's close and name the machine."""
 from __future__ import annotations
 
 import os

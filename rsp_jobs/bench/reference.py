@@ -1,7 +1,11 @@
 """The independent reference for the differential tests and the benchmark: window contents
 computed here in plain Python from the semantics in ../shared/data/csrbench/README.md (not with
 the engine's code), and each window's query answered by rdflib's SPARQL engine over those
-triples plus the background graphs. The engine itself never evaluates with rdflib."""
+triples plus the background graphs. The engine itself never evaluates with rdflib.
+
+It stays in the package, not in ``tests/support/``: ``make bench`` checks the engine's answers
+against it (``rsp_jobs.bench.__main__``, ``rsp_jobs.bench.reasoning``); the differential tests
+import it from here."""
 from __future__ import annotations
 
 import math

@@ -92,6 +92,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     duration, or from its kept partial matches), reported as results closing at their end time,
     with the exact frames they used and, in the same transaction, the state the next batch
     starts from: the facts a consuming rule consumed, an unbounded pattern's partial matches."""
+    from rsp_jobs.algebra.patterns import PartialMatches
     from rsp_jobs.quality import gate
     from rsp_jobs.spark.session import get_spark  # the session _evaluate_and_store started
     from rsp_jobs.store.consumption import consumed_before, fact_time, replace_consumed
@@ -100,7 +101,8 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     started_at = datetime.now(timezone.utc)
     consumed = consumed_before(engine, registered.iri, after) if registered.kind == "rule" else frozenset()
     plan_key = _plan_key(registered)
-    partials = load_partials(engine, registered.iri, plan_key, to_us(after)) if registered.keeps_partials else None
+    partials = PartialMatches(*load_partials(engine, registered.iri, plan_key, to_us(after))) \
+        if registered.keeps_partials else None
     matches, newly = match(registered.query, lake(), registered.background,
                            Interval(to_us(after), to_us(until)), registered.entailment, consumed,
                            partials=partials, retention_us=registered.retention_us)
@@ -117,7 +119,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
         if registered.kind == "rule":
             replace_consumed(conn, registered.iri, after, until, facts, activity_iri)
         if partials is not None:
-            save_partials(conn, registered.iri, plan_key, partials, to_us(until))
+            save_partials(conn, registered.iri, plan_key, partials.cut_us, partials.produced, to_us(until))
 
     stored = store_evaluation(engine, registered.query, results, started_at,
                               get_spark().sparkContext.applicationId,

@@ -1,2 +1,2 @@
-"""Reasoning: entailment regimes and Datalog rules over background knowledge and stream frames (DESIGN.md,
-"Reasoning")."""
+"""Reasoning: entailment regimes and Datalog rules over background knowledge and stream frames
+(../shared/DESIGN.md, "Reasoning")."""

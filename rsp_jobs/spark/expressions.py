@@ -32,10 +32,6 @@ class Value:
     anchor: Optional[Column] = None  # getDURATION()'s start, µs: where months are counted from
 
     @staticmethod
-    def of_term(term: Column) -> "Value":
-        return Value(term)
-
-    @staticmethod
     def of_number(num: Column, rank: Column) -> "Value":
         return Value(ST.numeric_literal(num, rank), num, rank)
 

@@ -34,9 +34,6 @@ class Schedule:
     step: Optional[int]
     first_close: Optional[int]
 
-    def prev(self, close: int) -> Optional[int]:
-        return close - self.step if self.step else None
-
 
 def schedule(query, t0_us: int) -> Schedule:
     """The query's grid of closes (``query``: an ``algebra.plan.ContinuousQuery``)."""

@@ -15,10 +15,6 @@ from rsp_jobs import terms as T
 _LITERAL_RE = r'(?s)^"(.*)"(\^\^<[^>]*>|@[A-Za-z0-9-]+)?$'
 
 
-def lit_str(value: str) -> Column:
-    return F.lit(value)
-
-
 def is_iri(t: Column) -> Column:
     return t.startswith("<")
 
@@ -85,10 +81,6 @@ def is_string_literal(t: Column) -> Column:
 
 def string_literal(text: Column) -> Column:
     return F.concat(F.lit('"'), escape(text), F.lit('"'))
-
-
-def typed_literal(text: Column, datatype_iri: str) -> Column:
-    return F.concat(F.lit('"'), escape(text), F.lit(f'"^^<{datatype_iri}>'))
 
 
 def lang_literal(text: Column, lang: Column) -> Column:

@@ -1,7 +1,7 @@
 """Reaching the frame store: its URL from the environment, one engine per URL, write
 transactions, and the Alembic upgrade that brings a store, empty or at an older revision, to
 the current schema (forward only, never dropping anything). The store runs on SQLite or
-PostgreSQL (DESIGN.md), nothing else.
+PostgreSQL (../shared/DESIGN.md), nothing else.
 
 SQLite is the embedded default, so its engines are set up as a single-file system of record:
 foreign keys enforced, WAL (readers do not block the writer), and real transactions: sqlite3's

@@ -410,7 +410,7 @@ def _converted(row: tuple, converters: list) -> tuple:
     return tuple(values)
 
 
-# each backend's fast path (DESIGN.md: the store runs on SQLite or PostgreSQL)
+# each backend's fast path (../shared/DESIGN.md: the store runs on SQLite or PostgreSQL)
 BULK_WRITERS = {"postgresql": _copy_rows, "sqlite": _executemany_rows}
 
 

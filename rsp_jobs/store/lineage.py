@@ -14,6 +14,7 @@ from rsp_jobs.store.frames import frame_checksum, frame_triples
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Query
 
 RSPNS = Namespace("urn:rsp:ns:")
+EVALUATION_KINDS = ("window_evaluation", "pattern_match")
 ENGINE_AGENT = URIRef("urn:rsp:agent:engine")
 
 
@@ -113,6 +114,9 @@ class AuditReport:
     checked: int = 0
     changed: list[str] = field(default_factory=list)  # frames whose content no longer matches
     missing: list[str] = field(default_factory=list)  # frames no longer in the store
+    # the evaluation that generated ``iri``: its kind (window_evaluation, pattern_match), query
+    # and the query text it recorded as its plan
+    evaluation_kind: Optional[str] = None
     query_text: Optional[str] = None
     query_iri: Optional[str] = None
 
@@ -128,8 +132,13 @@ def audit(engine: Engine, iri: str) -> AuditReport:
     with engine.connect() as conn:
         known = {r.frame_iri for r in conn.execute(select(Frame.frame_iri).where(Frame.frame_iri.in_(
             [u.entity_iri for s in steps for u in s.used if u.entity_kind == "frame"])))}
-        evaluation = next((s.activity for s in steps if s.activity.kind == "window_evaluation"), None)
+        # the latest evaluation that generated ``iri`` itself (a revision after late data comes
+        # after the evaluation it revises), not one further upstream
+        evaluation = max((s.activity for s in steps if s.activity.kind in EVALUATION_KINDS and (
+            s.activity.iri == iri or any(g.entity_iri == iri for g in s.generated))),
+            key=lambda a: a.id, default=None)
         if evaluation is not None:
+            report.evaluation_kind = evaluation.kind
             report.query_iri = evaluation.query_iri
             report.query_text = conn.scalar(select(Query.text).where(
                 Query.iri == evaluation.query_iri, Query.text_hash == evaluation.query_text_hash))

@@ -1,4 +1,4 @@
-"""The frame store's tables, the schema Alembic migrates (DESIGN.md, "The frame store").
+"""The frame store's tables, the schema Alembic migrates (../shared/DESIGN.md, "Data model": "The frame store").
 
 Portable across SQLite (embedded default) and PostgreSQL (production): RDF terms and IRIs are
 text, timestamps are UTC with microseconds (``UTCDateTime``), JSON columns use SQLAlchemy's

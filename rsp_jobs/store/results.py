@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Protocol
 
 from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
 
-from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
@@ -28,6 +27,17 @@ from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
 from rsp_jobs.times import iso_ms, parse_datetime
 
 RSP = "urn:rsp:ns:"
+
+
+class ContinuousQuery(Protocol):
+    """What the store reads of a compiled query: an ``rsp_jobs.algebra.plan.ContinuousQuery``
+    or a DOTR rule (``rsp_jobs.language.rules.Rule``). Named here so the store does not import
+    the engine's layers; ``store_evaluation`` of a window evaluation also reads ``windows``
+    (each with its ``stream``) for the input frames the windows could see."""
+
+    name: str
+    form: str  # SELECT, CONSTRUCT, ASK, DESCRIBE (a rule: CONSTRUCT)
+    text: str
 
 
 def query_iri(query: ContinuousQuery) -> str:

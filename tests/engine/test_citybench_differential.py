@@ -2,7 +2,7 @@
 describes) and its background files: every window's answer equals rdflib's over the same window
 contents plus the background.
 
-Every query in ``queries/csparql/`` is either checked here or left out for a reason that a test
+Every query in ``../shared/data/citybench/queries/csparql/`` is either checked here or left out for a reason that a test
 below also checks; ``queries/citybench/README.md`` has the table. Two queries (Q11, Q12) are empty
 on every window by construction, so each also runs as a variant that changes one operator
 (``bound`` for ``!bound``, ``> 0`` for ``> 3``): same shape, non-empty answers."""
@@ -38,7 +38,7 @@ SSN_IS_PROPERTY_OF = URIRef("http://purl.oclc.org/NET/ssnx/ssn#isPropertyOf")
 
 @dataclass(frozen=True)
 class Case:
-    query: str  # file stem in queries/csparql
+    query: str  # file stem in <RSP_DATA_DIR>/citybench/queries/csparql
     repository: str = "subset"  # "subset" of SensorRepository.n3 (see below), "full" or "none"
     events: bool = False  # AarhusCulturalEvents.n3 for FROM <.../AarhusCulturalEvents.rdf>
     variant: Optional[tuple[str, str]] = None  # (text, replacement), made exactly once
@@ -277,7 +277,7 @@ def test_patterns_matching_window_and_background_build_a_plan_linear_in_their_nu
     """Engine fix found by Q4, Q5 and Q9, whose BGPs have up to twelve patterns that match both
     window and background triples: joining such a pattern used to put the solutions joined so
     far into the Spark plan twice, so the plan doubled with each one (Q4: 55,278 logical plan
-    nodes, minutes in Catalyst before any data was read; rsp_jobs.spark.evaluate._join_either).
+    nodes, minutes in Catalyst before any data was read; rsp_jobs.spark.evaluate.Evaluator._join_either).
     A chain of links that alternate between background and stream, and a pattern with no
     shared variable: the answers equal rdflib's, and the plan of 6 links is about twice that of
     3 (it was 8 times: 13,553 nodes against 1,625)."""

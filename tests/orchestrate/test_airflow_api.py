@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Activity, WindowResult
-from rsp_jobs.orchestrate.deployment import Deployment, airflow_deployment
+from rsp_jobs.demo_deployment import Deployment, airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 
 PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings", "congested_segments",

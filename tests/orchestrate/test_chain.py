@@ -20,7 +20,7 @@ from rsp_jobs.times import to_us
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Stream, WindowResult
 from rsp_jobs.orchestrate.replay import run_states, trigger, unpause_all, wait_for_run
-from rsp_jobs.orchestrate.deployment import airflow_deployment
+from rsp_jobs.demo_deployment import airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 from tests.support.spark_cluster import spark_cluster  # noqa: F401  (fixture)
 

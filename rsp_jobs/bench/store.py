@@ -1,4 +1,6 @@
-"""How fast the frame store loads and answers, on SQLite and on PostgreSQL.
+"""How fast the frame store loads and answers, on SQLite and on PostgreSQL (``make bench``:
+``python -m rsp_jobs.bench.store``, ``bench-results/store.json``; a benchmark of the store, kept
+under ``bench/`` so that ``rsp_jobs/store/`` holds only the store).
 
 Loads go through ``load_batch``, the path ingest uses: the CSRBench stream and a generated
 stream (frames of five triples), into a fresh store, then once more to time the idempotent
@@ -212,7 +214,7 @@ def run(generated_frames: int, lookup_frames: int, repeats: int) -> dict:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.store.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.store", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, help="write the results here as JSON (also printed)")
     parser.add_argument("--generated-frames", type=int, default=100_000)
     parser.add_argument("--lookup-frames", type=int, default=1_000_000)

@@ -1,7 +1,11 @@
-"""A real local Airflow deployment for end-to-end tests and the demo: the four components that ``make
-airflow`` runs (``airflow_env.start``), with the project environment, in a throwaway project
-home, on a free port, and with parsing and scheduling intervals of a second or two instead of
-production's minutes so that a DAG file is a DAG and a triggered run is running within seconds.
+"""The demo's local Airflow deployment (``rsp demo``, ``rsp_jobs/demo.py``), which the end-to-end
+tests start too: the four components that ``make airflow`` runs (``airflow_env.start``), with
+the project environment, in a throwaway project home, on a free port, and with parsing and
+scheduling intervals of a second or two instead of production's minutes so that a DAG file is a
+DAG and a triggered run is running within seconds.
+
+It stays in the package, not in ``tests/support/``, because ``rsp demo`` is a user command that
+needs it; it is not how production runs Airflow (``make airflow``, ``docker/``), hence its name.
 
     with airflow_deployment(tmp_path) as airflow:
         airflow.client.get("/api/v2/dags").json()
