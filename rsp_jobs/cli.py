@@ -420,7 +420,6 @@ def cmd_audit(args) -> int:
     if args.reevaluate:  # refused (an error, exit 2) without a recorded query text, or for a pattern
         from rsp_jobs.reevaluate import reevaluate
 
-        _start_spark()
         again = reevaluate(engine, report, args.background, args.t0, args.entailment)
         if again.note:
             print(f"  note: {again.note}")

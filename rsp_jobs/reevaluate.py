@@ -43,6 +43,7 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.orchestrate.registry import RegisteredQuery, discover
+from rsp_jobs.orchestrate.spark_connection import get_spark
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
 from rsp_jobs.store.lineage import AuditReport
@@ -117,6 +118,7 @@ def reevaluate(engine: Engine, report: AuditReport, background: Sequence[str] = 
             .join(Frame, Frame.stream_id == Stream.id).join(FrameTriple, FrameTriple.frame_id == Frame.id)
             .where(Stream.iri.in_([w.stream for w in query.windows]), Frame.ts < close,
                    *([Frame.ts >= close - timedelta(microseconds=since)] if since is not None else []))).all()
+    get_spark()  # on RSP_SPARK_MASTER, else the Airflow connection, else local[2]
     with tempfile.TemporaryDirectory(dir=settings.home_dir()) as scratch:
         lake = Lake(Path(scratch) / "lake")
         for stream in {r.iri for r in rows}:

@@ -20,7 +20,7 @@ from rsp_jobs.store import db
 from rsp_jobs.store.lineage import audit
 from rsp_jobs.store.models import Frame, WindowResult
 from rsp_jobs.store.results import store_evaluation
-from rsp_jobs.terms import iso_ms
+from rsp_jobs.times import iso_ms
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 T0 = EPOCH + timedelta(seconds=5)

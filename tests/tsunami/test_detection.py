@@ -32,7 +32,6 @@ from rsp_jobs.times import to_us
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
-from rsp_jobs.spark.windows import _used_predicates
 from rsp_jobs.store.results import result_batch
 from tests.tsunami import reference
 
@@ -218,18 +217,18 @@ def test_window_contents_stay_sets_and_windows_with_only_unused_triples_still_re
             f"SELECT ?o (f:timestamp(?s, :p, ?o) AS ?t) FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] "
             "WHERE { ?s :p ?o }")
     query = compiler.compile(text)
-    assert _used_predicates(query) == frozenset({p})
+    assert query.predicates == frozenset({p})  # optimize.prune_predicates
     got = [(w["window_close"], [(b["o"]["value"], b["t"]["value"]) for b in w["bindings"]]) for w in evaluate(query, lake)]
     assert got == [("1970-01-01T00:00:05.000Z", [(f"{EX}x", "2000")]), ("1970-01-01T00:00:15.000Z", [])]
     variable = compiler.compile(f"SELECT ?s ?p FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] WHERE {{ ?s ?p ?o }}")
-    assert _used_predicates(variable) is None
+    assert variable.predicates is None
     assert [len(w["bindings"]) for w in evaluate(variable, lake)] == [2, 1]
 
 
 def test_filter_bound_makes_a_computed_key_a_join_key(tmp_path, spark):
     """BIND may leave a variable unbound, so a join on it must accept unbound partners (an
     OR-condition over the pairs of each window); FILTER(bound(?k)) in the same group rules that
-    out and makes ?k an ordinary equi-join key (rsp_jobs/spark/evaluate.py). Same answers."""
+    out and makes ?k an ordinary equi-join key (optimize.bound_join_keys). Same answers."""
     lake = small_lake(tmp_path / "lake", [(n, [(f"<{EX}e{n}>", f"<{EX}v>", f'"{n}"^^<{XSD_INTEGER}>')])
                                           for n in range(1, 9)])
     answers, maybe, conditions = [], [], []
