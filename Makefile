@@ -16,7 +16,7 @@ test: setup
 
 # the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data (tests/conftest.py)
 test-fast: setup
-	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not airflow and not postgres and not data and not slow"
+	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not slow"
 
 demo: setup
 	$(VENV)/bin/rsp demo

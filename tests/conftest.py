@@ -1,7 +1,8 @@
 """Shared fixtures: one SparkSession for the whole run, the real data directory, a project
 home per test session; and the test tiers.
 
-Markers come from the fixtures a test uses (``spark``, ``data``, ``postgres``, ``airflow``) or
+Markers come from the fixtures a test uses (``spark``, ``data``, ``postgres``, ``airflow``,
+``cluster``) or
 are set by its module (a test that starts Spark or Airflow in a subprocess). ``make test-fast``
 deselects them all; under it (``RSP_TEST_TIER=fast``) a test that starts Spark in this process
 anyway fails, naming the marker it lacks."""
@@ -23,7 +24,7 @@ airflow_env.configure()  # before anything imports Airflow: its home and databas
 
 # fixture -> the marker a test that uses it gets
 FIXTURE_MARKERS = {"spark": "spark", "data_dir": "data", "airflow": "airflow", "airflow_db": "airflow",
-                   "queries": "airflow"}
+                   "queries": "airflow", "spark_cluster": "cluster"}
 
 
 def pytest_collection_modifyitems(config, items):
