@@ -27,8 +27,10 @@ OneTimeQuery = tasparql.Query
 # one-time TA-SPARQL query over the frame store
 CompiledQuery = Union[WindowQuery, PatternQuery, RulePlan, OneTimeQuery]
 
-# file suffix → language; anything else is C-SPARQL/EP-SPARQL (``.rsp``)
-LANGUAGES = {".dotr": "dotr", ".rq": "tasparql", ".tasparql": "tasparql", ".sparql": "tasparql"}
+# file suffix → language; anything else is C-SPARQL/EP-SPARQL (``.rsp``). ``.rq`` is not
+# TA-SPARQL: CSRBench and the C-SPARQL papers write continuous queries as ``q1.rq``, so a
+# one-time TA-SPARQL file is ``.tasparql`` (``rsp query`` reads its text as TA-SPARQL anyway).
+LANGUAGES = {".dotr": "dotr", ".tasparql": "tasparql"}
 
 
 def compile(text: str, source: str = "<query>", language: Optional[str] = None,
