@@ -289,19 +289,19 @@ def cmd_evaluate(args) -> int:
                 matches, newly = match(query, lake, args.background, interval, args.entailment,
                                        carried.before if carried else frozenset())
                 for m in matches:
-                    out.write(json.dumps(m, ensure_ascii=False) + "\n")
+                    out.write(json.dumps(m.to_json(), ensure_ascii=False) + "\n")
                 if carried is not None:
                     carried.found(matches, newly)
                 if windows is not None:
-                    from rsp_jobs.store.results import matches_as_results
+                    from rsp_jobs.results import WindowResult
 
-                    windows += matches_as_results(matches)
-                    used = [f for m in matches for f in m["events"]]
+                    windows += WindowResult.of_matches(matches)
+                    used = [f for m in matches for f in m.events]
             else:
                 for window in evaluate(query, lake, args.background, args.t0, interval,
                                        entailment=args.entailment):
-                    out.write(json.dumps(window, ensure_ascii=False) + "\n")
-                    progress.tick(window["window_close"])
+                    out.write(json.dumps(window.to_json(), ensure_ascii=False) + "\n")
+                    progress.tick(window.window_close)
                     if windows is not None:
                         windows.append(window)
         finally:
@@ -354,7 +354,7 @@ class _Consumption:
                   file=sys.stderr)
         return carried
 
-    def found(self, matches: list[dict], newly) -> None:
+    def found(self, matches: list, newly) -> None:
         from rsp_jobs.store.consumption import consumption_records
 
         self.records = consumption_records(matches, newly)

@@ -33,6 +33,7 @@ from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest import citybench, csrbench, dart
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
+from rsp_jobs.results import WindowResult
 from rsp_jobs.textfile import read_text
 
 DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
@@ -45,14 +46,14 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> list[dict]:
+def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> list[WindowResult]:
     query = compiler.compile(read_text(path, "query"), str(path))
     started = time.perf_counter()
     windows = list(evaluate(query, lake, background))
     seconds = time.perf_counter() - started
     out = out_dir / f"{path.stem}.jsonl"  # CSRBench registers every query under the same name
-    out.write_text("".join(json.dumps(w) + "\n" for w in windows))
-    rows = sum(len(w.get("bindings", w.get("triples", []))) for w in windows)
+    out.write_text("".join(json.dumps(w.to_json()) + "\n" for w in windows))
+    rows = sum(w.rows for w in windows)
     say(f"  {path.stem:<24} {len(windows):>5} windows {rows:>7} results {seconds:7.1f} s  -> {out}")
     return windows
 

@@ -3,7 +3,7 @@ Spark → window results, and a temporal pattern's (EP-SPARQL query, DOTR rule) 
 
     >>> query = compiler.compile_file("queries/csrbench/q1.rsp")           # doctest: +SKIP
     >>> for window in evaluate(query, lake, background_files=[]):             # doctest: +SKIP
-    ...     print(window["window_close"], len(window["bindings"]))
+    ...     print(window.window_close, window.rows)
 
 Every window close of the run's interval is computed in one Spark job; only the results come
 back to the driver.
@@ -16,6 +16,7 @@ from typing import Iterator, Optional, Sequence
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
@@ -34,8 +35,8 @@ class Interval:
 
 
 def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str] = (),
-             t0_us: int = 0, interval: Interval = Interval(), entailment: str = "simple") -> Iterator[dict]:
-    """Evaluate ``query`` over the streams in ``lake``; yields one JSON-ready dict per reported
+             t0_us: int = 0, interval: Interval = Interval(), entailment: str = "simple") -> Iterator[WindowResult]:
+    """Evaluate ``query`` over the streams in ``lake``; yields one ``WindowResult`` per reported
     window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++``: the background is
     closed once, and each window's graph (its streams' triples in it, with the background) is
     entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
@@ -70,7 +71,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
           entailment: str = "simple", consumed: frozenset[str] = frozenset(),
-          partials=None, retention_us: Optional[int] = None) -> tuple[list[dict], set[str]]:
+          partials=None, retention_us: Optional[int] = None) -> tuple[list[Match], set[str]]:
     """The matches of ``pattern`` (an EP-SPARQL pattern query or a DOTR rule) whose final event
     lies in ``(after, until]``, and the facts they consumed (DOTR ``consuming``; ``consumed``
     are those earlier batches consumed).
@@ -107,7 +108,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
             found = evaluate_events(pattern, elements, background, interval.after, interval.until,
                                     partials=partials)
             if retention_us is not None:
-                found = [m for m in found if m["end_us"] - m["start_us"] <= retention_us]
+                found = [m for m in found if m.end_us - m.start_us <= retention_us]
             return found, set()
         from rsp_jobs.spark.rules import evaluate_rule
 

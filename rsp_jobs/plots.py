@@ -22,7 +22,8 @@ from sqlalchemy import Engine, select  # noqa: E402
 from rsp_jobs.alerts.build import solutions  # noqa: E402
 from rsp_jobs.alerts.store import list_alerts  # noqa: E402
 from rsp_jobs.errors import InputError  # noqa: E402
-from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult  # noqa: E402
+from rsp_jobs.results import WindowResult  # noqa: E402
+from rsp_jobs.store.models import Frame, FrameTriple, Stream, StoredResult  # noqa: E402
 from rsp_jobs.times import parse_datetime  # noqa: E402
 
 SOSA_RESULT = "<http://www.w3.org/ns/sosa/hasSimpleResult>"
@@ -46,11 +47,11 @@ def _series(engine: Engine, stream: str, predicate: str, start: Optional[datetim
 def _predictions(engine: Engine, query_iri: str, sensor: str) -> list[tuple[datetime, float, float]]:
     """(sample time, prediction, residual) from the prediction query's stored results."""
     with engine.connect() as conn:
-        payloads = conn.execute(select(WindowResult.payload).where(WindowResult.query_iri == query_iri)
-                                .order_by(WindowResult.window_close)).scalars().all()
+        stored = conn.execute(select(StoredResult.form, StoredResult.payload).where(StoredResult.query_iri == query_iri)
+                              .order_by(StoredResult.window_close)).all()
     rows = []
-    for payload in payloads:
-        for row in solutions(payload):
+    for r in stored:
+        for row in solutions(WindowResult.from_json(r.payload, r.form)):
             if row.get("sensor") == sensor and "prediction" in row:
                 rows.append((parse_datetime(row["time"]), float(row["prediction"]), float(row["residual"])))
     return sorted(rows)

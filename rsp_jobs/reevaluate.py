@@ -47,7 +47,7 @@ from rsp_jobs.orchestrate.spark_connection import get_spark
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
 from rsp_jobs.store.lineage import AuditReport
-from rsp_jobs.store.models import Frame, FrameTriple, Stream, WindowResult
+from rsp_jobs.store.models import Frame, FrameTriple, Stream, StoredResult
 from rsp_jobs.times import iso_ms, to_us
 
 
@@ -106,7 +106,7 @@ def reevaluate(engine: Engine, report: AuditReport, background: Sequence[str] = 
                 "file's current settings")
 
     with engine.connect() as conn:
-        stored = conn.execute(select(WindowResult).join(Frame, Frame.id == WindowResult.frame_id)
+        stored = conn.execute(select(StoredResult).join(Frame, Frame.id == StoredResult.frame_id)
                               .where(Frame.frame_iri == report.iri)).one_or_none()
         if stored is None:
             raise InputError(f"{report.iri}: not a stored window result")
@@ -130,7 +130,7 @@ def reevaluate(engine: Engine, report: AuditReport, background: Sequence[str] = 
         close_us = to_us(close)
         again = list(evaluate(query, lake, list(background), t0_us, Interval(close_us - 1, close_us),
                               entailment=entailment))
-    return Reevaluation(stored.payload, again[0] if again else {}, t0_us, entailment, background,
+    return Reevaluation(stored.payload, again[0].to_json() if again else {}, t0_us, entailment, background,
                         registered.path if registered else None, note)
 
 

@@ -4,7 +4,7 @@ a dependency all the same, and a cycle through one only shows at run time, in wh
 the modules happen to load).
 
 - no import cycle between modules;
-- ``rsp_jobs.times`` and ``rsp_jobs.settings`` are leaves that every layer may use;
+- ``rsp_jobs.times``, ``rsp_jobs.settings`` and ``rsp_jobs.results`` are leaves that every layer may use;
 - the language and the algebra (parsing, plans) know nothing of Spark, Airflow, the store or the
   orchestration, so that they can be checked and tested without them.
 """
@@ -17,7 +17,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "rsp_jobs"
 
 # what each leaf may import of the package; settings may read durations with times (itself a leaf)
 LEAVES = {"rsp_jobs.times": {"rsp_jobs.errors"},
-          "rsp_jobs.settings": {"rsp_jobs.errors", "rsp_jobs.times"}}
+          "rsp_jobs.settings": {"rsp_jobs.errors", "rsp_jobs.times"},
+          "rsp_jobs.results": {"rsp_jobs.times"}}  # typed results: every layer reads them
 PURE = ("rsp_jobs.language", "rsp_jobs.algebra")
 PURE_MUST_NOT_IMPORT = ("pyspark", "airflow", "rsp_jobs.spark", "rsp_jobs.store", "rsp_jobs.orchestrate")
 

@@ -17,6 +17,8 @@ from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.ingest import ingest_file
 from rsp_jobs.store import db
 from rsp_jobs.store.results import store_evaluation
+from rsp_jobs.results import WindowResult
+from rsp_jobs.times import to_us
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 PREDICTION = "urn:rsp:query:dart_prediction"
@@ -55,8 +57,7 @@ def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatc
     earlier = (start - timedelta(minutes=1), 5662.0, 0.0)  # before the range: not shown
     triples = [t for p in ours + [earlier] for t in _prediction("21418", *p)]
     triples += _prediction("21401", close - timedelta(minutes=1), 5263.2, 0.5)  # another station
-    windows = [{"window_open": (close - timedelta(hours=3)).isoformat(), "window_close": close.isoformat(),
-                "triples": sorted(triples)}]
+    windows = [WindowResult(to_us(close - timedelta(hours=3)), to_us(close), "CONSTRUCT", triples=tuple(sorted(triples)))]
     query = registry.load_query(registry.queries_dir() / "tsunami" / "dart_prediction.rsp").query
     store_evaluation(engine, query, windows, datetime.now(timezone.utc))
     detected = TOHOKU + timedelta(minutes=3)

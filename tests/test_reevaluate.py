@@ -18,9 +18,10 @@ from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
 from rsp_jobs.store.lineage import audit
-from rsp_jobs.store.models import Frame, WindowResult
+from rsp_jobs.store.models import Frame, StoredResult
 from rsp_jobs.store.results import store_evaluation
 from rsp_jobs.times import iso_ms
+from rsp_jobs.results import WindowResult
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 T0 = EPOCH + timedelta(seconds=5)
@@ -81,10 +82,10 @@ def test_reevaluation_takes_the_registered_t0_and_entailment_and_tells_a_tampere
     assert "all unchanged" in out and "same result" in out and "entailment rdfs" in out
 
     with engine.begin() as conn:  # the stored answer loses a row; its input frames stay as they were
-        row = conn.execute(select(WindowResult.id, WindowResult.payload).join(Frame, Frame.id == WindowResult.frame_id)
+        row = conn.execute(select(StoredResult.id, StoredResult.payload).join(Frame, Frame.id == StoredResult.frame_id)
                            .where(Frame.frame_iri == frame)).one()
         payload = dict(row.payload, bindings=row.payload["bindings"][1:])
-        conn.execute(update(WindowResult).where(WindowResult.id == row.id).values(payload=payload))
+        conn.execute(update(StoredResult).where(StoredResult.id == row.id).values(payload=payload))
     assert main(["audit", frame, "--reevaluate"]) == 1
     out = capsys.readouterr().out
     assert "all unchanged" in out and "DIFFERENT result" in out
@@ -98,7 +99,8 @@ def test_a_pattern_match_is_not_reevaluated_and_the_refusal_names_the_query(tmp_
     rq = registry.load_query(registry.queries_dir() / "traffic" / "congestion_rising.rsp")
     assert rq.kind == "pattern"
     end = iso_ms(1_407_000_000_000_000)
-    match = {"window_open": end, "window_close": end, "triples": ["<urn:test:a> <urn:test:b> <urn:test:c> ."]}
+    match = WindowResult.from_json({"window_open": end, "window_close": end,
+                                    "triples": ["<urn:test:a> <urn:test:b> <urn:test:c> ."]}, "CONSTRUCT")
     store_evaluation(engine, rq.query, [match], datetime.now(timezone.utc), kind="pattern_match", used_frames=[])
     frame = f"{rq.output_stream}/frame/{end}"
     report = audit(engine, frame)

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rsp_jobs.errors import InputError
+from rsp_jobs.results import WindowResult
 from rsp_jobs.terms import nt_to_json
-from rsp_jobs.times import datetime_lexical as _iso, parse_datetime
+from rsp_jobs.times import datetime_lexical as _iso, from_us, parse_datetime
 
 KINDS = ("tsunami", "congestion", "silence", "plain")
 ALERT_BASE = "urn:rsp:alert:"
@@ -89,13 +90,13 @@ def _plain(term: dict) -> Any:
     return value
 
 
-def solutions(result: dict) -> list[dict[str, Any]]:
+def solutions(result: WindowResult) -> list[dict[str, Any]]:
     """A reported result's solutions: SELECT bindings as they are; constructed triples grouped
     by subject, keyed by the predicate's local name (``ex:sensor`` -> ``sensor``)."""
-    if "bindings" in result:
-        return [{var: _plain(term) for var, term in row.items()} for row in result["bindings"]]
+    if result.form == "SELECT":
+        return [{var: _plain(term) for var, term in row.items()} for row in result.bindings]
     grouped: dict[str, dict[str, Any]] = {}
-    for line in result.get("triples", []):
+    for line in result.triples:
         s, p, o = line.rstrip(" .").split(" ", 2)
         name = p.strip("<>").rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
         grouped.setdefault(s, {"resource": s.strip("<>")})[name] = _plain(nt_to_json(o))
@@ -107,13 +108,14 @@ def alert_iri(query_iri: str, subject: str, event_time: datetime) -> str:
     return f"{ALERT_BASE}{query_iri.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}/{digest}"
 
 
-def raise_alerts(query_iri: str, config: AlertConfig, results: list[dict], frames: dict[str, str]) -> list[Alert]:
-    """The alerts of ``results`` (window/match objects as stored, with ``window_close``), not
-    enriched yet (``enrich.enrich_alerts``); ``frames``: result frame IRI per close. A solution
+def raise_alerts(query_iri: str, config: AlertConfig, results: list[WindowResult],
+                 frames: dict[int, str]) -> list[Alert]:
+    """The alerts of ``results`` (windows, or matches as stored per end time), not enriched
+    yet (``enrich.enrich_alerts``); ``frames``: result frame IRI per close (µs). A solution
     without the subject variable is an error naming it: the query and its alert table disagree."""
     alerts: dict[str, Alert] = {}
     for result in results:
-        reported = parse_datetime(result["window_close"])
+        reported = from_us(result.close_us)
         for solution in solutions(result):
             if config.subject not in solution:
                 raise InputError(f"<{query_iri}>: [alert] subject {config.subject!r} is not in its results "
@@ -123,7 +125,7 @@ def raise_alerts(query_iri: str, config: AlertConfig, results: list[dict], frame
             iri = alert_iri(query_iri, subject, when)
             alerts.setdefault(iri, Alert(iri, config.kind, query_iri, subject, when, reported,
                                          _message(config.kind, subject, when), solution,
-                                         frames.get(result["window_close"])))
+                                         frames.get(result.close_us)))
     return list(alerts.values())
 
 

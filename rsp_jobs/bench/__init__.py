@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 
-from rsp_jobs.times import parse_us, us_to_ms
+from rsp_jobs.results import WindowResult
+from rsp_jobs.times import us_to_ms
 
 
-def close_ms(window: dict) -> int:
-    return us_to_ms(parse_us(window["window_close"]))
+def close_ms(window: WindowResult) -> int:
+    return us_to_ms(window.close_us)
 
 
 def cores() -> int:

@@ -66,8 +66,8 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
         contents = window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)])
         window_triples = sum(len(c) for c in contents.values())
         entry = {"windows": len(windows), "window_triples": window_triples,
-                 "result_rows": sum(len(w["bindings"]) for w in windows),
-                 "windows_with_results": sum(bool(w["bindings"]) for w in windows),
+                 "result_rows": sum(w.rows for w in windows),
+                 "windows_with_results": sum(bool(w.bindings) for w in windows),
                  "engine": {"seconds": round(engine_s, 2),
                             "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
                             "stream_triples_per_second": round(triples / engine_s),
@@ -90,7 +90,7 @@ def _rdflib_side(path, contents, engine_windows, triples, window_triples, reposi
     answers = {close: rdflib_answer(sparql, content, background) for close, content in contents.items()}
     rdflib_s = time.perf_counter() - t
     same = sorted(answers) == [close_ms(w) for w in engine_windows] and all(
-        same_bindings(w["bindings"], [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[close_ms(w)]])
+        same_bindings(list(w.bindings), [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[close_ms(w)]])
         for w in engine_windows)
     return ({"seconds": round(rdflib_s, 2), "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
              "stream_triples_per_second": round(triples / rdflib_s),

@@ -98,7 +98,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
             t = time.perf_counter()
             for rule in rules:
                 matches, _ = match(rule, lake, files, Interval(origin + after, origin + until))
-                found += [(rule.name, m["time"], tuple(m["triples"])) for m in matches]
+                found += [(rule.name, m.time, m.triples) for m in matches]
             seconds.append(time.perf_counter() - t)
         return sorted(found), seconds
 

@@ -170,7 +170,7 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     theirs = rdflib_answer(f"SELECT ?x WHERE {{ ?x a <{top}> }}", [], [closed(window_graph, regime)])
     reference_s = time.perf_counter() - t
     ours = next(w for w in windows if close_ms(w) == close)
-    same = sorted(b["x"]["value"] for b in ours["bindings"]) == sorted(str(b["x"]) for b in theirs)
+    same = sorted(b["x"]["value"] for b in ours.bindings) == sorted(str(b["x"]) for b in theirs)
 
     report = {
         "workload": {"classes": classes, "background_triples": len(graph), "closed_background_triples": len(closure),
@@ -180,7 +180,7 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
         "background_closure": {"cold_seconds": round(cold_s, 2), "cached_seconds": round(cached_s, 3)},
         "entailment": {"entailed_triples": entailed, "seconds": round(entail_s, 2),
                        "stream_triples_per_second": round(triples / entail_s)},
-        "query": {"windows": len(windows), "result_rows": sum(len(w["bindings"]) for w in windows),
+        "query": {"windows": len(windows), "result_rows": sum(w.rows for w in windows),
                   "seconds": round(engine_s, 2), "stream_triples_per_second": round(triples / engine_s),
                   "micro_batches": batches, "micro_batch_windows": batch_windows,
                   "seconds_per_batch": {"mean": round(statistics.mean(per_batch), 2),

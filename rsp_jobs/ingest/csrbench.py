@@ -11,9 +11,10 @@ from pathlib import Path
 from rdflib import Graph
 
 from rsp_jobs.errors import InputError
+from rsp_jobs.results import WindowResult
 from rsp_jobs.settings import data_dir
 from rsp_jobs.terms import to_nt
-from rsp_jobs.times import US_PER_S, datetime_lexical, from_us, parse_us, us_to_ms
+from rsp_jobs.times import US_PER_S, datetime_lexical, from_us, us_to_ms
 
 STREAM = "http://ex.org/streams/test"
 QUERIES = ("q1", "q2", "q3", "q4", "q5", "q6", "q7")
@@ -54,13 +55,12 @@ def expected_answers(name: str) -> dict[int, set[tuple]]:
             for w in data[name]}
 
 
-def answers_of(windows: list[dict]) -> dict[int, set[tuple]]:
-    """``rsp evaluate`` output in the shape of ``expected_answers``."""
+def answers_of(windows: list[WindowResult]) -> dict[int, set[tuple]]:
+    """Window results in the shape of ``expected_answers``."""
     def value(term: dict):
         return float(term["value"]) if "datatype" in term and term["type"] == "literal" else term["value"]
 
     out = {}
     for w in windows:
-        out[us_to_ms(parse_us(w["window_close"]))] = {
-            tuple(sorted((k, value(v)) for k, v in b.items())) for b in w["bindings"]}
+        out[us_to_ms(w.close_us)] = {tuple(sorted((k, value(v)) for k, v in b.items())) for b in w.bindings}
     return out

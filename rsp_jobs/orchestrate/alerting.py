@@ -18,9 +18,10 @@ from rsp_jobs.alerts.build import raise_alerts
 from rsp_jobs.alerts.enrich import Context, enrich_alerts
 from rsp_jobs.alerts.store import mark_notified, store_alerts, unnotified
 from rsp_jobs.errors import InputError
+from rsp_jobs.results import WindowResult
 from rsp_jobs.orchestrate.registry import load_query
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Frame, WindowResult
+from rsp_jobs.store.models import Frame, StoredResult
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,13 @@ def alert_run(query_path: str, after: datetime, until: datetime, store_url: Opti
     engine = db.engine(store_url)
     db.upgrade(store_url)
     with engine.connect() as conn:
-        rows = conn.execute(select(WindowResult.window_close, WindowResult.payload, Frame.frame_iri)
-                            .outerjoin(Frame, Frame.id == WindowResult.frame_id)
-                            .where(WindowResult.query_iri == registered.iri, WindowResult.window_close > after,
-                                   WindowResult.window_close <= until, WindowResult.row_count > 0)
-                            .order_by(WindowResult.window_close)).all()
-    results = [r.payload for r in rows]
-    frames = {r.payload["window_close"]: r.frame_iri for r in rows}
+        rows = conn.execute(select(StoredResult.form, StoredResult.payload, Frame.frame_iri)
+                            .outerjoin(Frame, Frame.id == StoredResult.frame_id)
+                            .where(StoredResult.query_iri == registered.iri, StoredResult.window_close > after,
+                                   StoredResult.window_close <= until, StoredResult.row_count > 0)
+                            .order_by(StoredResult.window_close)).all()
+    results = [WindowResult.from_json(r.payload, r.form) for r in rows]
+    frames = {result.close_us: r.frame_iri for result, r in zip(results, rows)}
     alerts = enrich_alerts(raise_alerts(registered.iri, registered.alert, results, frames), registered.alert,
                            Context(engine=engine))
     activity = store_alerts(engine, registered.iri, alerts, started)

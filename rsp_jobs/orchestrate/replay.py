@@ -20,7 +20,7 @@ from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.registry import RegisteredQuery
 from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, Frame, QualityResult, Stream, WindowResult
+from rsp_jobs.store.models import Activity, Frame, QualityResult, Stream, StoredResult
 
 TERMINAL = {"success", "failed"}
 
@@ -178,8 +178,8 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
         summary.runs[dag_id] = {s: states.count(s) for s in sorted(set(states))}
     with db.engine().connect() as conn:
         for q in queries:
-            summary.windows[q.dag_id] = conn.scalar(select(func.count()).select_from(WindowResult)
-                                                    .where(WindowResult.query_iri == q.iri))
+            summary.windows[q.dag_id] = conn.scalar(select(func.count()).select_from(StoredResult)
+                                                    .where(StoredResult.query_iri == q.iri))
             if q.derives_stream:
                 summary.derived_frames[q.dag_id] = conn.scalar(
                     select(func.count()).select_from(Frame).join(Stream, Stream.id == Frame.stream_id)

@@ -22,8 +22,9 @@ from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
 from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query
 from rsp_jobs.store import db
-from rsp_jobs.store.results import matches_as_results, result_batch, store_evaluation
-from rsp_jobs.times import from_us, iso_ms, to_us
+from rsp_jobs.results import WindowResult
+from rsp_jobs.store.results import result_batch, store_evaluation
+from rsp_jobs.times import iso_ms, to_us
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,10 @@ def evaluate_run(query_path: str, after: datetime, until: datetime, store_url: O
     db.upgrade(store_url)
     revised = _revise_late_windows(registered, engine, store_url)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until)
-    rows = sum(len(w.get("bindings", w.get("triples", []))) for w in windows)
-    intervals = sorted({(start, w["window_close"]) for w in windows for start, _ in w.get("derived", [])} |
-                       {(w["window_close"], w["window_close"]) for w in windows
-                        if registered.kind == "pattern" and w.get("triples") and not w.get("derived")})
+    rows = sum(w.rows for w in windows)
+    intervals = sorted({(start, w.window_close) for w in windows for start, _ in w.derived} |
+                       {(w.window_close, w.window_close) for w in windows
+                        if registered.kind == "pattern" and w.triples and not w.derived})
     return RunSummary(registered.iri, after.isoformat(), until.isoformat(), len(windows), rows,
                       stored.frames_written, stored.activity_iri, registered.output_stream, revised,
                       round(time.perf_counter() - started, 3), tuple(intervals))
@@ -95,7 +96,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     from rsp_jobs.algebra.patterns import PartialMatches
     from rsp_jobs.quality import gate
     from rsp_jobs.spark.session import get_spark  # the session _evaluate_and_store started
-    from rsp_jobs.store.consumption import consumed_before, fact_time, replace_consumed
+    from rsp_jobs.store.consumption import consumed_before, consumption_records, replace_consumed
     from rsp_jobs.store.partials import load_partials, save_partials
 
     started_at = datetime.now(timezone.utc)
@@ -106,14 +107,13 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     matches, newly = match(registered.query, lake(), registered.background,
                            Interval(to_us(after), to_us(until)), registered.entailment, consumed,
                            partials=partials, retention_us=registered.retention_us)
-    results = matches_as_results(matches)
+    results = WindowResult.of_matches(matches)
     outcome = gate.check_output_batch(
         _windows_frame(registered.iri, results), query_iri=registered.iri, first_close_us=0, step_us=1,
         interval=(after, until), engine=engine,
         batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
     gate.require(outcome)
-    ended = {key: m["time_us"] for m in matches for key in m.get("facts", {}).values()}
-    facts = [(key, fact_time(key), from_us(ended[key])) for key in sorted(newly)]
+    facts = consumption_records(matches, newly)
 
     def record_consumed(conn, activity_iri: str) -> None:
         if registered.kind == "rule":
@@ -124,7 +124,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     stored = store_evaluation(engine, registered.query, results, started_at,
                               get_spark().sparkContext.applicationId,
                               evaluated_until=None if revision_of else until, revision_of=revision_of,
-                              kind="pattern_match", used_frames=[f for m in matches for f in m["events"]],
+                              kind="pattern_match", used_frames=[f for m in matches for f in m.events],
                               also=record_consumed)
     if registered.derives_stream:
         _write_derived(registered, results)
@@ -140,18 +140,18 @@ def _plan_key(registered: RegisteredQuery) -> str:
                         ).hexdigest()
 
 
-def _windows_frame(query_iri: str, windows: list[dict]):
+def _windows_frame(query_iri: str, windows: list[WindowResult]):
     """The run's reported windows as the output quality suite reads them."""
     import pandas as pd
 
     return pd.DataFrame({
         "query_iri": [query_iri] * len(windows),
-        "window_open": pd.to_datetime([w["window_open"] for w in windows], utc=True),
-        "window_close": pd.to_datetime([w["window_close"] for w in windows], utc=True),
-        "row_count": [len(w.get("bindings", w.get("triples", []))) for w in windows]})
+        "window_open": pd.to_datetime([w.open_us for w in windows], unit="us", utc=True),
+        "window_close": pd.to_datetime([w.close_us for w in windows], unit="us", utc=True),
+        "row_count": [w.rows for w in windows]})
 
 
-def _write_derived(registered: RegisteredQuery, windows: list[dict]) -> None:
+def _write_derived(registered: RegisteredQuery, windows: list[WindowResult]) -> None:
     """The derived stream into the lake, one part per window close, so that a re-run or a
     revision replaces exactly the frames it recomputed (an empty window's frame has no rows:
     writing it removes what an earlier run wrote for that close)."""

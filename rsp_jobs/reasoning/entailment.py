@@ -283,6 +283,8 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
     keeps the copied triple's ``ts``."""
     from pyspark.sql import functions as F
 
+    from rsp_jobs.spark.local import local_frame
+
     spark = elements.sparkSession
     columns = elements.columns
     carried = [c for c in columns if c not in ("s", "p", "o", *LITERAL_COLUMNS)]
@@ -290,7 +292,7 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
     literal_types = {c: elements.schema[c].dataType for c in literal}
 
     def table(rows, names):
-        return F.broadcast(spark.createDataFrame(list(rows) or [], ", ".join(f"{n} string" for n in names)))
+        return F.broadcast(local_frame(spark, rows, ", ".join(f"{n} string" for n in names)))
 
     def resource(column):
         return ~F.col(column).startswith('"')
@@ -306,8 +308,8 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
         mapping[p].append((q, flip))
     map_table = None
     if mapping:
-        map_table = F.broadcast(spark.createDataFrame(
-            sorted(mapping.items()), "p string, targets array<struct<q: string, flip: boolean>>"))
+        map_table = F.broadcast(local_frame(
+            spark, sorted(mapping.items()), "p string, targets array<struct<q: string, flip: boolean>>"))
 
     def images(rows):
         """Each row and its images, by one join and an explode (no self-union: the plan stays
@@ -356,6 +358,8 @@ def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, c
     owl:sameAs triples, with its images; returns the rows and the group's identities. The
     relevant triples are collected: the scan runs once, and nothing else of the stream moves."""
     from pyspark.sql import functions as F
+
+    from rsp_jobs.spark.local import local_frame
     from pyspark.sql import types as T
 
     transitive = set(schema.transitive) | {SAME_AS}
@@ -376,7 +380,7 @@ def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, c
              for s, p, o in sorted(frame_closure(edges, transitive, background_triples, background_same))]
     shape = T.StructType([rows.schema[c] for c in (*key, *extras)]
                          + [T.StructField(c, T.StringType()) for c in ("s", "p", "o")])
-    added = rows.sparkSession.createDataFrame(found, shape)
+    added = local_frame(rows.sparkSession, found, shape)
     added = derived(added, F.col("s"), F.col("p"), F.col("o"))
     rows = rows.unionByName(images(added))
     same = None
@@ -392,13 +396,15 @@ def _same_as_copies(rows, group_same, background_same, columns, resource, key):
     the identities each group (``key``) adds."""
     from pyspark.sql import functions as F
 
+    from rsp_jobs.spark.local import local_frame
+
     spark = rows.sparkSession
     classes = defaultdict(list)
     for x, y in background_same:
         classes[x].append(y)
     background = None
     if classes:
-        background = F.broadcast(spark.createDataFrame(sorted(classes.items()), "x string, bg array<string>"))
+        background = F.broadcast(local_frame(spark, sorted(classes.items()), "x string, bg array<string>"))
     mine = None
     if group_same is not None:
         mine = F.broadcast(group_same.groupBy(*key, "x").agg(F.collect_set("y").alias("fr"))

@@ -18,6 +18,7 @@ from rsp_jobs import terms
 from rsp_jobs.errors import InputError, QueryError
 from rsp_jobs.language import ast
 from rsp_jobs.rdf_files import parse_rdf_file
+from rsp_jobs.spark.local import local_frame
 
 _CACHE: dict[tuple[str, float], Graph] = {}
 
@@ -101,7 +102,7 @@ class Background:
                 rows |= {(f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
                          for g in graphs for s, p, o in g}
             schema = "g string, s string, p string, o string"
-            self._frame = spark.createDataFrame(sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema).cache()
+            self._frame = local_frame(spark, sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema)
         return self._frame
 
     def closed(self, regime: str) -> tuple["Background", object]:

@@ -32,6 +32,7 @@ from rsp_jobs import terms
 from rsp_jobs.language.datalog import DatalogRule
 from rsp_jobs.reasoning.datalog import Index, closure, compile_rules, read_predicates, regime_clauses
 from rsp_jobs.spark.background import Background
+from rsp_jobs.spark.local import local_frame
 
 
 def reason_per_instant(rows: DataFrame, rules: Sequence[DatalogRule], background: Background,
@@ -53,7 +54,7 @@ def reason_per_instant(rows: DataFrame, rules: Sequence[DatalogRule], background
                for s, p, o in sorted(closure(instants[ts], clauses, closed))]
     if not derived:
         return rows, background
-    added = rows.sparkSession.createDataFrame(derived, "ts long, frame string, s string, p string, o string")
+    added = local_frame(rows.sparkSession, derived, "ts long, frame string, s string, p string, o string")
     return rows.unionByName(added.select(*[F.col(c).cast(rows.schema[c].dataType) for c in rows.columns])), background
 
 

@@ -48,11 +48,12 @@ from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.patterns import PartialMatches
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.results import Match
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.times import iso_ms
 from rsp_jobs.tree import walk
+from rsp_jobs.spark.local import local_frame
 
 TA, TW, EV = "_ta", "_tw", "_ev"
 EVENT_SCHEMA = T.StructType([
@@ -65,7 +66,7 @@ EVENT_SCHEMA = T.StructType([
 
 def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: Background,
                     after_us: Optional[int] = None, until_us: Optional[int] = None,
-                    rules: Sequence[P.ContinuousQuery] = (), partials: Optional[PartialMatches] = None) -> list[dict]:
+                    rules: Sequence[P.ContinuousQuery] = (), partials: Optional[PartialMatches] = None) -> list[Match]:
     """The matches of ``query`` whose end lies in ``(after_us, until_us]``, sorted by (end,
     start, bindings). With ``rules`` (CONSTRUCT pattern queries) the query reads the stream's
     Q-closure under them (section 3.2), and a match's events are the stream frames behind it.
@@ -153,25 +154,25 @@ class _Closure:
                 return
 
     def derived_frame(self) -> DataFrame:
-        return self.spark.createDataFrame(
-            [(None, s, p, o, ta, tw, [i]) for (s, p, o, ta, tw), i in sorted(self.derived.items())], EVENT_SCHEMA)
+        return local_frame(
+            self.spark, [(None, s, p, o, ta, tw, [i]) for (s, p, o, ta, tw), i in sorted(self.derived.items())], EVENT_SCHEMA)
 
-    def _add(self, per_rule: list[list[dict]]) -> bool:
+    def _add(self, per_rule: list[list[Match]]) -> bool:
         new: dict[tuple, tuple[frozenset, frozenset]] = {}
         for i, (rule, matches) in enumerate(zip(self.rules, per_rule)):
             for m in matches:
-                used = [e for e in m["events"] if e.startswith(self.PREFIX)]
-                frames = frozenset(e for e in m["events"] if not e.startswith(self.PREFIX))
+                used = [e for e in m.events if e.startswith(self.PREFIX)]
+                frames = frozenset(e for e in m.events if not e.startswith(self.PREFIX))
                 frames = frames.union(*(self.frames[e] for e in used))
                 ancestry = frozenset().union(*(self.ancestry[e] for e in used))
-                keys = [(*_split_triple(line), m["start_us"], m["end_us"]) for line in m["triples"]]
+                keys = [(*_split_triple(line), m.start_us, m.end_us) for line in m.triples]
                 keys = [k for k in keys if k not in self.derived and k not in new]
                 if keys and self.creating[i]:
-                    creation = (i, m["start_us"], m["end_us"])
+                    creation = (i, m.start_us, m.end_us)
                     if creation in ancestry:
                         raise QueryError(
                             f"rule {rule.name} ({rule.source}) derives without end: over "
-                            f"[{m['start']}, {m['end']}] it creates new terms from terms it created over "
+                            f"[{m.start}, {m.end}] it creates new terms from terms it created over "
                             "that same interval (a blank node or computed value in its template fed back "
                             "to itself); the Q-closure has no finite fixpoint")
                     ancestry |= {creation}
@@ -201,13 +202,13 @@ def _creates_terms(rule: P.ContinuousQuery) -> bool:
 # ------------------------------------------------------------------------------ matches
 
 def _matches(query: P.ContinuousQuery, events: DataFrame, background: Background,
-             after_us: Optional[int], until_us: Optional[int], sources=sorted) -> list[dict]:
+             after_us: Optional[int], until_us: Optional[int], sources=sorted) -> list[Match]:
     return _matches_per_query([query], events, background, after_us, until_us, sources)[0]
 
 
 def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, background: Background,
                        after_us: Optional[int] = None, until_us: Optional[int] = None,
-                       sources=sorted, partials: Optional[PartialMatches] = None) -> list[list[dict]]:
+                       sources=sorted, partials: Optional[PartialMatches] = None) -> list[list[Match]]:
     """The matches of every query in ``queries``, computed in one Spark job (one round trip),
     each query's sorted as ``evaluate_events`` reports them; ``sources`` maps a match's
     events to those it reports."""
@@ -239,26 +240,25 @@ def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, 
     return [_report(query, group, sources) for query, group in zip(queries, rows)]
 
 
-def _report(query: P.ContinuousQuery, rows: list, sources=sorted) -> list[dict]:
+def _report(query: P.ContinuousQuery, rows: list, sources=sorted) -> list[Match]:
     names = [v.name for v in query.variables]
     out = []
     for row in rows:
-        match = {"start": iso_ms(row[TA]), "end": iso_ms(row[TW]), "start_us": row[TA], "end_us": row[TW],
-                 "events": sources(row[EV])}
         nt = {n: v for n, v in zip(names, row["_vals"]) if v is not None}
+        match = Match(start_us=row[TA], end_us=row[TW], events=tuple(sources(row[EV])))
         if query.form == "CONSTRUCT":
-            match["triples"] = _instantiate(query, row[TA], row[TW], nt)
+            match = replace(match, triples=tuple(_instantiate(query, row[TA], row[TW], nt)))
         else:
-            match["bindings"] = {n: terms.nt_to_json(v) for n, v in nt.items()}
-        out.append((row[TW], row[TA], sorted(nt.items()), match["events"], match))
+            match = replace(match, bindings={n: terms.nt_to_json(v) for n, v in nt.items()})
+        out.append((row[TW], row[TA], sorted(nt.items()), match.events, match))
     out.sort(key=lambda item: item[:4])
     if query.form == "CONSTRUCT":  # a set of matches: the same triples over the same interval once
-        merged: dict[tuple, dict] = {}
+        merged: dict[tuple, Match] = {}
         for *_, m in out:
-            key = (m["end_us"], m["start_us"], tuple(m["triples"]))
+            key = (m.end_us, m.start_us, m.triples)
             if key in merged:
-                merged[key]["events"] = sorted(set(merged[key]["events"]) | set(m["events"]))
-            elif m["triples"]:
+                merged[key] = replace(merged[key], events=tuple(sorted(set(merged[key].events) | set(m.events))))
+            elif m.triples:
                 merged[key] = m
         return list(merged.values())
     return [m for *_, m in out]
@@ -327,7 +327,7 @@ class _Evaluator:
                 for r in self.partials.old.get(sols.key, [])]
         frame = sols.frame
         if rows:
-            frame = frame.unionByName(self.spark.createDataFrame(rows, sols.frame.schema))
+            frame = frame.unionByName(local_frame(self.spark, rows, sols.frame.schema))
         # computed once: a combination reads each part up to three times (new x all, old x new,
         # timeless x timeless), and an unshared plan would grow threefold with every level
         if materialize:

@@ -1,10 +1,11 @@
 """Window results: the relation-to-stream step (RSTREAM, ISTREAM, DSTREAM) and the query form
 (SELECT bindings, CONSTRUCT triples, ASK boolean), one row per reported window.
 
-Only results reach the driver, one window at a time through ``toLocalIterator``.
+Only results reach the driver, as ``rsp_jobs.results.WindowResult``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator, Optional
 
 from pyspark.sql import DataFrame
@@ -12,9 +13,9 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.times import iso_ms
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
+from rsp_jobs.results import WindowResult
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.evaluate import RANK, WIN, Evaluator, Solutions, vcol
 from rsp_jobs.spark.windows import Schedule
@@ -114,24 +115,23 @@ def _delta(items: DataFrame, active: DataFrame, sched: Schedule, kind: str) -> D
     return items.exceptAll(previous) if kind == "ISTREAM" else previous.exceptAll(items)
 
 
-def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[dict]:
-    """The reported windows in time order, as the ``rsp evaluate`` JSON objects."""
+def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[WindowResult]:
+    """The reported windows in time order (one ``collect``: a run's results are small, and
+    ``toLocalIterator`` costs a job per partition)."""
     names = [v.name for v in query.variables]
-    for row in frame.orderBy(WIN).toLocalIterator():
+    for row in frame.orderBy(WIN).collect():
         if after_us is not None and row[WIN] <= after_us:
             continue
-        out = {"window_open": iso_ms(row["_open"]), "window_close": iso_ms(row[WIN])}
+        window = WindowResult(open_us=row["_open"], close_us=row[WIN], form=query.form)
         if query.form == "ASK":
-            out["boolean"] = bool(row["_bool"])
+            yield replace(window, boolean=bool(row["_bool"]))
         elif query.form in ("CONSTRUCT", "DESCRIBE"):
-            out["triples"] = sorted(r["line"] for r in row["_rows"])
+            yield replace(window, triples=tuple(sorted(r["line"] for r in row["_rows"])))
         else:
             items = list(row["_rows"])
             if items and RANK in items[0].asDict():
                 items.sort(key=lambda r: r[RANK])
             else:
                 items.sort(key=lambda r: tuple(r[vcol(n)] or "" for n in names))
-            out["bindings"] = [{n: terms.nt_to_json(r[vcol(n)]) for n in names if r[vcol(n)] is not None}
-                               for r in items]
-        yield out
-
+            yield replace(window, bindings=tuple({n: terms.nt_to_json(r[vcol(n)]) for n in names
+                                                  if r[vcol(n)] is not None} for r in items))

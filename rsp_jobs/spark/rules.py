@@ -44,13 +44,13 @@ from pyspark.sql import functions as F
 from rsp_jobs import terms
 from rsp_jobs.algebra.rules import RulePlan
 from rsp_jobs.language import ast
+from rsp_jobs.results import RuleMatch
 from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
 from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.times import iso_ms
 
 __all__ = ["evaluate_rule", "facts_frame", "fact_key"]
 
@@ -121,7 +121,7 @@ def facts_frame(rule: RulePlan, elements: DataFrame, background: Background,
 
 def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
                   after_us: Optional[int] = None, until_us: Optional[int] = None,
-                  consumed: frozenset[str] = frozenset(), entailment: str = "simple") -> tuple[list[dict], set[str]]:
+                  consumed: frozenset[str] = frozenset(), entailment: str = "simple") -> tuple[list[RuleMatch], set[str]]:
     """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
     and the fact keys they newly consumed. ``elements`` must cover
     ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
@@ -349,11 +349,11 @@ def _select(rule: RulePlan, order: list[str], positives, options, finals: dict, 
                 key = row[_c(label, "key")]
                 used_up.add(key)
                 newly.add(key)
-    matches.sort(key=lambda m: (m["time_us"], m["triples"]))
+    matches.sort(key=lambda m: (m.time_us, m.triples))
     return matches, newly
 
 
-def _match(rule: RulePlan, order: list[str], row) -> dict:
+def _match(rule: RulePlan, order: list[str], row) -> RuleMatch:
     keys = {label: row[_c(label, "key")] for label in order}
     digest = hashlib.sha1("|".join(sorted(keys.values())).encode()).hexdigest()[:12]
     fresh = f"urn:rsp:rule:{rule.name}/match/{digest}"
@@ -374,5 +374,4 @@ def _match(rule: RulePlan, order: list[str], row) -> dict:
     lines = terms.template_lines(rule.template, term)
     time_us = row[_c(order[0], "ts")]
     events = sorted({f for label in order for f in (row[_c(label, "frames")] or [])})
-    return {"time": iso_ms(time_us), "time_us": time_us, "triples": lines, "events": events,
-            "facts": keys}
+    return RuleMatch(start_us=time_us, end_us=time_us, events=tuple(events), triples=tuple(lines), facts=keys)

@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
+from rsp_jobs.results import Match, RuleMatch
 from rsp_jobs.store.models import ConsumedFact
 from rsp_jobs.times import from_us
 
@@ -54,7 +55,8 @@ def fact_time(key: str) -> datetime:
     return from_us(micros)
 
 
-def consumption_records(matches: list[dict], newly: Iterable[str]) -> list[tuple[str, datetime, datetime]]:
-    """``(fact key, fact time, match time)`` of each fact ``newly`` consumed by ``matches``."""
-    ended = {key: m["time_us"] for m in matches for key in m.get("facts", {}).values()}
+def consumption_records(matches: Iterable[Match], newly: Iterable[str]) -> list[tuple[str, datetime, datetime]]:
+    """``(fact key, fact time, match time)`` of each fact ``newly`` consumed by ``matches``
+    (only a DOTR ``RuleMatch`` consumes)."""
+    ended = {key: m.time_us for m in matches if isinstance(m, RuleMatch) for key in m.facts.values()}
     return [(key, fact_time(key), from_us(ended[key])) for key in sorted(newly)]

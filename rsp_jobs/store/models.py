@@ -174,7 +174,7 @@ class Query(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class WindowResult(Base):
+class StoredResult(Base):
     """One reported window of a registered query; re-evaluating it upserts the same row."""
 
     __tablename__ = "window_results"

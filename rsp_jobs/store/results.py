@@ -21,10 +21,11 @@ from sqlalchemy import Connection, Engine, select
 from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
-from rsp_jobs.store.models import Frame, Stream, WindowResult
+from rsp_jobs.store.models import Frame, Stream, StoredResult
 from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
 from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
-from rsp_jobs.times import iso_ms, parse_datetime
+from rsp_jobs.results import WindowResult
+from rsp_jobs.times import from_us, parse_datetime
 
 RSP = "urn:rsp:ns:"
 
@@ -56,18 +57,18 @@ class StoredEvaluation:
     frames_written: int
 
 
-def _window_triples(query: ContinuousQuery, frame: str, window: dict) -> list[tuple[str, str, str]]:
+def _window_triples(query: ContinuousQuery, frame: str, window: WindowResult) -> list[tuple[str, str, str]]:
     if query.form == "ASK":
-        value = "true" if window["boolean"] else "false"
+        value = "true" if window.boolean else "false"
         return [(f"<{frame}>", f"<{RSP}boolean>", f'"{value}"^^<http://www.w3.org/2001/XMLSchema#boolean>')]
     if query.form in ("CONSTRUCT", "DESCRIBE"):
         triples = []
-        for line in window["triples"]:
+        for line in window.triples:
             s, p, rest = line.split(" ", 2)
             triples.append((s, p, rest[:-2]))
         return triples
     triples = []
-    for i, binding in enumerate(window["bindings"]):
+    for i, binding in enumerate(window.bindings):
         row = f"<{frame}#r{i}>"
         triples.append((row, f"<{RSP}window>", f"<{frame}>"))
         for var, term in binding.items():
@@ -84,17 +85,17 @@ def _json_to_nt(term: dict) -> str:
     return to_nt(Literal(term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None))
 
 
-def _starts(window: dict) -> dict[tuple, list]:
+def _starts(window: WindowResult) -> dict[tuple, list]:
     """A pattern's derived triples with the starts of the matches behind them: one event per
     interval (the same triple over [s1, t] and [s2, t] is two events, EP-SPARQL 3.2)."""
     starts: dict[tuple, list] = {}
-    for start, line in window.get("derived", []):
+    for start, line in window.derived:
         s, p, rest = line.split(" ", 2)
         starts.setdefault((s, p, rest[:-2]), []).append(parse_datetime(start))
     return starts
 
 
-def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[StreamBatch, dict[str, str]]:
+def result_batch(query: ContinuousQuery, windows: Iterable[WindowResult]) -> tuple[StreamBatch, dict[str, str]]:
     """The reported windows as frames of the query's output stream, stamped with each window's
     close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this.
     A window without results is an empty frame: a part with no triples, so nothing of it reaches
@@ -103,9 +104,9 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
     batch = StreamBatch(stream=stream, source=f"evaluation of {query_iri(query)}")
     frame_of = {}
     for window in windows:
-        close = parse_datetime(window["window_close"])
-        frame = f"{stream}/frame/{window['window_close']}"
-        frame_of[window["window_close"]] = frame
+        close = from_us(window.close_us)
+        frame = f"{stream}/frame/{window.window_close}"
+        frame_of[window.window_close] = frame
         triples = _window_triples(query, frame, window)
         starts = _starts(window)
         for pos, (s, p, o) in enumerate(triples):
@@ -117,27 +118,7 @@ def result_batch(query: ContinuousQuery, windows: Iterable[dict]) -> tuple[Strea
     return batch, frame_of
 
 
-def matches_as_results(matches: list[dict]) -> list[dict]:
-    """Matches as the results the store keeps per close: one per end time, opening at the
-    earliest start of the matches ending then."""
-    by_end: dict[int, list[dict]] = {}
-    for m in matches:
-        by_end.setdefault(m.get("end_us", m.get("time_us")), []).append(m)
-    results = []
-    for end, group in sorted(by_end.items()):
-        start = min(m.get("start_us", end) for m in group)
-        out = {"window_open": iso_ms(start), "window_close": iso_ms(end)}
-        if "bindings" in group[0]:
-            out["bindings"] = [m["bindings"] for m in group]
-        else:
-            out["triples"] = sorted({t for m in group for t in m["triples"]})
-            if any(m.get("start_us", end) != end for m in group):  # derived events keep their interval
-                out["derived"] = sorted({(iso_ms(m["start_us"]), t) for m in group for t in m["triples"]})
-        results.append(out)
-    return results
-
-
-def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[dict], started_at: datetime,
+def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[WindowResult], started_at: datetime,
                      spark_app_id: Optional[str] = None, evaluated_until: Optional[datetime] = None,
                      revision_of: Optional[str] = None, kind: str = "window_evaluation",
                      used_frames: Optional[Iterable[str]] = None,
@@ -162,10 +143,10 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[d
             advance_watermark(conn, stream, evaluated_until, kind="derived", query_iri=q_iri)
         frames = _frames_by_iri(conn, stream, list(frame_of.values()))
         for window in windows:
-            _upsert_result(conn, q_iri, query.form, window, frames[frame_of[window["window_close"]]][0])
+            _upsert_result(conn, q_iri, window, frames[frame_of[window.window_close]][0])
         if windows:
-            record.window_open = min(parse_datetime(w["window_open"]) for w in windows)
-            record.window_close = max(parse_datetime(w["window_close"]) for w in windows)
+            record.window_open = from_us(min(w.open_us for w in windows))
+            record.window_close = from_us(max(w.close_us for w in windows))
             record.used = _input_frames(conn, [w.stream for w in query.windows],
                                         record.window_open, record.window_close) if used_frames is None \
                 else frames_named(conn, sorted(set(used_frames)))
@@ -184,12 +165,10 @@ def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, s
     return {r.frame_iri: (r.id, r.checksum) for r in rows if r.frame_iri in wanted}
 
 
-def _upsert_result(conn, q_iri: str, form: str, window: dict, frame_id: int) -> None:
-    table = WindowResult.__table__
-    rows = len(window.get("bindings", window.get("triples", [])))
-    values = dict(query_iri=q_iri, window_open=parse_datetime(window["window_open"]),
-                  window_close=parse_datetime(window["window_close"]), form=form, payload=window,
-                  row_count=rows, frame_id=frame_id)
+def _upsert_result(conn, q_iri: str, window: WindowResult, frame_id: int) -> None:
+    table = StoredResult.__table__
+    values = dict(query_iri=q_iri, window_open=from_us(window.open_us), window_close=from_us(window.close_us),
+                  form=window.form, payload=window.to_json(), row_count=window.rows, frame_id=frame_id)
     statement = INSERT_ON_CONFLICT[conn.dialect.name](table).values(**values)
     conn.execute(statement.on_conflict_do_update(
         index_elements=[table.c.query_iri, table.c.window_close],

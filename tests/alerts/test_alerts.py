@@ -22,7 +22,7 @@ from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.alerting import alert_run
 from rsp_jobs.orchestrate.ingest import ingest_file
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, ActivityUsed, Alert, Frame, Stream, WindowResult
+from rsp_jobs.store.models import Activity, ActivityUsed, Alert, Frame, Stream, StoredResult
 from tests.orchestrate.test_pattern_runs import RISE, START, STREAM, stream_file
 
 RECEIVED: list[dict] = []
@@ -66,8 +66,8 @@ def test_matches_become_stored_alerts_with_provenance_notified_once(alerting, mo
     after, until = START, START + timedelta(minutes=10)
     tasks.evaluate_run(str(path), after, until)
     with db.engine().connect() as conn:
-        results = conn.execute(select(WindowResult.window_close, WindowResult.payload)
-                               .where(WindowResult.row_count > 0)).all()
+        results = conn.execute(select(StoredResult.window_close, StoredResult.payload)
+                               .where(StoredResult.row_count > 0)).all()
     expected = {(b["area"]["value"], r.window_close) for r in results for b in r.payload["bindings"]}
     assert expected, "the pattern matched nothing: the test would prove nothing"
 
@@ -160,13 +160,14 @@ def test_a_congestion_alert_carries_a_route_around_every_segment_in_alert(data_d
     a plain Dijkstra over the CSV); when 158415 is in alert too, the route avoids it."""
     from rsp_jobs.alerts.build import AlertConfig, raise_alerts
     from rsp_jobs.alerts.enrich import Context, _roads, enrich_alerts
+    from rsp_jobs.results import WindowResult
 
     ses = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData"
     def match(segment: str, node: str) -> list[str]:
         return [f"{node} <urn:rsp:ns:traffic/segment> <{ses}{segment}> .",
                 f'{node} <urn:rsp:ns:traffic/time3> "2014-08-02T09:30:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .']
-    result = {"window_open": "2014-08-02T09:20:00.000Z", "window_close": "2014-08-02T09:30:00.000Z",
-              "triples": match("158505", "_:a") + match("158415", "_:b")}
+    result = WindowResult.from_json({"window_open": "2014-08-02T09:20:00.000Z", "window_close": "2014-08-02T09:30:00.000Z",
+                                     "triples": match("158505", "_:a") + match("158415", "_:b")}, "CONSTRUCT")
     config = AlertConfig("congestion", subject="segment", time="time3")
     raised = enrich_alerts(raise_alerts("urn:rsp:query:rising", config, [result], {}), config, Context())
     alerts = {a.subject.rsplit("Data", 1)[-1]: a for a in raised}

@@ -173,7 +173,7 @@ def test_citybench_query_matches_rdflib_on_every_window(case, data_dir, citybenc
     files = background_files(case, streams_repository)
     key = (text, tuple(files))
     if key not in engine_runs:
-        engine_runs[key] = list(evaluate(query, lake, [str(f) for f in files]))
+        engine_runs[key] = [w.to_json() for w in evaluate(query, lake, [str(f) for f in files])]
     engine = engine_runs[key]
 
     specs = [WindowSpec(w.stream, w.window.range_ms, w.window.step_ms) for w in query.windows]
@@ -320,7 +320,7 @@ def test_patterns_matching_window_and_background_build_a_plan_linear_in_their_nu
 
     assert plan_nodes(6) < 3 * plan_nodes(3)
     contents = window_contents(elements, [WindowSpec(stream, 3000, 1000)])
-    engine = list(evaluate(compiler.compile(chain(3)), lake, [str(background_path)]))
+    engine = [w.to_json() for w in evaluate(compiler.compile(chain(3)), lake, [str(background_path)])]
     assert [close_ms(w) for w in engine] == sorted(contents)
     found = 0
     for window in engine:

@@ -9,6 +9,7 @@ import pytest
 
 from rsp_jobs.cli import main
 from rsp_jobs.ingest import csrbench
+from rsp_jobs.results import WindowResult
 
 
 @pytest.fixture(scope="module")
@@ -22,5 +23,5 @@ def test_csrbench_query_gives_the_published_answers(name, csrbench_stream_file, 
     code = main(["evaluate", str(csrbench.query_path(name)),
                  "--stream", f"{csrbench.STREAM}={csrbench_stream_file}", "--output", str(out)])
     assert code == 0
-    windows = [json.loads(line) for line in out.read_text().splitlines()]
+    windows = [WindowResult.from_json(json.loads(line), "SELECT") for line in out.read_text().splitlines()]
     assert csrbench.answers_of(windows) == csrbench.expected_answers(name)

@@ -113,7 +113,8 @@ def run_engine(tmp_path, query_text, elements, background_files=(), entailment="
     if lake_only:
         return lake
     skip = next(_OPTIMIZER)
-    return list(evaluate(compiler.compile(query_text, skip=skip), lake, list(background_files), entailment=entailment))
+    return [w.to_json() for w in evaluate(compiler.compile(query_text, skip=skip), lake, list(background_files),
+                                          entailment=entailment)]
 
 
 # Every other evaluation leaves the optimizer's rules out: the answers must not depend on them

@@ -51,7 +51,7 @@ def test_consecutive_intervals_report_each_window_exactly_once(elements, cuts, t
     bounds = [None] + [c * 1000 for c in sorted(cuts)] + [None]
     parts = []
     for after, until in zip(bounds, bounds[1:]):
-        parts += list(evaluate(compiler.compile(text), Lake(lake / "lake"), [], 0, Interval(after, until)))
+        parts += [w.to_json() for w in evaluate(compiler.compile(text), Lake(lake / "lake"), [], 0, Interval(after, until))]
     assert [w["window_close"] for w in parts] == [w["window_close"] for w in whole]
     assert parts == whole
 
@@ -65,7 +65,7 @@ def test_t0_moves_the_window_grid(tmp_path, spark):
     run_engine(lake_dir, text, elements)
     from rsp_jobs.ingest.lake import Lake
 
-    shifted = list(evaluate(compiler.compile(text), Lake(lake_dir / "lake"), [], t0_us=500_000))
+    shifted = [w.to_json() for w in evaluate(compiler.compile(text), Lake(lake_dir / "lake"), [], t0_us=500_000)]
     assert [(w["window_open"][17:23], w["window_close"][17:23], sorted(int(b["v"]["value"]) for b in w["bindings"]))
             for w in shifted] == [("00.500", "01.500", [900]), ("01.500", "02.500", [1700])]
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, WindowResult
+from rsp_jobs.store.models import Activity, StoredResult
 from rsp_jobs.demo_deployment import Deployment, airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 
@@ -94,7 +94,7 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
 
     with db.engine().connect() as conn:  # what the event says is what the store holds
         activity = conn.execute(select(Activity).where(Activity.iri == extra["activity"])).one()
-        results = conn.scalars(select(WindowResult.payload).where(WindowResult.query_iri == extra["query"])).all()
+        results = conn.scalars(select(StoredResult.payload).where(StoredResult.query_iri == extra["query"])).all()
     assert len(results) == 3 and sum(len(r["bindings"]) for r in results) == extra["rows"]
     assert (activity.dag_id, activity.run_id, activity.task_id, activity.status) == (
         QUERY_DAG, run["dag_run_id"], "evaluate", "success")

@@ -18,7 +18,7 @@ from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.times import to_us
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Stream, WindowResult
+from rsp_jobs.store.models import Stream, StoredResult
 from rsp_jobs.orchestrate.replay import run_states, trigger, unpause_all, wait_for_run
 from rsp_jobs.demo_deployment import airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
@@ -74,10 +74,10 @@ def test_a_chain_of_three_runs_on_asset_events_on_a_spark_cluster(airflow, spark
         for dag_id in CHAIN:
             rq = registry.load_query(registry.queries_dir() / "traffic" / f"{dag_id}.rsp")
             stored = [r.payload for r in conn.execute(
-                select(WindowResult.payload).where(WindowResult.query_iri == rq.iri)
-                .where(WindowResult.window_close > after).order_by(WindowResult.window_close))]
-            local = list(evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us,
-                                  Interval(to_us(after), to_us(until))))
+                select(StoredResult.payload).where(StoredResult.query_iri == rq.iri)
+                .where(StoredResult.window_close > after).order_by(StoredResult.window_close))]
+            local = [w.to_json() for w in evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us,
+                                                   Interval(to_us(after), to_us(until)))]
             assert stored == local and stored, dag_id
 
 

@@ -21,7 +21,7 @@ from rsp_jobs.store import db
 from rsp_jobs.store.lineage import prov_graph
 from rsp_jobs.quality import QualityGateError
 from rsp_jobs.store.models import (Activity, ActivityGenerated, Frame, LateArrival, QuarantinedInput,
-                                   WindowResult)
+                                   StoredResult)
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 
 QUERY = registry.queries_dir() / "citybench" / "congestion_by_segment.rsp"
@@ -30,11 +30,13 @@ QUERY = registry.queries_dir() / "citybench" / "congestion_by_segment.rsp"
 def stored_results(query_iri: str) -> list[dict]:
     with db.engine().connect() as conn:
         return [r.payload for r in conn.execute(
-            select(WindowResult.payload).where(WindowResult.query_iri == query_iri).order_by(WindowResult.window_close))]
+            select(StoredResult.payload).where(StoredResult.query_iri == query_iri).order_by(StoredResult.window_close))]
 
 
 def one_evaluation(rq, after, until) -> list[dict]:
-    return list(evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us, Interval(to_us(after), to_us(until))))
+    """One evaluation over the whole interval, as the JSON the store keeps."""
+    return [w.to_json() for w in evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us,
+                                          Interval(to_us(after), to_us(until)))]
 
 
 def run_batches(rq, after, count, minutes=5):

@@ -14,7 +14,7 @@ from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.store import db
 from rsp_jobs.store.models import LateArrival, PartialMatch
-from rsp_jobs.store.results import matches_as_results
+from rsp_jobs.results import WindowResult
 from rsp_jobs.times import from_us, to_us
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
 from tests.orchestrate.test_micro_batches import stored_results
@@ -64,8 +64,8 @@ def test_pattern_runs_with_late_data_reevaluated_report_what_one_evaluation_give
     until = after + 5 * size
     whole, _ = match(rq.query, tasks.lake(), rq.background, Interval(to_us(after), to_us(until)))
     late = range(to_us(DAY + timedelta(minutes=45)), to_us(DAY + timedelta(minutes=60)))
-    assert any(m["start_us"] in late or m["end_us"] in late for m in whole)  # the straggler matters
-    assert stored_results(rq.iri) == matches_as_results(whole)
+    assert any(m.start_us in late or m.end_us in late for m in whole)  # the straggler matters
+    assert stored_results(rq.iri) == [w.to_json() for w in WindowResult.of_matches(whole)]
     with db.engine().connect() as conn:
         assert {s for (s,) in conn.execute(select(LateArrival.status).where(LateArrival.query_iri == rq.iri))} \
             == {"revised"}

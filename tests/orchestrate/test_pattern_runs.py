@@ -15,7 +15,7 @@ from rsp_jobs.errors import RspError
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_file
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, ActivityUsed, ConsumedFact, WindowResult
+from rsp_jobs.store.models import Activity, ActivityUsed, ConsumedFact, StoredResult
 
 pytestmark = pytest.mark.spark  # runs patterns on Spark
 
@@ -93,8 +93,8 @@ def run_in_home(home, monkeypatch, data, intervals) -> dict:
 
 def stored(query_iri: str) -> dict:
     with db.engine().connect() as conn:
-        results = [r.payload for r in conn.execute(select(WindowResult.payload).where(
-            WindowResult.query_iri == query_iri).order_by(WindowResult.window_close))]
+        results = [r.payload for r in conn.execute(select(StoredResult.payload).where(
+            StoredResult.query_iri == query_iri).order_by(StoredResult.window_close))]
         consumed = sorted(r.fact_key for r in conn.execute(select(ConsumedFact.fact_key).where(
             ConsumedFact.query_iri == query_iri)))
     return {"results": results, "consumed": consumed}

@@ -10,7 +10,8 @@ from datetime import timedelta
 from rsp_jobs import compiler
 from rsp_jobs.engine import Interval, match
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.store.results import matches_as_results, output_stream_iri, result_batch
+from rsp_jobs.results import WindowResult
+from rsp_jobs.store.results import output_stream_iri, result_batch
 from rsp_jobs.times import iso_ms
 from tests.conformance.epsparql.support import EPOCH, PREFIXES, STREAM, at, rows, stream
 from tests.patterns.test_partial_matches import as_batch
@@ -28,9 +29,9 @@ def test_a_downstream_seq_sees_the_derived_event_over_its_interval(spark, tmp_pa
     lake.write(as_batch(EVENTS), batch_id="readings")
     up = compiler.compile(UPSTREAM, "rose.rsp")
     found, _ = match(up, lake, interval=Interval(at(-2), at(3)))
-    assert [(m["start_us"], m["end_us"]) for m in found] == [(at(0), at(2))]
-    results = matches_as_results(found)
-    assert [tuple(d) for d in results[0]["derived"]] == [(iso_ms(at(0)), found[0]["triples"][0])]
+    assert [(m.start_us, m.end_us) for m in found] == [(at(0), at(2))]
+    results = WindowResult.of_matches(found)
+    assert list(results[0].derived) == [(iso_ms(at(0)), found[0].triples[0])]
     batch, _ = result_batch(up, results)
     lake.write(batch, batch_id="rose")
     derived = lake.read(spark, [output_stream_iri(up)]).collect()
@@ -41,4 +42,4 @@ def test_a_downstream_seq_sees_the_derived_event_over_its_interval(spark, tmp_pa
         WHERE {{ ?who :kind :A }} SEQ {{ ?x :rose true }}""", "after_rise.rsp")
     later, _ = match(down, lake, interval=Interval(at(-2), at(3)))
     # only :a ended before the rise began; :b falls inside [0, 2], and is no SEQ partner
-    assert rows(later, "who", "x") == [(-1, 2, "http://ex.org/a", "http://ex.org/s")]
+    assert rows([m.to_json() for m in later], "who", "x") == [(-1, 2, "http://ex.org/a", "http://ex.org/s")]

@@ -108,7 +108,8 @@ def run(lake, spark, text, after=None, until=None, consumed=frozenset(), backgro
     start = None if after is None else T0 + timedelta(microseconds=after - rule.bound_us - T0_US)
     end = None if until is None else T0 + timedelta(microseconds=until - T0_US + 1)
     frame = lake.read(spark, rule.streams, start, end)
-    return evaluate_rule(rule, frame, background or Background(), after, until, consumed)
+    found, consumed = evaluate_rule(rule, frame, background or Background(), after, until, consumed)
+    return [m.to_json() for m in found], consumed  # the shape the brute-force reference gives
 
 
 # ------------------------------------------------------------------------------ rules

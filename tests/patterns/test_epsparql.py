@@ -16,6 +16,7 @@ from rsp_jobs import compiler
 from rsp_jobs.errors import QueryError
 from rsp_jobs.spark.background import Background
 from rsp_jobs.terms import to_nt
+from rsp_jobs.spark.local import local_frame
 from rdflib import Literal
 
 from tests.conformance.epsparql import brute_force as ref
@@ -68,12 +69,13 @@ def all_seeds() -> list[ref.Event]:
 
 def frame_of(spark, events: list[ref.Event]):
     rows = [(STREAM, EPOCH + timedelta(microseconds=e.t), e.frame, e.s, e.p, e.o, None, None) for e in events]
-    return spark.createDataFrame(rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
-                                       "o_num double, o_time timestamp")
+    return local_frame(spark, rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
+                                 "o_num double, o_time timestamp")
 
 
-def ours(matches: list[dict]) -> list[dict]:
-    """Spark's matches without the ISO times (the reference reports µs only)."""
+def ours(found: list) -> list[dict]:
+    """Spark's matches as JSON without the ISO times (the reference reports µs only)."""
+    matches = [m.to_json() for m in found]
     for m in matches:
         assert m["start"].endswith("Z") and m["end"].endswith("Z")
     return [{k: v for k, v in m.items() if k not in ("start", "end")} for m in matches]

@@ -37,8 +37,8 @@ def lake(tmp_path_factory):
 def pairs_per_window(lake: Lake, window: str) -> list[tuple[str, list]]:
     query = compiler.compile(PREFIXES + f"SELECT ?x ?y FROM STREAM <{STREAM}> {window} "
                                      "WHERE { ?x a :X . ?y a :Y }")
-    return [(w["window_close"], [(b["x"]["value"], b["y"]["value"]) for b in w["bindings"]])
-            for w in evaluate(query, lake) if w["bindings"]]
+    return [(w.window_close, [(b["x"]["value"], b["y"]["value"]) for b in w.bindings])
+            for w in evaluate(query, lake) if w.bindings]
 
 
 def test_a_sliding_window_reports_the_pair_twice_and_a_tumbling_one_misses_it(lake, spark):
@@ -63,12 +63,12 @@ def pairs(matches) -> list[tuple]:
     """(x, y, end) of EP-SPARQL bindings or of a rule's output triples."""
     out = []
     for m in matches:
-        if "bindings" in m:
-            out.append((m["bindings"]["x"]["value"], m["bindings"]["y"]["value"], m["end"]))
+        if m.bindings is not None:
+            out.append((m.bindings["x"]["value"], m.bindings["y"]["value"], m.end))
         else:
-            x = next(t.split(" ")[2] for t in m["triples"] if f"<{EX}x>" in t)
-            y = next(t.split(" ")[2] for t in m["triples"] if f"<{EX}y>" in t)
-            out.append((x.strip("<>"), y.strip("<>"), m["time"]))
+            x = next(t.split(" ")[2] for t in m.triples if f"<{EX}x>" in t)
+            y = next(t.split(" ")[2] for t in m.triples if f"<{EX}y>" in t)
+            out.append((x.strip("<>"), y.strip("<>"), m.time))
     return out
 
 

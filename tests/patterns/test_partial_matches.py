@@ -85,7 +85,7 @@ def run_batches(query, lake, store, cutting) -> list[dict]:
         found, _ = match(query, lake, interval=Interval(at(after), at(until)), partials=partials)
         with store.begin() as conn:
             save_partials(conn, IRI, "v1", partials.cut_us, partials.produced, at(until))
-        reported[(after, until)] = found
+        reported[(after, until)] = [m.to_json() for m in found]  # as the reference reports them
     return sorted((m for found in reported.values() for m in found), key=_order)
 
 

@@ -267,5 +267,5 @@ def test_a_dotr_rule_reasons_per_instant_so_a_chain_split_over_two_instants_enta
     from rsp_jobs.compiler import compile_file
 
     matches, _ = match(compile_file(path), lake, [str(schema)])
-    found = sorted({line.split(" ")[0].rsplit("/", 1)[-1].rstrip(">") for m in matches for line in m["triples"]})
+    found = sorted({line.split(" ")[0].rsplit("/", 1)[-1].rstrip(">") for m in matches for line in m.triples})
     assert found == ["cup", "shelf", "tray"]

@@ -84,7 +84,7 @@ def test_spark_sums_and_nan_comparisons_follow_sparql(tmp_path, spark):
     load_files(lake, [(STREAM, stream_file(tmp_path / "n.nq", VALUES))])
     head = f"REGISTER QUERY q AS\nSELECT ?s (SUM(?v) AS ?sum) (COUNT(?v) AS ?n)\nFROM STREAM <{STREAM}> "
     query = compiler.compile(head + "[RANGE 10s STEP 10s]\nWHERE { ?s <http://ex.org/v> ?v } GROUP BY ?s")
-    (window,) = [w for w in evaluate(query, lake, []) if w["bindings"]]
+    (window,) = [w.to_json() for w in evaluate(query, lake, []) if w.bindings]
     sums = {b["s"]["value"].rsplit("/", 1)[1]: b.get("sum", {}).get("value") for b in window["bindings"]}
     # the lake keeps NaN as a number: Spark's sum with a NaN is NaN, as SPARQL's is
     assert sums == {**SUMS_TA, "nan": "NaN"}
@@ -92,6 +92,6 @@ def test_spark_sums_and_nan_comparisons_follow_sparql(tmp_path, spark):
     compare = compiler.compile(f"REGISTER QUERY c AS\nSELECT ?v ?gt ?eq ?ne\nFROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\n"
                             "WHERE { <http://ex.org/nan> <http://ex.org/v> ?v "
                             "BIND(?v > 0 AS ?gt) BIND(?v = ?v AS ?eq) BIND(?v != 1 AS ?ne) }")
-    (window,) = [w for w in evaluate(compare, lake, []) if w["bindings"]]
+    (window,) = [w.to_json() for w in evaluate(compare, lake, []) if w.bindings]
     rows = {b["v"]["value"]: (b["gt"]["value"], b["eq"]["value"], b["ne"]["value"]) for b in window["bindings"]}
     assert rows == {"NaN": ("false", "false", "true"), "1": ("true", "true", "false")}

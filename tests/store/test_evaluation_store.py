@@ -8,7 +8,8 @@ from sqlalchemy import func, select
 from rsp_jobs.cli import main
 from rsp_jobs.ingest import csrbench
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Stream, WindowResult
+from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Stream, StoredResult
+from rsp_jobs.results import WindowResult
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def csrbench_stream(data_dir, tmp_path_factory):
 def counts(engine):
     with engine.connect() as conn:
         return {t.__tablename__: conn.scalar(select(func.count()).select_from(t))
-                for t in (Stream, Frame, WindowResult)}
+                for t in (Stream, Frame, StoredResult)}
 
 
 def test_evaluate_store_persists_results_with_provenance_and_is_idempotent(store_url, csrbench_stream, tmp_path, spark):
@@ -34,7 +35,7 @@ def test_evaluate_store_persists_results_with_provenance_and_is_idempotent(store
     with engine.connect() as conn:
         stream = conn.execute(select(Stream).where(Stream.kind == "derived")).one()
         assert stream.query_iri == "urn:rsp:query:test" and stream.iri == "urn:rsp:query:test/stream"
-        result = conn.execute(select(WindowResult).order_by(WindowResult.window_close.desc()).limit(1)).one()
+        result = conn.execute(select(StoredResult).order_by(StoredResult.window_close.desc()).limit(1)).one()
         assert float(result.payload["bindings"][0]["avg"]["value"]) == 90.0
         evaluations = conn.execute(select(Activity).where(Activity.kind == "window_evaluation")).all()
         assert len(evaluations) == 2 and all(a.status == "success" and a.spark_app_id for a in evaluations)
@@ -65,10 +66,10 @@ def test_an_empty_window_is_an_empty_frame_and_describe_results_are_stored(store
     windows = [{"window_open": "2014-08-01T07:50:00.000Z", "window_close": "2014-08-01T07:50:01.000Z", "triples": []},
                {"window_open": "2014-08-01T07:50:01.000Z", "window_close": "2014-08-01T07:50:02.000Z",
                 "triples": ["<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> ."]}]
-    store_evaluation(engine, query, windows, datetime.now(timezone.utc))
+    store_evaluation(engine, query, [WindowResult.from_json(w, "DESCRIBE") for w in windows], datetime.now(timezone.utc))
     empty, full = (f"urn:rsp:query:described/stream/frame/{w['window_close']}" for w in windows)
     assert frame_triples(engine, empty) == [] and len(frame_triples(engine, full)) == 1
     assert [statements for *_, statements in frame_parts(engine, empty)] == [0]
     with engine.connect() as conn:
-        assert set(conn.scalars(select(WindowResult.form))) == {"DESCRIBE"}
+        assert set(conn.scalars(select(StoredResult.form))) == {"DESCRIBE"}
         assert conn.scalar(select(Frame.triple_count).where(Frame.frame_iri == empty)) == 0

@@ -14,7 +14,7 @@ from rsp_jobs.ingest import csrbench
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
 from rsp_jobs.store.lineage import audit, prov_graph
-from rsp_jobs.store.models import Frame, FrameTriple, WindowResult
+from rsp_jobs.store.models import Frame, FrameTriple, StoredResult
 
 
 @pytest.fixture
@@ -24,8 +24,8 @@ def evaluated(store_url, data_dir, tmp_path, spark):
                  "--store", store_url, "--output", str(tmp_path / "out.jsonl")]) == 0
     engine = db.engine(store_url)
     with engine.connect() as conn:
-        frame = conn.execute(select(Frame.frame_iri).join(WindowResult, WindowResult.frame_id == Frame.id)
-                             .order_by(WindowResult.window_close.desc()).limit(1)).scalar_one()
+        frame = conn.execute(select(Frame.frame_iri).join(StoredResult, StoredResult.frame_id == Frame.id)
+                             .order_by(StoredResult.window_close.desc()).limit(1)).scalar_one()
     return engine, frame
 
 

@@ -98,6 +98,12 @@ def lake_elements(lake: Lake, spark, span: tuple[datetime, datetime]) -> list[tu
     return [tuple(r) for r in frame.select(F.unix_micros("ts"), "frame", "s", "p", "o").collect()]
 
 
+def as_json(found: tuple[list, set]) -> tuple[list[dict], set]:
+    """Matches as ``rsp evaluate`` prints them, the shape the references give."""
+    matches, consumed = found
+    return [m.to_json() for m in matches], consumed
+
+
 def timed(name: str, evaluate):
     started = time.monotonic()
     result = evaluate()
@@ -133,7 +139,7 @@ def csv_readings(span: tuple[datetime, datetime]) -> dict[str, dict[datetime, tu
 def rising(lake, spark):
     rq = registry.load_query(QUERIES / "congestion_rising.rsp")
     interval = Interval(us(RISING[0]), us(RISING[1]))
-    matches, consumed = timed("congestion_rising, 1 hour", lambda: match(rq.query, lake, rq.background, interval))
+    matches, consumed = timed("congestion_rising, 1 hour", lambda: as_json(match(rq.query, lake, rq.background, interval)))
     assert consumed == set()
     return rq, matches
 
@@ -244,10 +250,10 @@ def silent(lake, spark):
     """The rule over (03:30, 05:00] then (05:00, 06:30], the first batch's consumed facts
     passed to the second, as consecutive DAG runs pass them through the store."""
     rq = registry.load_query(QUERIES / "segment_silent.dotr")
-    first, first_consumed = timed("segment_silent, batch 1 (1.5 hours)", lambda: match(
-        rq.query, lake, rq.background, Interval(us(SILENCE[0]), us(CUT))))
-    second, second_consumed = timed("segment_silent, batch 2 (1.5 hours)", lambda: match(
-        rq.query, lake, rq.background, Interval(us(CUT), us(SILENCE[1])), consumed=frozenset(first_consumed)))
+    first, first_consumed = timed("segment_silent, batch 1 (1.5 hours)", lambda: as_json(match(
+        rq.query, lake, rq.background, Interval(us(SILENCE[0]), us(CUT)))))
+    second, second_consumed = timed("segment_silent, batch 2 (1.5 hours)", lambda: as_json(match(
+        rq.query, lake, rq.background, Interval(us(CUT), us(SILENCE[1])), consumed=frozenset(first_consumed))))
     return rq, first, second, first_consumed, second_consumed
 
 
@@ -369,4 +375,4 @@ def test_rule_conditions_equating_two_events_match_sparql_term_equality(spark, t
                    f"from S = {select.format('S')}\nand last T = {select.format('T')} within 10 s from S\n"
                    "with S.?k = T.?k, S.?v = T.?v, ?v = S.?v\n", "eq.dotr")
     matches, _ = match(rule, lake)
-    assert [m["time_us"] for m in matches] == [us(DAY + timedelta(seconds=1))]
+    assert [m.time_us for m in matches] == [us(DAY + timedelta(seconds=1))]

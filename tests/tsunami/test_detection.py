@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from rsp_jobs.alerts.build import solutions
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, window_contents
 from rsp_jobs import compiler
+from rsp_jobs.results import WindowResult
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.citybench import write_trig
@@ -168,8 +169,8 @@ def test_a_prediction_window_matches_rdflib_over_the_same_window_contents(chain)
             if close - longest <= ms(e.ts) < close]
     content = window_contents(near, specs)[close]
     sparql = plain_sparql(text).replace("WINDOW <", "GRAPH <")
-    theirs = results(solutions({"triples": rdflib_answer(sparql, content)}))
-    ours = results(solutions(next(w for w in chain["windows"]["dart_prediction"] if w["window_close"] == CHECKED_CLOSE)))
+    theirs = results(solutions(WindowResult(0, 0, "CONSTRUCT", triples=tuple(rdflib_answer(sparql, content)))))
+    ours = results(solutions(next(w for w in chain["windows"]["dart_prediction"] if w.window_close == CHECKED_CLOSE)))
     assert len(theirs) >= 10 and {r["sensor"] for r in theirs} == {sensor("21401"), sensor("21418")}
     assert any(r["exceeds"] == "true" for r in theirs)
     assert len(ours) == len(theirs)
@@ -218,11 +219,11 @@ def test_window_contents_stay_sets_and_windows_with_only_unused_triples_still_re
             "WHERE { ?s :p ?o }")
     query = compiler.compile(text)
     assert query.predicates == frozenset({p})  # optimize.prune_predicates
-    got = [(w["window_close"], [(b["o"]["value"], b["t"]["value"]) for b in w["bindings"]]) for w in evaluate(query, lake)]
+    got = [(w.window_close, [(b["o"]["value"], b["t"]["value"]) for b in w.bindings]) for w in evaluate(query, lake)]
     assert got == [("1970-01-01T00:00:05.000Z", [(f"{EX}x", "2000")]), ("1970-01-01T00:00:15.000Z", [])]
     variable = compiler.compile(f"SELECT ?s ?p FROM STREAM <{STREAM}> [RANGE 5s STEP 5s] WHERE {{ ?s ?p ?o }}")
     assert variable.predicates is None
-    assert [len(w["bindings"]) for w in evaluate(variable, lake)] == [2, 1]
+    assert [len(w.bindings) for w in evaluate(variable, lake)] == [2, 1]
 
 
 def test_filter_bound_makes_a_computed_key_a_join_key(tmp_path, spark):
@@ -235,7 +236,7 @@ def test_filter_bound_makes_a_computed_key_a_join_key(tmp_path, spark):
     for guard in ("", "FILTER(bound(?k))"):
         query = compiler.compile(f"PREFIX : <{EX}>\nSELECT ?x ?y FROM STREAM <{STREAM}> [RANGE 10s STEP 10s] WHERE {{ "
                               f"{{ ?a :v ?x . BIND(?x + 2 AS ?k) {guard} }} {{ ?b :v ?y . BIND(?y AS ?k) {guard} }} }}")
-        answers.append([sorted((b["x"]["value"], b["y"]["value"]) for b in w["bindings"]) for w in evaluate(query, lake)])
+        answers.append([sorted((b["x"]["value"], b["y"]["value"]) for b in w.bindings) for w in evaluate(query, lake)])
         rows_ = windows.assign(lake.read(spark, [STREAM]), query, windows.schedule(query, 0), None, None)
         active = rows_.groupBy(WIN).agg(F.min("_open").alias("_open"))
         evaluator = Evaluator(query, rows_, active, Background.for_query((), (), "<probe>"))

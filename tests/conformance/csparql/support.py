@@ -21,8 +21,8 @@ def run(tmp_path: Path, text: str, streams: Sequence[tuple[str, str]], backgroun
     order) with ``background`` files (names under data/); the reported windows."""
     lake = Lake(tmp_path / "lake")
     load_files(lake, [(iri, DATA / name) for iri, name in streams])
-    return list(evaluate(compiler.compile(text, source), lake, [str(DATA / b) for b in background],
-                         entailment=entailment))
+    return [w.to_json() for w in evaluate(compiler.compile(text, source), lake, [str(DATA / b) for b in background],
+                                          entailment=entailment)]
 
 
 def local(value: str) -> str:

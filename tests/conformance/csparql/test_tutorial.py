@@ -93,7 +93,7 @@ SELECT ?person
 FROM STREAM <{derived.stream}> [RANGE 1m STEP 10s]
 WHERE {{ ?person :isIn :RedRoom }}
 """)
-    found = answers(list(evaluate(downstream, lake)), "person")
+    found = answers([w.to_json() for w in evaluate(downstream, lake)], "person")
     assert found == {c: [("David",), ("Elena",)] for c in closes("10:01:00", "10:02:40", 10)}
 
 

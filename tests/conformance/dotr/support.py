@@ -20,6 +20,7 @@ from rsp_jobs.compiler import compile
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule
 from rsp_jobs.terms import to_nt
+from rsp_jobs.spark.local import local_frame
 from tests.conformance.dotr import brute_force as ref
 
 EX = "http://ex.org/"
@@ -55,8 +56,8 @@ def instants(stream: dict[float, str], unit: int = MINUTE) -> dict[int, set]:
 def elements(spark, graphs: dict[int, set]):
     rows = [(STREAM, EPOCH + timedelta(microseconds=t - EPOCH_US), f"{EX}frame/{t}", s, p, o, None, None)
             for t, ts in sorted(graphs.items()) for s, p, o in sorted(ts)]
-    return spark.createDataFrame(rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
-                                       "o_num double, o_time timestamp")
+    return local_frame(spark, rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
+                                 "o_num double, o_time timestamp")
 
 
 def background(turtle: str = "") -> tuple[Background, set]:
@@ -76,6 +77,7 @@ def run(spark, r: Rule, stream: dict[float, str], knowledge: str = "", unit: int
     hi = None if until is None else at(until, unit)
     read = {t: g for t, g in graphs.items() if (lo is None or t >= lo - r.bound_us) and (hi is None or t <= hi)}
     got, got_consumed = evaluate_rule(r, elements(spark, read), bg, lo, hi, consumed, entailment)
+    got = [m.to_json() for m in got]
     expected, expected_consumed = ref.evaluate(r, graphs, bg_triples, lo, hi, consumed,
                                                regime=_strongest(r.entailment, entailment))
     assert ref.comparable(got) == ref.comparable(expected)

@@ -14,6 +14,7 @@ from rdflib import Literal
 from rsp_jobs import compiler
 from rsp_jobs.spark.background import Background
 from rsp_jobs.terms import to_nt
+from rsp_jobs.spark.local import local_frame
 from tests.conformance.epsparql import brute_force as ref
 
 EX = "http://ex.org/"
@@ -43,8 +44,8 @@ def at(day: float) -> int:
 def elements(spark, events: list[ref.Event]):
     rows = [(STREAM, EPOCH + timedelta(microseconds=e.t - EPOCH_US), e.frame, e.s, e.p, e.o, None, None)
             for e in events]
-    return spark.createDataFrame(rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
-                                       "o_num double, o_time timestamp")
+    return local_frame(spark, rows, "stream string, ts timestamp, frame string, s string, p string, o string, "
+                                 "o_num double, o_time timestamp")
 
 
 def run(spark, text: str, events: list[ref.Event], rules: tuple[str, ...] = (), prefixes: str = PREFIXES,
@@ -56,7 +57,7 @@ def run(spark, text: str, events: list[ref.Event], rules: tuple[str, ...] = (), 
     query = compiler.compile(prefixes + text, "q.rsp")
     compiled_rules = tuple(compiler.compile(prefixes + r, f"rule{i}.rsp") for i, r in enumerate(rules))
     got = evaluate_events(query, elements(spark, events), Background(), rules=compiled_rules, **interval)
-    got = [{k: v for k, v in m.items() if k not in ("start", "end")} for m in got]
+    got = [{k: v for k, v in m.to_json().items() if k not in ("start", "end")} for m in got]
     expected = ref.evaluate(query, events, rules=compiled_rules, **interval)
     assert got == expected
     return got

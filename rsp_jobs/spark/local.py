@@ -1,0 +1,31 @@
+"""Small tables built on the driver (background graphs, schema closures, partial matches) as
+DataFrames that Spark plans as a ``LocalTableScan``.
+
+``spark.createDataFrame(list_of_tuples)`` ships the rows as a pickled Python RDD: every plan
+that reads it starts a Python worker and a job of its own, which on two cores was most of the
+time of a pattern or entailment batch. The same rows handed over as one Arrow table become a
+local relation in the plan: no Python worker, no extra job, and Spark can broadcast it freely."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence, Union
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+
+def local_frame(spark: SparkSession, rows: Iterable[Sequence], schema: Union[str, T.StructType]) -> DataFrame:
+    """``rows`` (tuples in ``schema``'s column order; a DDL string or a ``StructType``) as a
+    DataFrame over a local relation.
+
+    >>> local_frame(spark, [("a", 1)], "x string, n long").collect()  # doctest: +SKIP
+    [Row(x='a', n=1)]
+    """
+    struct = schema if isinstance(schema, T.StructType) else T._parse_datatype_string(schema)
+    rows = list(rows)
+    columns = list(zip(*rows)) if rows else [()] * len(struct.fields)
+    arrow_schema = to_arrow_schema(struct, prefers_large_types=False)
+    table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
+                                 schema=arrow_schema)
+    return spark.createDataFrame(table, struct)
