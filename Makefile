@@ -14,9 +14,9 @@ setup:
 test: setup
 	$(VENV)/bin/pytest -q
 
-# the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data (tests/conftest.py)
+# the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data, no GX validation (tests/conftest.py)
 test-fast: setup
-	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not slow"
+	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not gx and not slow"
 
 demo: setup
 	$(VENV)/bin/rsp demo

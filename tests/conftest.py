@@ -2,13 +2,15 @@
 home per test session; and the test tiers.
 
 Markers come from the fixtures a test uses (``spark``, ``data``, ``postgres``, ``airflow``,
-``cluster``) or
-are set by its module (a test that starts Spark or Airflow in a subprocess). ``make test-fast``
-deselects them all; under it (``RSP_TEST_TIER=fast``) a test that starts Spark in this process
-anyway fails, naming the marker it lacks."""
+``cluster``) or are set by its module (a test that starts Spark or Airflow in a subprocess, or
+runs a Great Expectations validation: ``gx``). ``make test-fast`` deselects them all; under it
+(``RSP_TEST_TIER=fast``) a test that starts Spark or imports GX in this process anyway fails,
+naming the marker it lacks."""
 from __future__ import annotations
 
+import importlib.abc
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,7 +26,7 @@ airflow_env.configure()  # before anything imports Airflow: its home and databas
 
 # fixture -> the marker a test that uses it gets
 FIXTURE_MARKERS = {"spark": "spark", "data_dir": "data", "airflow": "airflow", "airflow_db": "airflow",
-                   "queries": "airflow", "spark_cluster": "cluster"}
+                   "queries": "airflow", "spark_cluster": "cluster", "csrbench_batch": "data"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -33,6 +35,9 @@ def pytest_collection_modifyitems(config, items):
             if fixture in FIXTURE_MARKERS:
                 item.add_marker(FIXTURE_MARKERS[fixture])
         params = getattr(getattr(item, "callspec", None), "params", {})
+        for value in params.values():  # a fixture named by a parameter (request.getfixturevalue)
+            if isinstance(value, str) and value in FIXTURE_MARKERS:
+                item.add_marker(FIXTURE_MARKERS[value])
         if str(params.get("store_url", "")).startswith("postgresql") or params.get("backend") == "postgresql":
             item.add_marker("postgres")
 
@@ -45,6 +50,17 @@ if os.environ.get("RSP_TEST_TIER") == "fast":
                            "`pytest.mark.spark`, so that `make test-fast` leaves it out")
 
     SparkSession.Builder.getOrCreate = _no_spark_in_the_fast_tier
+
+    class _NoGreatExpectations(importlib.abc.MetaPathFinder):
+        """Importing GX alone takes 10-15 s on two cores: a validation is not for the edit loop."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "great_expectations":
+                raise ImportError("this test runs a Great Expectations validation: mark it "
+                                  "`pytest.mark.gx`, so that `make test-fast` leaves it out")
+            return None
+
+    sys.meta_path.insert(0, _NoGreatExpectations())
 
 
 @pytest.fixture(scope="session")

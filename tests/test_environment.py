@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -24,6 +26,7 @@ def test_pyspark_and_pyspark_client_are_the_same_pinned_release():
     assert pyspark.__version__ == locked_version("pyspark")
 
 
+@pytest.mark.slow  # a fresh interpreter importing pyspark, Airflow and GX: 20 s
 def test_importing_the_engine_prints_no_warnings():
     code = ("import warnings; warnings.simplefilter('default');"
             "import rsp_jobs.engine, rsp_jobs.cli, pyspark.sql, great_expectations;"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from rsp_jobs import plots
 from rsp_jobs.alerts.build import Alert, alert_iri
 from rsp_jobs.alerts.store import store_alerts
@@ -39,6 +41,7 @@ def _alert(station: str, moment: datetime) -> Alert:
                  f"Tsunami detected by DART {station}", {"sensor": subject})
 
 
+@pytest.mark.gx  # the raw DART file is ingested through the input gate
 def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("RSP_HOME", str(home))

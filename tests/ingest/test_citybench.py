@@ -16,6 +16,7 @@ from rsp_jobs.settings import data_dir
 
 STREAMS = data_dir() / "citybench" / "streams"
 pytestmark = [
+    pytest.mark.data,
     pytest.mark.skipif(not STREAMS.is_dir(),
                        reason=f"CityBench data not found at {STREAMS} (set RSP_DATA_DIR)"),
     # rdflib 7.6's own TriG/N-Quads parsers still use these

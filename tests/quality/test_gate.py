@@ -25,6 +25,8 @@ from tests.store.conftest import empty_store_url, pg_admin, store, store_url  # 
 
 STREAMS = data_dir() / "citybench" / "streams"
 pytestmark = [
+    pytest.mark.data,
+    pytest.mark.gx,
     pytest.mark.skipif(not STREAMS.is_dir(), reason=f"CityBench data not found at {STREAMS} (set RSP_DATA_DIR)"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # GX 1.x and rdflib's parsers
 ]

@@ -130,6 +130,7 @@ def test_a_tasparql_group_past_sqlites_join_limit_is_refused_on_every_backend():
 TEN_MB = "x" * 10_000_000
 
 
+@pytest.mark.slow  # parses 10 MB of query text
 def test_a_10mb_literal_in_a_query_is_refused_naming_where_it_starts(monkeypatch):
     text = HEAD + '[RANGE 1m STEP 1m]\nWHERE { ?s ?p "' + TEN_MB + '" }\n'
     with pytest.raises(QuerySyntaxError, match=r"q.rsp:4:15: a string of 10000000 bytes is longer than "
@@ -141,6 +142,7 @@ def test_a_10mb_literal_in_a_query_is_refused_naming_where_it_starts(monkeypatch
     assert parse_query(text, "q.rsp").where is not None
 
 
+@pytest.mark.slow  # parses 10 MB of stream
 def test_a_10mb_literal_in_a_stream_is_quarantined_and_counted(tmp_path, monkeypatch):
     from rsp_jobs.ingest.rdf_stream import read_stream_file
 

@@ -47,6 +47,7 @@ def test_query_and_rule_files_that_are_not_utf8_are_input_errors(tmp_path):
         parse_rule_file(rule)
 
 
+@pytest.mark.gx  # the loaded files pass the input gate
 def test_a_junk_landing_file_is_rejected_with_its_reason_and_the_next_files_load(home):
     landing = registry.stream_config(STREAM).landing_dir
     landing.mkdir(parents=True)
