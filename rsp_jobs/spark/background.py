@@ -21,6 +21,7 @@ from rsp_jobs.rdf_files import parse_rdf_file
 from rsp_jobs.spark.local import local_frame
 
 _CACHE: dict[tuple[str, float], Graph] = {}
+_FRAMES: dict[tuple, tuple[list, object]] = {}  # Background.frame's, by session and graph objects
 
 
 def load_graph(path: str | Path) -> Graph:
@@ -94,16 +95,26 @@ class Background:
         return any(next(iter(g.triples(pattern)), None) is not None for g in graphs)
 
     def frame(self, spark):
-        """All background triples as a DataFrame ``g, s, p, o`` (g NULL for the default graph)."""
+        """All background triples as a DataFrame ``g, s, p, o`` (g NULL for the default graph),
+        built once per process for the same graphs (``load_graph`` and the closures hand out one
+        object per file version): CityBench's sensor repository takes a second to convert."""
         if self._frame is None:
-            rows = {(None, terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
-                    for g in self.default for s, p, o in g}
-            for iri, graphs in self.named.items():
-                rows |= {(f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
-                         for g in graphs for s, p, o in g}
-            schema = "g string, s string, p string, o string"
-            self._frame = local_frame(spark, sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema)
+            key = (id(spark), tuple(map(id, self.default)),
+                   tuple((iri, tuple(map(id, gs))) for iri, gs in sorted(self.named.items())))
+            if key not in _FRAMES:
+                if len(_FRAMES) >= 8:
+                    _FRAMES.pop(next(iter(_FRAMES)))
+                # the graphs are kept with their frame, so that their ids are not reused meanwhile
+                _FRAMES[key] = (self.default + [g for gs in self.named.values() for g in gs], self._build(spark))
+            self._frame = _FRAMES[key][1]
         return self._frame
+
+    def _build(self, spark):
+        rows = {(None, terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for g in self.default for s, p, o in g}
+        for iri, graphs in self.named.items():
+            rows |= {(f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for g in graphs for s, p, o in g}
+        schema = "g string, s string, p string, o string"
+        return local_frame(spark, sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema)
 
     def closed(self, regime: str) -> tuple["Background", object]:
         """This background under an entailment regime (each graph closed once per content, see
