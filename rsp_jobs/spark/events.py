@@ -348,9 +348,12 @@ class _Evaluator:
             values = [c for c in frame.columns if c not in (TA, TW, EV)]
             vals = F.to_json(F.struct(*[F.col(c) for c in values])) if values else F.lit("{}")
             frames.append(frame.select(F.lit(key).alias("_key"), TA, TW, EV, vals.alias("_vals")))
-        for row in functools.reduce(DataFrame.unionByName, frames).collect():
-            self.partials.produced.setdefault(row["_key"], []).append(
-                {"ta": row[TA], "tw": row[TW], "ev": list(row[EV]), "vals": json.loads(row["_vals"])})
+        # as Arrow columns: an unbounded pattern keeps many partial matches, and a Row each
+        # costs more on the driver than the Spark job
+        table = functools.reduce(DataFrame.unionByName, frames).toArrow()
+        columns = [table.column(c).to_pylist() for c in ("_key", TA, TW, EV, "_vals")]
+        for key, ta, tw, ev, vals in zip(*columns):
+            self.partials.produced.setdefault(key, []).append({"ta": ta, "tw": tw, "ev": ev, "vals": json.loads(vals)})
 
     def release(self) -> None:
         for frame in self.cached:
