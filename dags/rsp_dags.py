@@ -20,13 +20,34 @@ import os
 from datetime import timedelta
 
 from airflow.sdk import DAG, Asset, DeltaDataIntervalTimetable, DeltaTriggerTimetable, task
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
-from rsp_jobs.times import US_PER_S, parse_timedelta
+from rsp_jobs.times import duration_text, parse_timedelta
+
+
+def default_args() -> dict:
+    """Every task: owned by the platform, retried after a transient failure (a lost Spark
+    executor, a locked store) but not after one the input or the query causes (``final``)."""
+    retries, delay = settings.task_retries()
+    return {"owner": "rsp", "retries": retries, "retry_delay": delay}
+
+
+def final(run):
+    """Run ``run()``; an ``RspError`` (bad input, a failed quality check, a query error) fails
+    the task at once, without retries: running it again would fail the same way."""
+    try:
+        return run()
+    except RspError as exc:
+        raise AirflowFailException(str(exc)) from exc
+
+
+def _span(us: int) -> str:
+    return duration_text(us // 1000)
 
 
 def stream_asset(iri: str) -> Asset:
@@ -35,28 +56,36 @@ def stream_asset(iri: str) -> Asset:
 
 
 def describe(rq: registry.RegisteredQuery) -> str:
-    streams = "\n".join(f"- `<{s}>`" + (f" {w.window}" if (w := _window_of(rq, s)) else "") for s in rq.streams)
+    streams = "\n".join(f"- `<{s}>`" + (f" `{w}`" if (w := _window_of(rq, s)) else "") for s in rq.streams)
     if rq.kind == "window":
-        scope = (f"Each run covers {rq.batch_us // US_PER_S} s of window closes (STEP "
-                 f"{rq.step_us // US_PER_S} s, RANGE {rq.range_us // US_PER_S} s)")
+        scope = (f"Each run covers {_span(rq.batch_us)} of window closes (STEP {_span(rq.step_us)}, "
+                 f"RANGE {_span(rq.range_us)})")
         what = f"**{rq.query.form}** query"
     elif rq.keeps_partials:
-        scope = (f"Each run reports the matches ending in its {rq.batch_us // US_PER_S} s interval; the "
+        scope = (f"Each run reports the matches ending in its {_span(rq.batch_us)} interval; the "
                  "pattern is unbounded, so its partial matches are kept in the store between runs "
                  "(no retention: they are never dropped)")
     else:
-        scope = (f"Each run reports the matches ending in its {rq.batch_us // US_PER_S} s interval, "
-                 f"reading back the pattern's bound of {rq.range_us / US_PER_S:g} s")
+        scope = (f"Each run reports the matches ending in its {_span(rq.batch_us)} interval, "
+                 f"reading back the pattern's bound of {_span(rq.range_us)}")
     if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
     return (f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
             f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n")
 
 
+def summary(rq: registry.RegisteredQuery) -> str:
+    """The DAG's one-line description (the DAG list shows it)."""
+    what = {"window": f"C-SPARQL {rq.query.form}", "pattern": "EP-SPARQL pattern", "rule": "DOTR rule"}[rq.kind]
+    windows = sorted({str(w) for s in rq.streams if (w := _window_of(rq, s)) is not None})
+    over = f"{len(rq.streams)} stream(s)" + "".join(f" {w}" for w in windows)
+    return f"{what} over {over}, every {_span(rq.batch_us)}"
+
+
 def _window_of(rq: registry.RegisteredQuery, stream: str):
     if rq.kind == "rule":
         return None
-    return next((w for w in rq.query.windows if w.stream == stream and w.window is not None), None)
+    return next((w.window for w in rq.query.windows if w.stream == stream and w.window is not None), None)
 
 
 def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
@@ -64,7 +93,8 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     output = stream_asset(rq.output_stream)
     timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
     with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
-             max_active_runs=1, doc_md=describe(rq), tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
+             max_active_runs=1, doc_md=describe(rq), description=summary(rq), default_args=default_args(),
+             tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
         wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
 
         @task(task_id="evaluate", outlets=[output])
@@ -72,7 +102,7 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
             from rsp_jobs.orchestrate.tasks import evaluate_run
 
             after, until = run_interval(context)
-            summary = evaluate_run(str(rq.path), after, until).as_dict()
+            summary = final(lambda: evaluate_run(str(rq.path), after, until).as_dict())
             context["outlet_events"][output].extra = {
                 "after": summary["after"], "until": summary["until"], "windows": summary["windows"],
                 "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"],
@@ -87,7 +117,8 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
     """Runs on each asset event of the query's output: its new results become alerts."""
     source, alerts = stream_asset(rq.output_stream), stream_asset(f"{rq.iri}/alerts")
     with DAG(dag_id=f"alert_{rq.dag_id}", schedule=[source], start_date=registry.DEFAULT_START, catchup=False,
-             max_active_runs=1, tags=["rsp", "alert", rq.application],
+             max_active_runs=1, tags=["rsp", "alert", rq.application], default_args=default_args(),
+             description=f"{rq.alert.kind} alerts from {rq.dag_id}'s results",
              doc_md=(f"Raises **{rq.alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
                      f"`?{rq.alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
                      "and delivers the new ones through the configured notifiers (`RSP_NOTIFIERS`).")) as dag:
@@ -97,7 +128,7 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
             from rsp_jobs.orchestrate.alerting import alert_run
 
             after, until = run_interval(context)
-            summary = alert_run(str(rq.path), after, until, airflow_context=context).as_dict()
+            summary = final(lambda: alert_run(str(rq.path), after, until, airflow_context=context).as_dict())
             context["outlet_events"][alerts].extra = {
                 "after": summary["after"], "until": summary["until"], "alerts": summary["alerts"],
                 "activity": summary["activity"]}
@@ -111,7 +142,8 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
     asset = stream_asset(config.iri)
     every = parse_timedelta(os.environ.get("RSP_INGEST_EVERY", "5m"))
     with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(every),
-             start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1,
+             start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1, default_args=default_args(),
+             description=f"Loads landing files into <{config.iri}> every {_span(every // timedelta(microseconds=1))}",
              doc_md=f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`.",
              tags=["rsp", "ingest"]) as dag:
 
@@ -119,7 +151,7 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
         def load(**context) -> dict:
             from rsp_jobs.orchestrate.ingest import ingest_landing
 
-            report = ingest_landing(config.iri).as_dict()
+            report = final(lambda: ingest_landing(config.iri).as_dict())
             if not report["loaded"]:
                 raise AirflowSkipException(f"no new files in {config.landing_dir}")
             context["outlet_events"][asset].extra = {

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +35,22 @@ def retention(name: str, default: str):
         return parse_timedelta(text)
     except ValueError as exc:
         raise InputError(f"{name}: {exc} (or forever)") from None
+
+
+def task_retries() -> tuple[int, timedelta]:
+    """How often an Airflow task is retried after a transient failure, and after how long
+    (``RSP_TASK_RETRIES``, default 2; ``RSP_TASK_RETRY_DELAY``, default 1m). A failure the input
+    or the query causes (bad data, a failed quality check, a query error) is not retried."""
+    from rsp_jobs.errors import InputError
+
+    try:
+        retries = int(os.environ.get("RSP_TASK_RETRIES", "2"))
+        delay = parse_timedelta(os.environ.get("RSP_TASK_RETRY_DELAY", "1m"))
+    except ValueError as exc:
+        raise InputError(f"RSP_TASK_RETRIES / RSP_TASK_RETRY_DELAY: {exc}") from None
+    if retries < 0:
+        raise InputError(f"RSP_TASK_RETRIES: {retries} is negative")
+    return retries, delay
 
 
 def landing_after_load() -> str:

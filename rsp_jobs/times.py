@@ -117,6 +117,19 @@ def parse_duration(text: str) -> int:
     return _within_limit(int(ms), text)
 
 
+def duration_text(ms: int) -> str:
+    """``ms`` as C-SPARQL writes a duration, in the largest unit that divides it: the inverse of
+    ``parse_duration`` for its short forms.
+
+    >>> duration_text(3_600_000), duration_text(300_000), duration_text(1500), duration_text(0)
+    ('1h', '5m', '1500ms', '0ms')
+    """
+    for unit, size in (("d", MS_PER_DAY), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
 def parse_timedelta(text: str) -> timedelta:
     """``parse_duration`` as a timedelta, for settings compared with datetimes."""
     return timedelta(milliseconds=parse_duration(text))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from rsp_jobs.times import duration_text
+
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 # C-SPARQL's function namespace: `PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>` then f:timestamp
@@ -215,12 +217,20 @@ class TimeWindow:
     range_ms: int
     step_ms: int
 
+    def __str__(self) -> str:
+        """As the query writes it, ``[RANGE 1h STEP 5m]`` (DAG docs, plans, messages)."""
+        step = "TUMBLING" if self.step_ms == self.range_ms else f"STEP {duration_text(self.step_ms)}"
+        return f"[RANGE {duration_text(self.range_ms)} {step}]"
+
 
 @dataclass(frozen=True)
 class CountWindow:
     """``[TRIPLES n]``: the last n triples of the stream at each evaluation."""
 
     triples: int
+
+    def __str__(self) -> str:
+        return f"[TRIPLES {self.triples}]"
 
 
 Window = Union[TimeWindow, CountWindow]

@@ -32,7 +32,11 @@ def test_every_registered_query_is_a_dag_scheduled_on_its_step(queries):
     dag = bag.dags.get("congestion_by_segment")
     assert dag.timetable.delta == timedelta(minutes=15)  # its .toml: three STEPs per run
     assert {"rsp", "query", "citybench"} <= set(dag.tags)
-    assert "AVG(?level)" in dag.doc_md and "RANGE 3600 s" in dag.doc_md and "STEP 300 s" in dag.doc_md and "900 s of window closes" in dag.doc_md
+    assert "AVG(?level)" in dag.doc_md and "`[RANGE 1h STEP 5m]`" in dag.doc_md and "15m of window closes" in dag.doc_md
+    assert "Window(" not in dag.doc_md  # no Python reprs
+    assert dag.description == "C-SPARQL SELECT over 1 stream(s) [RANGE 1h STEP 5m], every 15m"
+    for task in dag.tasks:
+        assert (task.owner, task.retries, task.retry_delay) == ("rsp", 2, timedelta(minutes=1))
     assert [t.task_id for t in dag.topological_sort()] == ["wait_for_inputs", "evaluate"]
     assert dag.max_active_runs == 1
 
@@ -103,7 +107,8 @@ def test_patterns_and_rules_are_dags_that_wait_for_their_bound_and_unbounded_one
     bag = dag_bag()
     fire, rise = bag.dags.get("Fire"), bag.dags.get("rise")
     assert {"rsp", "pattern", "alarms"} <= set(fire.tags) and "**DOTR rule**" in fire.doc_md
-    assert fire.timetable.delta == timedelta(minutes=1) and "bound of 40 s" in fire.doc_md
+    assert fire.timetable.delta == timedelta(minutes=1) and "bound of 40s" in fire.doc_md
+    assert fire.description == "DOTR rule over 1 stream(s), every 1m"
     # an optional part is decided by the time its match ends: no run waits past its interval
     assert not hasattr(rise.get_task("wait_for_inputs"), "lookahead_us")
     assert not bag.import_errors
@@ -174,3 +179,34 @@ def test_two_queries_registered_under_one_name_are_an_error_naming_both_files(qu
     assert f"{original}: registers the name 'congested_pairs'" in message and f"as {copy} does" in message
     assert f"{copy}: registers the name 'congested_pairs'" in message and f"as {original} does" in message
     assert set(bag.dag_ids) == PROJECT_DAGS - {"congested_pairs"}
+
+
+def test_every_dag_says_what_it_does_in_a_line_and_retries_only_transient_failures(queries, monkeypatch):
+    """A failure the input or the query causes fails the task at once (``AirflowFailException``
+    is not retried); anything else is retried ``RSP_TASK_RETRIES`` times."""
+    import importlib.util
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rsp_jobs.errors import InputError
+
+    monkeypatch.setenv("RSP_TASK_RETRIES", "3")
+    bag = dag_bag()
+    assert all(dag.description and "\n" not in dag.description for dag in bag.dags.values())
+    assert bag.dags.get("ingest_aarhus_traffic").description.endswith("every 5m")
+    assert {t.retries for dag in bag.dags.values() for t in dag.tasks} == {3}
+    spec = importlib.util.spec_from_file_location("rsp_dags_module", settings.REPO_ROOT / "dags" / "rsp_dags.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def bad_input():
+        raise InputError("landing/x.nq:3: malformed N-Quads line")
+
+    def lost_executor():
+        raise ConnectionError("executor lost")
+
+    with pytest.raises(AirflowFailException, match="x.nq:3"):
+        module.final(bad_input)
+    with pytest.raises(ConnectionError):
+        module.final(lost_executor)
+    assert module.final(lambda: 42) == 42
