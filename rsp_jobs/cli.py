@@ -87,9 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--url", default=None, help="store URL (default: RSP_STORE_URL or the SQLite store)")
     up.set_defaults(run=cmd_store_upgrade)
 
-    prov = sub.add_parser("provenance", help="export the lineage of a result or frame as W3C PROV-O")
+    prov = sub.add_parser("provenance", help="the lineage of a result or frame: a summary, or W3C PROV-O")
     prov.add_argument("iri", help="a stored frame, result frame or activity IRI")
-    prov.add_argument("--format", choices=["turtle", "jsonld"], default="turtle")
+    prov.add_argument("--format", choices=["summary", "turtle", "jsonld"], default="summary",
+                      help="summary (default): one line per activity, in time order; turtle or jsonld: "
+                           "the PROV-O graph")
+    prov.add_argument("--depth", type=int, default=None, metavar="N",
+                      help="only N levels of activities upstream (1: the one that generated IRI)")
     prov.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     prov.set_defaults(run=cmd_provenance)
 
@@ -396,9 +400,12 @@ def cmd_store_upgrade(args) -> int:
 
 def cmd_provenance(args) -> int:
     from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import prov_graph
+    from rsp_jobs.store.lineage import lineage, prov_graph, summary
 
-    graph = prov_graph(db.engine(args.store), args.iri)
+    if args.format == "summary":
+        print("\n".join(summary(lineage(db.engine(args.store), args.iri, args.depth))))
+        return 0
+    graph = prov_graph(db.engine(args.store), args.iri, args.depth)
     sys.stdout.write(graph.serialize(format="json-ld" if args.format == "jsonld" else "turtle"))
     return 0
 

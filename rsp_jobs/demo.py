@@ -132,16 +132,17 @@ def say_alerts(alerts: list[dict]) -> None:
 
 def say_provenance(alert: dict) -> None:
     from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import lineage
+    from rsp_jobs.store.lineage import lineage, summary
 
     frame = alert["frame"]
     say(f"\nProvenance of the tsunami alert {alert['iri']} (frame {frame})\n  evidence: "
-        + ", ".join(alert["evidence"][:6]) + f"\n  (as PROV-O: rsp provenance '{frame}'; re-check it: rsp audit '{frame}')")
-    for step in lineage(db.engine(), frame)[:12]:
-        a = step.activity
-        what = a.query_iri or "landing file"
-        say(f"  {a.kind:<18} {what:<42} DAG {a.dag_id} task {a.task_id}: used {len(step.used)}, "
-            f"generated {len(step.generated)}")
+        + ", ".join(alert["evidence"][:6]) + f"\n  (this summary: rsp provenance '{frame}'; as PROV-O: add "
+        f"--format turtle; re-check it: rsp audit '{frame}')")
+    lines = summary(lineage(db.engine(), frame))
+    for line in lines[:13]:
+        say(f"  {line}")
+    if len(lines) > 13:
+        say(f"  ... {len(lines) - 13} more activities")
 
 
 def write_plots(home: Path, stations: list[str]) -> None:

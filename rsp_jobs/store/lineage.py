@@ -2,6 +2,7 @@
 PROV-O (``rsp provenance``) and as an audit that recomputes what was used (``rsp audit``)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -12,6 +13,7 @@ from sqlalchemy import Engine, select
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.frames import frame_checksum, frame_triples
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Query
+from rsp_jobs.times import as_utc, datetime_lexical
 
 RSPNS = Namespace("urn:rsp:ns:")
 EVALUATION_KINDS = ("window_evaluation", "pattern_match")
@@ -27,15 +29,18 @@ class Step:
     generated: list = field(default_factory=list)
 
 
-def lineage(engine: Engine, iri: str) -> list[Step]:
-    """Every activity upstream of ``iri`` (an entity or an activity), breadth first."""
-    steps, seen, todo = [], set(), [iri]
+def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]:
+    """Every activity upstream of ``iri`` (an entity or an activity), breadth first; with
+    ``depth``, only that many levels (1: the activity that generated ``iri``)."""
+    if depth is not None and depth < 1:
+        raise InputError(f"--depth {depth}: give 1 or more levels of activities")
+    steps, seen, todo = [], set(), [(iri, 1)]
     with engine.connect() as conn:
         if conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None and conn.scalar(
                 select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == iri).limit(1)) is None:
             raise InputError(f"{iri}: no activity generated it and no activity has that IRI")
         while todo:
-            entity = todo.pop(0)
+            entity, level = todo.pop(0)
             activities = conn.execute(select(Activity).where(
                 (Activity.iri == entity) | Activity.id.in_(
                     select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == entity)))).all()
@@ -47,18 +52,48 @@ def lineage(engine: Engine, iri: str) -> list[Step]:
                 generated = conn.execute(select(ActivityGenerated).where(
                     ActivityGenerated.activity_id == activity.id)).all()
                 steps.append(Step(activity, used, generated))
-                todo += [u.entity_iri for u in used if u.entity_kind == "frame"]
+                if depth is None or level < depth:
+                    todo += [(u.entity_iri, level + 1) for u in used if u.entity_kind == "frame"]
     return steps
 
 
-def prov_graph(engine: Engine, iri: str) -> Graph:
+def summary(steps: list[Step]) -> list[str]:
+    """The lineage for a reader: what ran, in time order, one line per activity with its DAG run,
+    window and the counts of what it used and generated (``rsp provenance``'s default; the
+    PROV-O graph of one tsunami alert is about 150,000 lines)."""
+    kinds = Counter(step.activity.kind for step in steps)
+    inputs = {u.entity_iri for step in steps for u in step.used if u.entity_kind == "lake_file"}
+    lines = [f"{len(steps)} activities (" + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + f"), "
+             f"{len(inputs)} input file(s)"]
+    for step in sorted(steps, key=lambda s: (s.activity.started_at, s.activity.id)):
+        a = step.activity
+        what = a.query_iri or ", ".join(sorted(u.entity_iri for u in step.used if u.entity_kind == "lake_file")) or "-"
+        run = f" DAG {a.dag_id} run {a.run_id} task {a.task_id}" if a.dag_id else ""
+        window = ""
+        if a.window_close is not None:  # an evaluation's closes, or the times of the frames an ingest loaded
+            span = "windows" if a.kind in EVALUATION_KINDS else "frames"
+            window = f" {span} {_iso(a.window_open)} .. {_iso(a.window_close)}"
+        used = Counter(u.entity_kind for u in step.used)
+        made = Counter(g.entity_kind for g in step.generated)
+        lines.append(f"{_iso(a.started_at)}  {a.kind:<18} {what}{run}{window}; used "
+                     + (", ".join(f"{n} {k}(s)" for k, n in sorted(used.items())) or "nothing") + "; generated "
+                     + (", ".join(f"{n} {k}(s)" for k, n in sorted(made.items())) or "nothing")
+                     + (f"; revises {a.revision_of}" if a.revision_of else ""))
+    return lines
+
+
+def _iso(moment) -> str:
+    return datetime_lexical(as_utc(moment)) if moment is not None else "-"
+
+
+def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
     """The lineage as PROV-O: entities, activities, used / wasGeneratedBy / wasDerivedFrom, times,
     and each evaluation's query as the prov:Plan of a qualified association with the engine."""
     graph = Graph()
     graph.bind("prov", PROV)
     graph.bind("rsp", RSPNS)
     graph.add((ENGINE_AGENT, RDF.type, PROV.SoftwareAgent))
-    for step in lineage(engine, iri):
+    for step in lineage(engine, iri, depth):
         a = step.activity
         node = URIRef(a.iri)
         graph.add((node, RDF.type, PROV.Activity))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 import pytest
-from rdflib import Graph, URIRef
+from rdflib import Graph, Literal, URIRef
 from rdflib.namespace import PROV, RDF
 from sqlalchemy import select, update
 
@@ -13,7 +13,7 @@ from rsp_jobs.cli import main
 from rsp_jobs.ingest import csrbench
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
-from rsp_jobs.store.lineage import audit, prov_graph
+from rsp_jobs.store.lineage import audit, lineage, prov_graph
 from rsp_jobs.store.models import Frame, FrameTriple, StoredResult
 
 
@@ -47,6 +47,25 @@ def test_provenance_is_prov_o_that_parses_back(evaluated, capsys):
         assert main(["provenance", frame, "--format", fmt, "--store", str(engine.url.render_as_string(False))]) == 0
         text = capsys.readouterr().out
         assert len(Graph().parse(data=text, format=parse)) == len(graph)
+
+
+def test_the_default_is_a_summary_of_the_activities_in_time_order_and_depth_limits_it(evaluated, capsys):
+    engine, frame = evaluated
+    url = str(engine.url.render_as_string(False))
+    steps = lineage(engine, frame)
+    ingests = [s for s in steps if s.activity.kind == "ingest"]
+    assert ingests and len(steps) == len(ingests) + 1
+    capsys.readouterr()
+    assert main(["provenance", frame, "--store", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{len(steps)} activities ({len(ingests)} ingest, 1 window_evaluation), 1 input file(s)"
+    assert len(lines) == 1 + len(steps) and "window_evaluation" in lines[-1]  # the evaluation came last
+    assert "used 34 frame(s), 1 query(s); generated" in lines[-1] and "stream.nq" in lines[1]
+    assert [s.activity.kind for s in lineage(engine, frame, depth=1)] == ["window_evaluation"]
+    shallow = prov_graph(engine, frame, depth=1)
+    assert len(shallow) < len(prov_graph(engine, frame))
+    assert not any(shallow.triples((None, URIRef("urn:rsp:ns:kind"), Literal("ingest"))))
+    assert main(["provenance", frame, "--store", url, "--depth", "0"]) == 2
 
 
 def test_audit_finds_unchanged_inputs_then_a_tampered_frame_and_reevaluates(evaluated):
