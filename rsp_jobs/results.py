@@ -36,6 +36,8 @@ class WindowResult:
     triples: tuple[str, ...] = ()
     boolean: Optional[bool] = None
     derived: tuple[tuple[str, str], ...] = ()
+    # matches kept as a window: the frames of their events (its exact lineage; not in the JSON)
+    events: tuple[str, ...] = ()
 
     @property
     def window_open(self) -> str:
@@ -79,14 +81,15 @@ class WindowResult:
         results = []
         for end, group in sorted(by_end.items()):
             start = min(m.start_us for m in group)
+            events = tuple(sorted({e for m in group for e in m.events}))
             if group[0].bindings is not None:
-                results.append(cls(start, end, "SELECT", bindings=tuple(m.bindings for m in group)))
+                results.append(cls(start, end, "SELECT", bindings=tuple(m.bindings for m in group), events=events))
                 continue
             triples = tuple(sorted({t for m in group for t in m.triples}))
             derived = ()
             if any(m.start_us != end for m in group):
                 derived = tuple(sorted({(iso_ms(m.start_us), t) for m in group for t in m.triples}))
-            results.append(cls(start, end, "CONSTRUCT", triples=triples, derived=derived))
+            results.append(cls(start, end, "CONSTRUCT", triples=triples, derived=derived, events=events))
         return results
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.frames import frame_checksum, frame_triples
-from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Frame, Query
+from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Frame, Query
 from rsp_jobs.times import as_utc, datetime_lexical
 
 RSPNS = Namespace("urn:rsp:ns:")
@@ -22,19 +22,26 @@ ENGINE_AGENT = URIRef("urn:rsp:agent:engine")
 
 @dataclass
 class Step:
-    """One activity in the lineage, with what it used and generated."""
+    """One activity in the lineage, with what it used and generated of the lineage (an
+    evaluation reached through one result frame: that window's inputs, not the whole run's)."""
 
     activity: object  # the activities row
     used: list = field(default_factory=list)  # rows of activity_used
-    generated: list = field(default_factory=list)
+    generated: list = field(default_factory=list)  # rows of activity_generated
+    derived: dict = field(default_factory=dict)  # generated entity -> the used frames it was derived from
 
 
 def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]:
     """Every activity upstream of ``iri`` (an entity or an activity), breadth first; with
-    ``depth``, only that many levels (1: the activity that generated ``iri``)."""
+    ``depth``, only that many levels (1: the activity that generated ``iri``). From a result
+    frame, the way up follows what that frame was derived from (``activity_derivations``: its
+    window's frames, its matches' events); an activity recorded without them, everything it used."""
     if depth is not None and depth < 1:
         raise InputError(f"--depth {depth}: give 1 or more levels of activities")
-    steps, seen, todo = [], set(), [(iri, 1)]
+    steps: dict[int, Step] = {}
+    rows: dict[int, tuple[list, list]] = {}
+    reached: dict[int, set] = {}  # activity -> the entities of the lineage it generated (None: itself)
+    seen, todo = {iri}, [(iri, 1)]
     with engine.connect() as conn:
         if conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None and conn.scalar(
                 select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == iri).limit(1)) is None:
@@ -45,16 +52,33 @@ def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]
                 (Activity.iri == entity) | Activity.id.in_(
                     select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == entity)))).all()
             for activity in activities:
-                if activity.id in seen:
-                    continue
-                seen.add(activity.id)
-                used = conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id == activity.id)).all()
-                generated = conn.execute(select(ActivityGenerated).where(
-                    ActivityGenerated.activity_id == activity.id)).all()
-                steps.append(Step(activity, used, generated))
+                if activity.id not in rows:
+                    rows[activity.id] = (
+                        conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id == activity.id)).all(),
+                        conn.execute(select(ActivityGenerated).where(
+                            ActivityGenerated.activity_id == activity.id)).all())
+                    steps[activity.id] = Step(activity)
+                used, _ = rows[activity.id]
+                frames = {u.entity_iri for u in used if u.entity_kind == "frame"}
+                if activity.iri == entity:
+                    sources = frames
+                    reached[activity.id] = None
+                else:
+                    sources = set(conn.scalars(select(Derivation.source_iri).where(
+                        Derivation.activity_id == activity.id, Derivation.entity_iri == entity))) or frames
+                    steps[activity.id].derived[entity] = sources
+                    if reached.get(activity.id, set()) is not None:
+                        reached.setdefault(activity.id, set()).add(entity)
                 if depth is None or level < depth:
-                    todo += [(u.entity_iri, level + 1) for u in used if u.entity_kind == "frame"]
-    return steps
+                    for source in sorted(sources - seen):
+                        seen.add(source)
+                        todo.append((source, level + 1))
+    for activity_id, step in steps.items():
+        used, generated = rows[activity_id]
+        needed = set().union(*step.derived.values()) if reached[activity_id] is not None else None
+        step.used = [u for u in used if needed is None or u.entity_kind != "frame" or u.entity_iri in needed]
+        step.generated = [g for g in generated if reached[activity_id] is None or g.entity_iri in reached[activity_id]]
+    return list(steps.values())
 
 
 def summary(steps: list[Step]) -> list[str]:
@@ -130,8 +154,9 @@ def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
             entity = URIRef(generated.entity_iri)
             _entity(graph, entity, generated.entity_kind, generated.checksum)
             graph.add((entity, PROV.wasGeneratedBy, node))
+            sources = step.derived.get(generated.entity_iri)
             for used in step.used:
-                if used.entity_kind != "query":
+                if used.entity_kind != "query" and (sources is None or used.entity_iri in sources):
                     graph.add((entity, PROV.wasDerivedFrom, URIRef(used.entity_iri)))
     return graph
 

@@ -242,6 +242,19 @@ class ActivityGenerated(_ActivityLink, Base):
     __table_args__ = (CheckConstraint(_one_of("entity_kind", ENTITY_KINDS), name="entity_kind"),)
 
 
+class Derivation(Base):
+    """prov:wasDerivedFrom, exactly: a result frame an evaluation generated, and each frame in
+    its window's scope (``[close - RANGE, close)`` per stream; the frames of the last n triples
+    for ``[TRIPLES n]``) or, for a pattern's result, each frame of its matches' events."""
+
+    __tablename__ = "activity_derivations"
+
+    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
+    source_iri: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
 class QualityResult(Base):
     """One expectation's outcome in a quality check activity."""
 

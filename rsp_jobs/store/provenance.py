@@ -17,7 +17,7 @@ from typing import Optional
 from sqlalchemy import Connection, select
 
 from rsp_jobs import settings
-from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Query
+from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Query
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT
 
 ACTIVITY_BASE = "urn:rsp:activity:"
@@ -36,6 +36,8 @@ class ActivityRecord:
     revision_of: Optional[str] = None  # the activity whose results this one revises (late data)
     used: list[tuple[str, str, Optional[str]]] = field(default_factory=list)  # (iri, kind, checksum)
     generated: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
+    # (generated entity, used frame): what each result frame was derived from, exactly
+    derived: list[tuple[str, str]] = field(default_factory=list)
     iri: str = field(default_factory=lambda: f"{ACTIVITY_BASE}{uuid.uuid4()}")
 
 
@@ -105,6 +107,10 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
                 for iri, kind, checksum in dict.fromkeys(entities)]
         if rows:
             conn.execute(table.insert(), rows)
+    rows = [dict(activity_id=activity_id, entity_iri=entity, source_iri=source)
+            for entity, source in dict.fromkeys(record.derived)]
+    for start in range(0, len(rows), 10_000):
+        conn.execute(Derivation.__table__.insert(), rows[start:start + 10_000])
     return activity_id
 
 

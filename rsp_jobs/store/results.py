@@ -12,7 +12,7 @@ bound variable; ASK as ``<frame> rsp:boolean true|false``; CONSTRUCT as its trip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Callable, Iterable, Optional, Protocol
 
 from rdflib import BNode, Literal, URIRef
@@ -147,9 +147,13 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
         if windows:
             record.window_open = from_us(min(w.open_us for w in windows))
             record.window_close = from_us(max(w.close_us for w in windows))
-            record.used = _input_frames(conn, [w.stream for w in query.windows],
-                                        record.window_open, record.window_close) if used_frames is None \
-                else frames_named(conn, sorted(set(used_frames)))
+            if used_frames is None:
+                scopes = {frame_of[w.window_close]: _window_scope(conn, query, w) for w in windows}
+            else:  # matches: the frames of their events
+                scopes = {frame_of[w.window_close]: set(w.events) for w in windows}
+            record.derived = [(result, source) for result, sources in scopes.items() for source in sorted(sources)]
+            wanted = set(used_frames or ()) | {source for sources in scopes.values() for source in sources}
+            record.used = frames_named(conn, sorted(wanted))
         if also is not None:
             also(conn, record.iri)
         record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
@@ -184,8 +188,27 @@ def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
     return found
 
 
-def _input_frames(conn, streams: list[str], start: datetime, end: datetime) -> list[tuple[str, str, str]]:
-    """The stored frames of the input streams that the evaluated windows could see."""
-    rows = conn.execute(select(Frame.frame_iri, Frame.checksum).join(Stream, Stream.id == Frame.stream_id)
-                        .where(Stream.iri.in_(streams), Frame.ts >= start, Frame.ts < end))
-    return [(r.frame_iri, "frame", r.checksum) for r in rows]
+def _window_scope(conn, query: ContinuousQuery, window: WindowResult) -> set[str]:
+    """The stored frames a reported window was computed from: per stream window, those with a
+    time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with the evaluation a STEP
+    before, so one STEP more), or for ``[TRIPLES n]`` the latest frames before the close that
+    hold its last n triples (a stream has one frame per time)."""
+    close = from_us(window.close_us)
+    found: set[str] = set()
+    for clause in query.windows:
+        spec = clause.window
+        frames = select(Frame.frame_iri, Frame.triple_count).join(Stream, Stream.id == Frame.stream_id).where(
+            Stream.iri == clause.stream, Frame.ts < close)
+        if hasattr(spec, "range_ms"):
+            step = getattr(query, "computed_every_ms", None) or spec.step_ms
+            back = spec.range_ms + (0 if query.r2s == "RSTREAM" else step)
+            found |= set(conn.scalars(frames.with_only_columns(Frame.frame_iri).where(
+                Frame.ts >= close - timedelta(milliseconds=back))))
+        elif hasattr(spec, "triples"):
+            held = 0
+            for row in conn.execute(frames.order_by(Frame.ts.desc()).limit(spec.triples)):
+                if held >= spec.triples:
+                    break
+                found.add(row.frame_iri)
+                held += row.triple_count
+    return found

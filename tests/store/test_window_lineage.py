@@ -1,0 +1,133 @@
+"""Each stored result frame is derived from exactly the frames its window saw: per stream,
+those in ``[close - RANGE, close)`` (one STEP more for ISTREAM and DSTREAM), for ``[TRIPLES n]``
+the latest frames that hold the last n triples, and for a pattern's result the frames of its
+matches' events. The expected lineage is worked out here from the stream's times and the
+window bounds, not read back from the store. No Spark: results are stored as an evaluation
+would store them."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from rdflib import URIRef
+from rdflib.namespace import PROV
+from sqlalchemy import select
+
+from rsp_jobs.compiler import compile
+from rsp_jobs.ingest.rdf_stream import read_stream_file
+from rsp_jobs.results import Match, WindowResult
+from rsp_jobs.store.frames import load_batch
+from rsp_jobs.store.lineage import audit, lineage, prov_graph
+from rsp_jobs.store.models import Derivation
+from rsp_jobs.store.results import store_evaluation
+
+S1, S2 = "http://ex.org/s1", "http://ex.org/s2"
+SECOND = 1_000_000
+# uneven gaps and sizes: (seconds, triples in the frame)
+TIMES = {S1: [(0.5, 1), (1.0, 3), (1.2, 1), (2.9, 2), (3.0, 1), (4.5, 4), (6.1, 1)],
+         S2: [(0.2, 2), (2.0, 1), (3.5, 1), (5.9, 3)]}
+
+
+def frame_iri(stream: str, t: float) -> str:
+    return f"{stream}/frame/{t}"
+
+
+@pytest.fixture
+def streams(store, tmp_path):
+    for stream, frames in TIMES.items():
+        path = tmp_path / f"{stream.rsplit('/', 1)[1]}.trig"
+        lines = []
+        for t, n in frames:
+            moment = datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+            body = " ".join(f"<urn:x{i}> <urn:p> {i} ." for i in range(n))
+            lines.append(f"<{frame_iri(stream, t)}> {{ {body} }}\n<{frame_iri(stream, t)}> "
+                         f"<http://www.w3.org/ns/prov#generatedAtTime> \"{moment}\"^^"
+                         "<http://www.w3.org/2001/XMLSchema#dateTime> .")
+        path.write_text("\n".join(lines) + "\n")
+        batch = read_stream_file(path, stream)
+        assert not batch.rejections
+        load_batch(store, batch)
+    return store
+
+
+def in_range(stream: str, start: float, end: float) -> set[str]:
+    return {frame_iri(stream, t) for t, _ in TIMES[stream] if start <= t < end}
+
+
+def last_triples(stream: str, close: float, n: int) -> set[str]:
+    found, held = set(), 0
+    for t, count in sorted(TIMES[stream], reverse=True):
+        if t < close and held < n:
+            found.add(frame_iri(stream, t))
+            held += count
+    return found
+
+
+def stored(store, query, closes: list[float]) -> dict[str, set[str]]:
+    windows = [WindowResult(int((c - 1) * SECOND), int(c * SECOND), query.form, bindings=({},)) for c in closes]
+    store_evaluation(store, query, windows, datetime.now(timezone.utc))
+    with store.connect() as conn:
+        rows = conn.execute(select(Derivation.entity_iri, Derivation.source_iri)).all()
+    out: dict[str, set[str]] = {}
+    for entity, source in rows:
+        out.setdefault(entity, set()).add(source)
+    return out
+
+
+def result(query, close: float) -> str:
+    return f"urn:rsp:query:{query.name}/stream/frame/{WindowResult(0, int(close * SECOND), 'SELECT').window_close}"
+
+
+@pytest.mark.parametrize("window, r2s, scope", [
+    ("[RANGE 3s STEP 1s]", "", lambda c: in_range(S1, c - 3, c)),
+    ("[RANGE 2s TUMBLING]", "", lambda c: in_range(S1, c - 2, c)),
+    ("[RANGE 3s STEP 1s]", "ISTREAM", lambda c: in_range(S1, c - 4, c)),
+    ("[TRIPLES 3]", "", lambda c: last_triples(S1, c, 3)),
+    ("[TRIPLES 5]", "", lambda c: last_triples(S1, c, 5)),
+])
+def test_a_window_result_is_derived_from_the_frames_in_its_scope(streams, window, r2s, scope):
+    register = f"REGISTER {r2s}" if r2s else "REGISTER QUERY"
+    query = compile(f"{register} q AS SELECT ?x FROM STREAM <{S1}> {window} WHERE {{ ?x <urn:p> ?v }}")
+    assert query.r2s == (r2s or "RSTREAM")
+    closes = [2.0, 4.0, 6.0] if "TUMBLING" in window else [1.0, 3.0, 5.0, 7.0]
+    derived = stored(streams, query, closes)
+    assert {c: derived.get(result(query, c), set()) for c in closes} == {c: scope(c) for c in closes}
+    assert any(scope(c) for c in closes)
+
+
+def test_two_streams_each_give_their_own_range(streams):
+    query = compile(f"REGISTER QUERY two AS SELECT ?x FROM STREAM <{S1}> [RANGE 1s STEP 1s] "
+                    f"FROM STREAM <{S2}> [RANGE 4s STEP 1s] WHERE {{ ?x <urn:p> ?v }}")
+    derived = stored(streams, query, [3.0, 6.0])
+    for c in (3.0, 6.0):
+        assert derived[result(query, c)] == in_range(S1, c - 1, c) | in_range(S2, c - 4, c)
+
+
+def test_prov_and_the_audit_follow_one_windows_inputs_only(streams):
+    query = compile(f"REGISTER QUERY one AS SELECT ?x FROM STREAM <{S1}> [RANGE 2s STEP 2s] WHERE {{ ?x <urn:p> ?v }}")
+    stored(streams, query, [2.0, 4.0, 6.0])
+    frame = result(query, 4.0)
+    graph = prov_graph(streams, frame)
+    assert {str(o) for o in graph.objects(URIRef(frame), PROV.wasDerivedFrom)} == in_range(S1, 2, 4)
+    (evaluation,) = [s for s in lineage(streams, frame) if s.activity.kind == "window_evaluation"]
+    assert {u.entity_iri for u in evaluation.used if u.entity_kind == "frame"} == in_range(S1, 2, 4)
+    assert [g.entity_iri for g in evaluation.generated] == [frame]
+    assert audit(streams, frame).checked == len(in_range(S1, 2, 4))
+
+
+def test_a_patterns_result_is_derived_from_its_matches_events(streams):
+    query = compile(f"REGISTER QUERY p AS SELECT ?a ?b FROM STREAM <{S1}> "
+                    "WHERE { { ?a <urn:p> 1 } SEQ { ?b <urn:p> 2 } }")
+    f = [frame_iri(S1, t) for t, _ in TIMES[S1]]
+    matches = [Match(int(1.0 * SECOND), int(2.9 * SECOND), (f[1], f[3]), bindings={}),
+               Match(int(1.2 * SECOND), int(2.9 * SECOND), (f[2], f[3]), bindings={}),
+               Match(int(4.5 * SECOND), int(6.1 * SECOND), (f[5], f[6]), bindings={})]
+    results = WindowResult.of_matches(matches)
+    store_evaluation(streams, query, results, datetime.now(timezone.utc), kind="pattern_match",
+                     used_frames=[e for m in matches for e in m.events])
+    with streams.connect() as conn:
+        rows = conn.execute(select(Derivation.entity_iri, Derivation.source_iri)).all()
+    by_result: dict[str, set] = {}
+    for entity, source in rows:
+        by_result.setdefault(entity.rsplit("/", 1)[1], set()).add(source)
+    assert by_result == {results[0].window_close: {f[1], f[2], f[3]}, results[1].window_close: {f[5], f[6]}}
