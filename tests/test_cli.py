@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -75,7 +74,7 @@ consuming T
 """
 
 
-def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_path):
+def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_path, spark):
     """DOTR §3: consumed events "cannot be used in subsequent evaluations of the same rule".
     A reading at 1 s, smoke at 2 s (fires, consumes the reading), smoke at 5 s (the reading is
     used up: nothing). `rsp evaluate` over (0, 3] then (3, 10] keeps what the first consumed in
@@ -91,11 +90,15 @@ def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_p
     rule.write_text(FIRE_RULE)
 
     def evaluate(store: str, *interval: str) -> list[dict]:
-        env = {**os.environ, "RSP_STORE_URL": f"sqlite:///{tmp_path / store}"}
-        result = subprocess.run([RSP, "evaluate", str(rule), "--stream", f"http://ex/stream={stream}", *interval],
-                                capture_output=True, text=True, timeout=600, env=env)
-        assert result.returncode == 0, result.stderr
-        return [json.loads(line) for line in result.stdout.splitlines()]
+        """``rsp evaluate`` in this process (one Spark for the four runs), the store by setting."""
+        from rsp_jobs.cli import main
+
+        out = tmp_path / f"{store}-{len(interval)}-{interval[:1]}.jsonl".replace(":", "")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("RSP_STORE_URL", f"sqlite:///{tmp_path / store}")
+            assert main(["evaluate", str(rule), "--stream", f"http://ex/stream={stream}", *interval,
+                         "--output", str(out)]) == 0
+        return [json.loads(line) for line in out.read_text().splitlines()]
 
     one = evaluate("one.sqlite")
     assert [m["time"] for m in one] == ["2024-01-01T00:00:02.000Z"]
