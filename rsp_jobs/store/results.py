@@ -11,6 +11,7 @@ bound variable; ASK as ``<frame> rsp:boolean true|false``; CONSTRUCT as its trip
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable, Iterable, Optional, Protocol
@@ -25,7 +26,7 @@ from rsp_jobs.store.models import Frame, Stream, StoredResult
 from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
 from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
 from rsp_jobs.results import WindowResult
-from rsp_jobs.times import from_us, parse_datetime
+from rsp_jobs.times import as_utc, from_us, parse_datetime, to_us
 
 RSP = "urn:rsp:ns:"
 
@@ -148,7 +149,8 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
             record.window_open = from_us(min(w.open_us for w in windows))
             record.window_close = from_us(max(w.close_us for w in windows))
             if used_frames is None:
-                scopes = {frame_of[w.window_close]: _window_scope(conn, query, w) for w in windows}
+                by_close = _window_scopes(conn, query, windows)
+                scopes = {frame_of[w.window_close]: by_close[w.close_us] for w in windows}
             else:  # matches: the frames of their events
                 scopes = {frame_of[w.window_close]: set(w.events) for w in windows}
             record.derived = [(result, source) for result, sources in scopes.items() for source in sorted(sources)]
@@ -188,27 +190,33 @@ def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
     return found
 
 
-def _window_scope(conn, query: ContinuousQuery, window: WindowResult) -> set[str]:
-    """The stored frames a reported window was computed from: per stream window, those with a
-    time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with the evaluation a STEP
-    before, so one STEP more), or for ``[TRIPLES n]`` the latest frames before the close that
-    hold its last n triples (a stream has one frame per time)."""
-    close = from_us(window.close_us)
-    found: set[str] = set()
+def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) -> dict[int, set[str]]:
+    """The stored frames each reported window (by close, µs) was computed from: per stream
+    window, those with a time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with
+    the evaluation a STEP before, so one STEP more), or for ``[TRIPLES n]`` the latest frames
+    before the close that hold its last n triples (a stream has one frame per time). A time
+    window's stream is read once for the whole run."""
+    scopes: dict[int, set[str]] = {w.close_us: set() for w in windows}
+    first, last = from_us(min(scopes)), from_us(max(scopes))
     for clause in query.windows:
         spec = clause.window
-        frames = select(Frame.frame_iri, Frame.triple_count).join(Stream, Stream.id == Frame.stream_id).where(
-            Stream.iri == clause.stream, Frame.ts < close)
+        frames = select(Frame.frame_iri, Frame.ts, Frame.triple_count).join(
+            Stream, Stream.id == Frame.stream_id).where(Stream.iri == clause.stream)
         if hasattr(spec, "range_ms"):
             step = getattr(query, "computed_every_ms", None) or spec.step_ms
-            back = spec.range_ms + (0 if query.r2s == "RSTREAM" else step)
-            found |= set(conn.scalars(frames.with_only_columns(Frame.frame_iri).where(
-                Frame.ts >= close - timedelta(milliseconds=back))))
+            back_us = (spec.range_ms + (0 if query.r2s == "RSTREAM" else step)) * 1000
+            rows = conn.execute(frames.where(Frame.ts >= first - timedelta(microseconds=back_us), Frame.ts < last)
+                                .order_by(Frame.ts)).all()
+            times = [to_us(as_utc(r.ts)) for r in rows]
+            for close, found in scopes.items():
+                found.update(r.frame_iri for r in rows[bisect_left(times, close - back_us):bisect_left(times, close)])
         elif hasattr(spec, "triples"):
-            held = 0
-            for row in conn.execute(frames.order_by(Frame.ts.desc()).limit(spec.triples)):
-                if held >= spec.triples:
-                    break
-                found.add(row.frame_iri)
-                held += row.triple_count
-    return found
+            for close, found in scopes.items():
+                held = 0
+                for row in conn.execute(frames.where(Frame.ts < from_us(close)).order_by(Frame.ts.desc())
+                                        .limit(spec.triples)):
+                    if held >= spec.triples:
+                        break
+                    found.add(row.frame_iri)
+                    held += row.triple_count
+    return scopes
