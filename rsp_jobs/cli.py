@@ -102,14 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     aud.add_argument("--reevaluate", action="store_true",
                      help="also recompute the window from the stored input frames and compare, with the "
-                          "registered query's t0, entailment and background files (a query that is not "
-                          "registered: rsp evaluate's defaults); a pattern's or rule's match is refused")
+                          "t0, entailment and background files the evaluation recorded (stored before "
+                          "they were recorded: the registered query's, else rsp evaluate's defaults); a "
+                          "pattern's or rule's match is refused")
     aud.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
-                     help="background files the query needs when re-evaluating (default: the registered query's)")
+                     help="background files the query needs when re-evaluating (default: the recorded ones)")
     aud.add_argument("--t0", type=parse_time, default=None,
-                     help="origin of the window grid when re-evaluating (default: the registered query's, else epoch)")
+                     help="origin of the window grid when re-evaluating (default: the recorded one)")
     aud.add_argument("--entailment", choices=REGIMES, default=None,
-                     help="entailment regime when re-evaluating (default: the registered query's, else simple)")
+                     help="entailment regime when re-evaluating (default: the recorded one)")
     aud.set_defaults(run=cmd_audit)
 
     exp = sub.add_parser("export", help="write a stored stream as TA-RDF (frames with the dsv: vocabulary)")
@@ -319,8 +320,10 @@ def cmd_evaluate(args) -> int:
             from rsp_jobs.store.results import store_evaluation
 
             also = carried.record if pattern and carried is not None else None
+            ran_with = dict(entailment=args.entailment, background=args.background)
             stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId,
-                                      **(dict(kind="pattern_match", used_frames=used, also=also) if pattern else {}))
+                                      **(dict(kind="pattern_match", used_frames=used, also=also) if pattern
+                                         else dict(t0_us=args.t0)), **ran_with)
             print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
                   f"activity {stored.activity_iri}", file=sys.stderr)
     finally:
@@ -418,11 +421,16 @@ def cmd_audit(args) -> int:
     report = audit(engine, args.iri)
     print(f"{report.iri}: {report.checked} input frame(s) checked; "
           + ("all unchanged" if report.inputs_unchanged else
-             f"{len(report.changed)} changed, {len(report.missing)} missing"))
+             f"{len(report.changed)} changed, {len(report.missing)} missing"
+             + (f", {len(report.background_changed)} background file(s) changed" if report.background_changed
+                else "")))
     for iri in report.changed:
         print(f"  changed: {iri}")
     for iri in report.missing:
         print(f"  missing: {iri}")
+    for path, recorded, now in report.background_changed:
+        print(f"  background changed: {path} (sha256 {recorded[:12]}… when evaluated, "
+              + (f"{now[:12]}… now)" if now else "the file is gone)"))
     ok = report.inputs_unchanged
     if args.reevaluate:  # refused (an error, exit 2) without a recorded query text, or for a pattern
         from rsp_jobs.reevaluate import reevaluate
@@ -430,8 +438,10 @@ def cmd_audit(args) -> int:
         again = reevaluate(engine, report, args.background, args.t0, args.entailment)
         if again.note:
             print(f"  note: {again.note}")
-        print(f"  re-evaluated {report.query_iri} at {again.stored['window_close']} ({again.settings}): "
-              + ("same result" if again.same else "DIFFERENT result"))
+        verdict = "same result" if again.same else "DIFFERENT result"
+        if again.background_changed and not args.background:
+            verdict += " (with the background as it is now, changed since the evaluation)"
+        print(f"  re-evaluated {report.query_iri} at {again.stored['window_close']} ({again.settings}): {verdict}")
         ok = ok and again.same
     return 0 if ok else 1
 

@@ -17,7 +17,16 @@ from rdflib.util import guess_format
 from rsp_jobs.errors import InputError
 from rsp_jobs.textfile import read_text
 
-__all__ = ["parse_rdf_file"]
+__all__ = ["parse_rdf_file", "background_spec"]
+
+
+def background_spec(spec: str) -> tuple[Union[str, None], str]:
+    """A ``--background`` value as (graph IRI or None, path): ``IRI=PATH`` names the FROM graph
+    the file is for; a plain ``PATH`` (which may itself hold ``=``) is matched by its name."""
+    iri, sep, path = spec.partition("=")
+    if sep and ("://" in iri or iri.startswith("urn:")):
+        return iri, path
+    return None, spec
 
 
 def parse_rdf_file(path: Union[str, Path], what: str = "RDF") -> Graph:

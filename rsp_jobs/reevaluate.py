@@ -8,13 +8,18 @@ layer imports the other.
 What is evaluated, and how:
 
 - the query text the evaluation recorded as its plan (what ran, even if the file changed since);
-- with the settings of the registered query of that IRI (``rsp_jobs.orchestrate.registry``:
-  ``t0`` and ``entailment`` from its ``.toml``, the files of its FROM graphs from
-  ``queries/streams.toml``), as the DAG task (``rsp_jobs.orchestrate.tasks``) evaluates it;
-- for a query that is not registered (a result of ``rsp evaluate --store``), with ``rsp
-  evaluate``'s defaults: t0 at the epoch, simple entailment, no background files;
+- with the settings the evaluation recorded (store revision 0010 on: its ``t0``, entailment
+  regime and background files, each file with its SHA-256): a background file whose content
+  changed since is reported as such (``Reevaluation.background_changed``), and the window is
+  re-evaluated with the file as it is now, so that a different result is told apart from a
+  tampered one;
+- for an evaluation stored before that revision, with the settings of the registered query of
+  that IRI (``rsp_jobs.orchestrate.registry``: ``t0`` and ``entailment`` from its ``.toml``, the
+  files of its FROM graphs from ``queries/streams.toml``), as the DAG task evaluates it, and for
+  a query that is not registered, with ``rsp evaluate``'s defaults: t0 at the epoch, simple
+  entailment, no background files;
 - ``t0_us``, ``entailment`` and ``background`` given by the caller (``rsp audit --t0
-  --entailment --background``) win over both: the store does not record them.
+  --entailment --background``) win over all of these.
 
 Decision, patterns: the result of an EP-SPARQL pattern or a DOTR rule (a ``pattern_match``
 evaluation, or a registered query of kind ``pattern`` or ``rule``) is not re-evaluated:
@@ -44,6 +49,7 @@ from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.orchestrate.registry import RegisteredQuery, discover
 from rsp_jobs.orchestrate.spark_connection import get_spark
+from rsp_jobs.rdf_files import background_spec
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
 from rsp_jobs.store.lineage import AuditReport
@@ -62,6 +68,9 @@ class Reevaluation:
     background: tuple[str, ...]
     registered: Optional[Path]  # the registered query file whose settings were used
     note: Optional[str] = None  # e.g. the registered file's text changed since
+    recorded: bool = False  # the settings are those the evaluation recorded
+    # background files changed since the evaluation: (path, recorded sha256, now; None: gone)
+    background_changed: tuple[tuple[str, str, Optional[str]], ...] = ()
 
     @property
     def same(self) -> bool:
@@ -70,8 +79,10 @@ class Reevaluation:
     @property
     def settings(self) -> str:
         """The settings as one phrase, for ``rsp audit``."""
-        where = f"settings of {self.registered}" if self.registered else "not registered: rsp evaluate's defaults"
-        return f"t0 {iso_ms(self.t0_us)}, entailment {self.entailment}; {where}"
+        where = ("recorded by the evaluation" if self.recorded else f"settings of {self.registered}"
+                 if self.registered else "not registered: rsp evaluate's defaults")
+        files = f", {len(self.background)} background file(s)" if self.background else ""
+        return f"t0 {iso_ms(self.t0_us)}, entailment {self.entailment}{files}; {where}"
 
 
 def registered_query(query_iri: str, root: Optional[Path] = None) -> Optional[RegisteredQuery]:
@@ -97,11 +108,23 @@ def reevaluate(engine: Engine, report: AuditReport, background: Sequence[str] = 
     query = compiler.compile(report.query_text, str(registered.path) if registered else report.query_iri)
     if query.pattern:
         raise InputError(f"{report.query_iri}: cannot re-evaluate a pattern's match (EP-SPARQL pattern)")
-    t0_us = t0_us if t0_us is not None else registered.t0_us if registered else 0
-    entailment = check_regime(entailment or (registered.entailment if registered else "simple"))
-    background = tuple(background) or (registered.background if registered else ())
+    recorded = report.entailment is not None
+    if recorded:
+        defaults = (report.t0_us or 0, report.entailment, tuple(report.background or ()))
+    elif registered is not None:
+        defaults = (registered.t0_us, registered.entailment, registered.background)
+    else:
+        defaults = (0, "simple", ())
+    t0_us = t0_us if t0_us is not None else defaults[0]
+    entailment = check_regime(entailment or defaults[1])
+    background = tuple(background) or defaults[2]
+    paths = {background_spec(spec)[1] for spec in background}
+    missing = [path for path, _, now in report.background_changed if now is None and path in paths]
+    if missing:
+        raise InputError(f"{report.iri}: cannot re-evaluate: the background file {missing[0]} the evaluation "
+                         "used is gone (pass --background to use another)")
     note = None
-    if registered is not None and registered.query.text != report.query_text:
+    if not recorded and registered is not None and registered.query.text != report.query_text:
         note = (f"{registered.path} has changed since this evaluation: its stored text was evaluated with the "
                 "file's current settings")
 
@@ -131,7 +154,8 @@ def reevaluate(engine: Engine, report: AuditReport, background: Sequence[str] = 
         again = list(evaluate(query, lake, list(background), t0_us, Interval(close_us - 1, close_us),
                               entailment=entailment))
     return Reevaluation(stored.payload, again[0].to_json() if again else {}, t0_us, entailment, background,
-                        registered.path if registered else None, note)
+                        registered.path if registered else None, note, recorded,
+                        tuple(report.background_changed))
 
 
 def _lookback_us(query, t0_us: int) -> Optional[int]:

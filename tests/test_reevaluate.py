@@ -1,9 +1,10 @@
 """``rsp audit --reevaluate`` (``rsp_jobs.reevaluate``): a registered query's stored window is
-evaluated again with the query's own t0, entailment regime and background files, as its DAG
-run evaluated it, and agrees; a tampered stored result is told apart; a pattern's match is
-refused, naming the query."""
+evaluated again with the t0, entailment regime and background files its DAG run recorded, and
+agrees; a tampered stored result and a changed background file are told apart; a pattern's
+match is refused, naming the query."""
 from __future__ import annotations
 
+import hashlib
 import shutil
 from datetime import datetime, timedelta, timezone
 
@@ -18,7 +19,7 @@ from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
 from rsp_jobs.store.lineage import audit
-from rsp_jobs.store.models import Frame, StoredResult
+from rsp_jobs.store.models import Activity, ActivityUsed, Frame, StoredResult
 from rsp_jobs.store.results import store_evaluation
 from rsp_jobs.times import iso_ms
 from rsp_jobs.results import WindowResult
@@ -56,7 +57,7 @@ def registered(home, tmp_path, monkeypatch) -> registry.RegisteredQuery:
     return registry.load_query(queries / "audit" / "hot_readings.rsp")
 
 
-def test_reevaluation_takes_the_registered_t0_and_entailment_and_tells_a_tampered_result(
+def test_reevaluation_takes_the_recorded_settings_and_tells_a_tampered_result_and_a_changed_background(
         registered, data_dir, tmp_path, spark, capsys):
     landing = registry.stream_config(csrbench.STREAM).landing_dir
     landing.mkdir(parents=True)
@@ -80,6 +81,35 @@ def test_reevaluation_takes_the_registered_t0_and_entailment_and_tells_a_tampere
     assert main(["audit", frame, "--reevaluate"]) == 0
     out = capsys.readouterr().out
     assert "all unchanged" in out and "same result" in out and "entailment rdfs" in out
+
+    # the evaluation recorded what it ran with, the schema file as an entity with its checksum
+    schema = tmp_path / "schema.ttl"
+    assert (report.t0_us, report.entailment, report.background) == (5_000_000, "rdfs",
+                                                                    [f"urn:test:audit:schema={schema}"])
+    with engine.connect() as conn:
+        used = conn.execute(select(ActivityUsed.entity_iri, ActivityUsed.checksum).join(
+            Activity, Activity.id == ActivityUsed.activity_id).where(
+            Activity.iri == run.activity, ActivityUsed.entity_kind == "background")).all()
+    assert used == [(schema.as_uri(), hashlib.sha256(schema.read_bytes()).hexdigest())]
+    # ... and re-evaluates with that, whatever the registered file says now
+    registered.path.with_suffix(".toml").write_text('entailment = "simple"\n')
+    again = reevaluate(engine, audit(engine, frame))
+    assert again.same and again.recorded and (again.t0_us, again.entailment) == (5_000_000, "rdfs")
+
+    # a changed background is reported as such: by the audit of the inputs, and by the re-evaluation
+    original = schema.read_text()
+    schema.write_text("# emptied\n")
+    changed = audit(engine, frame)
+    assert not changed.inputs_unchanged and not changed.changed and not changed.missing
+    assert changed.background_changed == [(str(schema), used[0][1], hashlib.sha256(b"# emptied\n").hexdigest())]
+    assert main(["audit", frame, "--reevaluate"]) == 1
+    out = capsys.readouterr().out
+    assert f"background changed: {schema}" in out
+    assert "DIFFERENT result (with the background as it is now, changed since the evaluation)" in out
+    schema.unlink()
+    assert main(["audit", frame, "--reevaluate"]) == 2  # nothing to re-evaluate with: named
+    assert f"the background file {schema} the evaluation used is gone" in capsys.readouterr().err
+    schema.write_text(original)
 
     with engine.begin() as conn:  # the stored answer loses a row; its input frames stay as they were
         row = conn.execute(select(StoredResult.id, StoredResult.payload).join(Frame, Frame.id == StoredResult.frame_id)

@@ -81,7 +81,9 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
         engine=engine, batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
     gate.require(outcome)
     stored = store_evaluation(engine, registered.query, windows, started_at, spark.sparkContext.applicationId,
-                              evaluated_until=None if revision_of else until, revision_of=revision_of)
+                              evaluated_until=None if revision_of else until, revision_of=revision_of,
+                              t0_us=registered.t0_us, entailment=registered.entailment,
+                              background=registered.background)
     if registered.derives_stream:
         _write_derived(registered, windows)
     return windows, stored
@@ -125,7 +127,8 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
                               get_spark().sparkContext.applicationId,
                               evaluated_until=None if revision_of else until, revision_of=revision_of,
                               kind="pattern_match", used_frames=[f for m in matches for f in m.events],
-                              also=record_consumed)
+                              also=record_consumed, entailment=registered.entailment,
+                              background=registered.background)
     if registered.derives_stream:
         _write_derived(registered, results)
     return results, stored

@@ -17,7 +17,7 @@ from rdflib import Graph
 from rsp_jobs import terms
 from rsp_jobs.errors import InputError, QueryError
 from rsp_jobs.language import ast
-from rsp_jobs.rdf_files import parse_rdf_file
+from rsp_jobs.rdf_files import background_spec, parse_rdf_file
 from rsp_jobs.spark.local import local_frame
 
 _CACHE: dict[tuple[str, float], Graph] = {}
@@ -47,11 +47,11 @@ class Background:
         explicit: dict[str, list[str]] = {}
         plain: list[str] = []
         for spec in files:
-            iri, sep, path = spec.partition("=")
-            if sep and "://" in iri or sep and iri.startswith("urn:"):
+            iri, path = background_spec(spec)
+            if iri is not None:
                 explicit.setdefault(iri, []).append(path)
             else:
-                plain.append(spec)
+                plain.append(path)
         bound = {iri: list(paths) for iri, paths in explicit.items()}
         unused = []
         for path in plain:

@@ -2,9 +2,12 @@
 PROV-O (``rsp provenance``) and as an audit that recomputes what was used (``rsp audit``)."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from rdflib import BNode, Graph, Literal, Namespace, URIRef
 from rdflib.namespace import PROV, RDF, XSD
@@ -13,7 +16,8 @@ from sqlalchemy import Engine, select
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.frames import frame_checksum, frame_triples
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Frame, Query
-from rsp_jobs.times import as_utc, datetime_lexical
+from rsp_jobs.store.provenance import file_checksum
+from rsp_jobs.times import as_utc, datetime_lexical, to_us
 
 RSPNS = Namespace("urn:rsp:ns:")
 EVALUATION_KINDS = ("window_evaluation", "pattern_match")
@@ -132,7 +136,9 @@ def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
         if a.revision_of:  # a re-evaluation after late data revises an earlier evaluation
             graph.add((node, PROV.wasInformedBy, URIRef(a.revision_of)))
             graph.add((node, RSPNS.revisionOf, URIRef(a.revision_of)))
-        for name in ("window_open", "window_close"):
+        if a.entailment is not None:  # what the evaluation ran with (revision 0010 on)
+            graph.add((node, RSPNS.entailment, Literal(a.entailment)))
+        for name in ("window_open", "window_close", "t0"):
             if getattr(a, name) is not None:
                 graph.add((node, RSPNS[name], Literal(getattr(a, name), datatype=XSD.dateTime)))
         plans = []
@@ -156,7 +162,9 @@ def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
             graph.add((entity, PROV.wasGeneratedBy, node))
             sources = step.derived.get(generated.entity_iri)
             for used in step.used:
-                if used.entity_kind != "query" and (sources is None or used.entity_iri in sources):
+                # a result rests on the background graphs of its evaluation as well as on its frames
+                if used.entity_kind == "background" or (
+                        used.entity_kind != "query" and (sources is None or used.entity_iri in sources)):
                     graph.add((entity, PROV.wasDerivedFrom, URIRef(used.entity_iri)))
     return graph
 
@@ -179,14 +187,23 @@ class AuditReport:
     evaluation_kind: Optional[str] = None
     query_text: Optional[str] = None
     query_iri: Optional[str] = None
+    # what that evaluation ran with, when it recorded it (None: an evaluation stored before
+    # revision 0010, or not an evaluation): t0 (µs), entailment, background files as given
+    t0_us: Optional[int] = None
+    entailment: Optional[str] = None
+    background: Optional[list[str]] = None
+    # background files of the lineage whose content changed since (path, recorded, now; now is
+    # None for a file that is gone)
+    background_changed: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
 
     @property
     def inputs_unchanged(self) -> bool:
-        return not self.changed and not self.missing
+        return not self.changed and not self.missing and not self.background_changed
 
 
 def audit(engine: Engine, iri: str) -> AuditReport:
-    """Recompute the checksum of every stored frame the lineage of ``iri`` used."""
+    """Recompute the checksum of every stored frame, and of every background file, the lineage
+    of ``iri`` used; note the settings the evaluation that generated it recorded."""
     report = AuditReport(iri)
     steps = lineage(engine, iri)
     with engine.connect() as conn:
@@ -202,8 +219,17 @@ def audit(engine: Engine, iri: str) -> AuditReport:
             report.query_iri = evaluation.query_iri
             report.query_text = conn.scalar(select(Query.text).where(
                 Query.iri == evaluation.query_iri, Query.text_hash == evaluation.query_text_hash))
+            if evaluation.entailment is not None:
+                report.t0_us = to_us(as_utc(evaluation.t0)) if evaluation.t0 is not None else None
+                report.entailment = evaluation.entailment
+                report.background = list(evaluation.background or [])
     for step in steps:
         for used in step.used:
+            if used.entity_kind == "background":
+                path = url2pathname(urlparse(used.entity_iri).path)
+                now = file_checksum(path) if os.path.isfile(path) else None
+                if now != used.checksum and (path, used.checksum, now) not in report.background_changed:
+                    report.background_changed.append((path, used.checksum, now))
             if used.entity_kind != "frame":
                 continue
             report.checked += 1

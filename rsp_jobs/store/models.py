@@ -29,7 +29,7 @@ LATE_STATUSES = ("dropped", "pending", "revised")
 RESULT_FORMS = ("SELECT", "CONSTRUCT", "ASK", "DESCRIBE")
 ACTIVITY_KINDS = ("ingest", "window_evaluation", "pattern_match", "quality_check", "alert")
 ACTIVITY_STATUSES = ("running", "success", "failed")
-ENTITY_KINDS = ("frame", "lake_file", "query", "result")
+ENTITY_KINDS = ("frame", "lake_file", "query", "result", "background")
 
 # SQLite makes only INTEGER PRIMARY KEY an auto-incrementing rowid; PostgreSQL gets 64 bits.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -216,6 +216,11 @@ class Activity(Base):
     ended_at: Mapped[Optional[datetime]]
     status: Mapped[str] = mapped_column(String(16), default="running")
     revision_of: Mapped[Optional[str]] = mapped_column(Text)  # the evaluation this one revises
+    # what an evaluation ran with, for re-evaluation: the window grid's origin, the entailment
+    # regime, the background files as given (``IRI=PATH``; each is also a ``background`` entity used)
+    t0: Mapped[Optional[datetime]]
+    entailment: Mapped[Optional[str]] = mapped_column(String(16))
+    background: Mapped[Optional[list]] = mapped_column(JSON)
 
 
 class _ActivityLink:

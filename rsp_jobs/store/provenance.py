@@ -12,11 +12,13 @@ import subprocess
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Optional
+from pathlib import Path
+from typing import Optional, Sequence
 
 from sqlalchemy import Connection, select
 
 from rsp_jobs import settings
+from rsp_jobs.rdf_files import background_spec
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Query
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT
 
@@ -38,6 +40,11 @@ class ActivityRecord:
     generated: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
     # (generated entity, used frame): what each result frame was derived from, exactly
     derived: list[tuple[str, str]] = field(default_factory=list)
+    # what an evaluation ran with (``rsp audit --reevaluate`` uses them): the origin of the
+    # window grid, the entailment regime, the background files as given (``IRI=PATH``)
+    t0: Optional[datetime] = None
+    entailment: Optional[str] = None
+    background: Optional[list[str]] = None
     iri: str = field(default_factory=lambda: f"{ACTIVITY_BASE}{uuid.uuid4()}")
 
 
@@ -79,6 +86,19 @@ def airflow_context() -> dict:
             "try_number": int(try_number) if try_number and try_number.isdigit() else None}
 
 
+def background_entities(specs: Sequence[str]) -> tuple[list[str], list[tuple[str, str, str]]]:
+    """Background files as an evaluation records them: the specs with absolute paths (so that a
+    re-evaluation from another directory finds them) and each file as a ``background`` entity
+    with its SHA-256."""
+    recorded, entities = [], []
+    for spec in specs:
+        iri, path = background_spec(spec)
+        path = os.path.abspath(path)
+        recorded.append(f"{iri}={path}" if iri else path)
+        entities.append((Path(path).as_uri(), "background", file_checksum(path)))
+    return recorded, entities
+
+
 def register_query(conn: Connection, iri: str, text: str) -> str:
     """Keep each version of a query's text (the prov:Plan); returns its hash."""
     digest = text_hash(text)
@@ -99,7 +119,7 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
                   window_close=record.window_close, spark_app_id=record.spark_app_id,
                   code_version=code_version(), started_at=record.started_at,
                   ended_at=datetime.now(timezone.utc), status=record.status, revision_of=record.revision_of,
-                  **airflow_context())
+                  t0=record.t0, entailment=record.entailment, background=record.background, **airflow_context())
     activity_id = conn.execute(Activity.__table__.insert().values(**values)
                                .returning(Activity.__table__.c.id)).scalar_one()
     for table, entities in ((ActivityUsed.__table__, record.used), (ActivityGenerated.__table__, record.generated)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable, Iterable, Optional, Protocol
+from typing import Callable, Iterable, Optional, Protocol, Sequence
 
 from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
@@ -23,7 +23,7 @@ from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksu
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, StoredResult
-from rsp_jobs.store.provenance import ActivityRecord, register_query, write_activity
+from rsp_jobs.store.provenance import ActivityRecord, background_entities, register_query, write_activity
 from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
 from rsp_jobs.results import WindowResult
 from rsp_jobs.times import as_utc, from_us, parse_datetime, to_us
@@ -123,7 +123,8 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
                      spark_app_id: Optional[str] = None, evaluated_until: Optional[datetime] = None,
                      revision_of: Optional[str] = None, kind: str = "window_evaluation",
                      used_frames: Optional[Iterable[str]] = None,
-                     also: Optional[Callable[[Connection, str], None]] = None) -> StoredEvaluation:
+                     also: Optional[Callable[[Connection, str], None]] = None, t0_us: Optional[int] = None,
+                     entailment: Optional[str] = None, background: Sequence[str] = ()) -> StoredEvaluation:
     """Persist one evaluation run's windows with its provenance (one transaction).
 
     ``evaluated_until``: the run evaluated every close up to it, reported or not; the output
@@ -131,12 +132,17 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
     what has been evaluated. ``revision_of``: the activity this re-evaluation revises.
     Patterns (``kind="pattern_match"``) report matches as "windows" closing at their end time;
     they name the exact frames they used (``used_frames``) and may write state in the same
-    transaction (``also(conn, activity_iri)``, e.g. the facts a rule consumed)."""
+    transaction (``also(conn, activity_iri)``, e.g. the facts a rule consumed).
+    ``t0_us``, ``entailment`` and ``background`` (the files as given, ``[IRI=]PATH``) are what
+    the evaluation ran with: recorded, each background file with its checksum, for
+    ``rsp audit --reevaluate``."""
     windows = list(windows)
     q_iri, stream = query_iri(query), output_stream_iri(query)
     batch, frame_of = result_batch(query, windows)
+    specs, backgrounds = background_entities(background)
     record = ActivityRecord(kind, started_at, query_iri=q_iri, spark_app_id=spark_app_id,
-                            revision_of=revision_of)
+                            revision_of=revision_of, t0=None if t0_us is None else from_us(t0_us),
+                            entailment=entailment, background=specs)
     with write_transaction(engine) as conn:
         record.query_text_hash = register_query(conn, q_iri, query.text)
         report = write_batch(conn, batch, kind="derived", query_iri=q_iri)
@@ -159,6 +165,7 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
         if also is not None:
             also(conn, record.iri)
         record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
+        record.used += backgrounds
         record.generated = [(iri, "frame", checksum) for iri, (_, checksum) in frames.items()]
         write_activity(conn, record)
     return StoredEvaluation(record.iri, len(windows), report.frames_written)
