@@ -16,11 +16,10 @@ from sqlalchemy import Engine, select
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.frames import frame_checksum, frame_triples
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Frame, Query
-from rsp_jobs.store.provenance import file_checksum
+from rsp_jobs.store.provenance import EVALUATION_KINDS, file_checksum
 from rsp_jobs.times import as_utc, datetime_lexical, to_us
 
 RSPNS = Namespace("urn:rsp:ns:")
-EVALUATION_KINDS = ("window_evaluation", "pattern_match")
 ENGINE_AGENT = URIRef("urn:rsp:agent:engine")
 
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, delete, exists, select
 
 from rsp_jobs import settings
 from rsp_jobs.rdf_files import background_spec
@@ -132,6 +132,38 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
     for start in range(0, len(rows), 10_000):
         conn.execute(Derivation.__table__.insert(), rows[start:start + 10_000])
     return activity_id
+
+
+EVALUATION_KINDS = ("window_evaluation", "pattern_match")
+
+
+def supersede(conn: Connection, query_iri: str, entities: Sequence[str]) -> list[str]:
+    """A re-run's claim on what it generated again: earlier evaluations of the query no longer
+    record those entities (nor what each was derived from), and one left generating nothing is
+    removed, with what it used. Returns the IRIs of the removed activities.
+
+    Decision (issue 19): a re-run over windows already evaluated (an Airflow retry after a
+    killed try that had committed, a cleared task, ``rsp evaluate --store`` again) leaves one
+    evaluation activity per window, the latest: the frames it rewrote are what it computed. A
+    revision after late data is not a re-run: its caller does not call this, and the activity
+    it revises keeps its records, linked by ``prov:wasInformedBy``."""
+    earlier = select(Activity.id).where(Activity.query_iri == query_iri, Activity.kind.in_(EVALUATION_KINDS))
+    touched: set[int] = set()
+    for start in range(0, len(entities), 500):
+        chunk = list(entities[start:start + 500])
+        gone = conn.execute(delete(ActivityGenerated).where(
+            ActivityGenerated.activity_id.in_(earlier), ActivityGenerated.entity_iri.in_(chunk))
+            .returning(ActivityGenerated.activity_id)).scalars().all()
+        touched.update(gone)
+        conn.execute(delete(Derivation).where(Derivation.activity_id.in_(earlier), Derivation.entity_iri.in_(chunk)))
+    if not touched:
+        return []
+    emptied = select(Activity.id, Activity.iri).where(
+        Activity.id.in_(touched), ~exists().where(ActivityGenerated.activity_id == Activity.id))
+    removed = conn.execute(emptied).all()
+    if removed:
+        conn.execute(delete(Activity).where(Activity.id.in_([r.id for r in removed])))
+    return [r.iri for r in removed]
 
 
 def store_ingest(engine, batch, source_path: str, started_at: datetime):

@@ -23,7 +23,8 @@ from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksu
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, StoredResult
-from rsp_jobs.store.provenance import ActivityRecord, background_entities, register_query, write_activity
+from rsp_jobs.store.provenance import (ActivityRecord, background_entities, register_query, supersede,
+                                      write_activity)
 from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
 from rsp_jobs.results import WindowResult
 from rsp_jobs.times import as_utc, from_us, parse_datetime, to_us
@@ -167,6 +168,8 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
         record.used.append((f"{q_iri}#{record.query_text_hash}", "query", record.query_text_hash))
         record.used += backgrounds
         record.generated = [(iri, "frame", checksum) for iri, (_, checksum) in frames.items()]
+        if revision_of is None:  # a re-run: one evaluation activity per window, the latest
+            supersede(conn, q_iri, list(frames))
         write_activity(conn, record)
     return StoredEvaluation(record.iri, len(windows), report.frames_written)
 

@@ -2,6 +2,8 @@
 provenance; a re-run over the same interval leaves the same frames and results."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from sqlalchemy import func, select
 
@@ -38,7 +40,10 @@ def test_evaluate_store_persists_results_with_provenance_and_is_idempotent(store
         result = conn.execute(select(StoredResult).order_by(StoredResult.window_close.desc()).limit(1)).one()
         assert float(result.payload["bindings"][0]["avg"]["value"]) == 90.0
         evaluations = conn.execute(select(Activity).where(Activity.kind == "window_evaluation")).all()
-        assert len(evaluations) == 2 and all(a.status == "success" and a.spark_app_id for a in evaluations)
+        # the re-run took over every window: one evaluation activity per window (issue 19)
+        assert len(evaluations) == 1 and all(a.status == "success" and a.spark_app_id for a in evaluations)
+        assert (evaluations[0].t0, evaluations[0].entailment, evaluations[0].background) == (
+            datetime(1970, 1, 1, tzinfo=timezone.utc), "simple", [])
         used = conn.execute(select(ActivityUsed.entity_kind, func.count()).where(
             ActivityUsed.activity_id == evaluations[0].id).group_by(ActivityUsed.entity_kind)).all()
         assert dict(used) == {"frame": 34, "query": 1}  # every input frame the windows saw, and the query

@@ -82,3 +82,23 @@ def test_a_later_revision_applies_on_a_store_with_data_and_keeps_it(store_url, c
         conn.execute(Frame.__table__.update().values(triple_count=0))
     last = frames.last_frame(engine, csrbench_batch.stream)
     assert last is not None and last.triple_count > 0
+
+
+def test_revision_0010_lets_an_activity_use_a_background_file_and_still_refuses_unknown_kinds(store):
+    """SQLite rebuilds the two link tables to change their CHECK; PostgreSQL alters it."""
+    from datetime import datetime, timezone
+
+    from rsp_jobs.store.models import Activity, ActivityUsed
+
+    with store.begin() as conn:
+        activity = conn.execute(Activity.__table__.insert().values(
+            iri="urn:test:activity", kind="window_evaluation", started_at=datetime.now(timezone.utc),
+            status="success", entailment="rdfs", background=["urn:test:g=/tmp/g.ttl"])
+            .returning(Activity.__table__.c.id)).scalar_one()
+        conn.execute(ActivityUsed.__table__.insert().values(activity_id=activity, entity_iri="file:///tmp/g.ttl",
+                                                            entity_kind="background", checksum="0" * 64))
+    with pytest.raises(IntegrityError), store.begin() as conn:
+        conn.execute(ActivityUsed.__table__.insert().values(activity_id=activity, entity_iri="file:///tmp/h",
+                                                            entity_kind="bogus"))
+    with store.connect() as conn:
+        assert conn.execute(select(Activity.background)).scalar_one() == ["urn:test:g=/tmp/g.ttl"]

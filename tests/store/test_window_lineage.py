@@ -131,3 +131,49 @@ def test_a_patterns_result_is_derived_from_its_matches_events(streams):
     for entity, source in rows:
         by_result.setdefault(entity.rsplit("/", 1)[1], set()).add(source)
     assert by_result == {results[0].window_close: {f[1], f[2], f[3]}, results[1].window_close: {f[5], f[6]}}
+
+
+def evaluations(store) -> dict[str, list[str]]:
+    """Each evaluation activity's IRI -> the result frames it generated."""
+    from rsp_jobs.store.models import Activity, ActivityGenerated
+
+    with store.connect() as conn:
+        rows = conn.execute(select(Activity.iri, ActivityGenerated.entity_iri).outerjoin(
+            ActivityGenerated, ActivityGenerated.activity_id == Activity.id)
+            .where(Activity.kind == "window_evaluation").order_by(Activity.id, ActivityGenerated.entity_iri)).all()
+    out: dict[str, list[str]] = {}
+    for activity, entity in rows:
+        out.setdefault(activity, [])
+        if entity:
+            out[activity].append(entity)
+    return out
+
+
+def test_a_rerun_leaves_one_evaluation_per_window_and_a_revision_stays_linked(streams):
+    """A try that committed and was killed before its task ended, then its retry over the same
+    interval: one evaluation activity per window, the latest. A run over an overlapping interval
+    takes over only the windows it rewrote. A revision after late data keeps the evaluation it
+    revises, linked by prov:wasInformedBy."""
+    query = compile(f"REGISTER QUERY r AS SELECT ?x FROM STREAM <{S1}> [RANGE 2s STEP 1s] WHERE {{ ?x <urn:p> ?v }}")
+
+    def run(closes, **kwargs) -> str:
+        windows = [WindowResult(int((c - 2) * SECOND), int(c * SECOND), "SELECT", bindings=({},)) for c in closes]
+        return store_evaluation(streams, query, windows, datetime.now(timezone.utc), **kwargs).activity_iri
+
+    killed = run([3.0, 4.0])
+    retry = run([3.0, 4.0])
+    assert evaluations(streams) == {retry: [result(query, 3.0), result(query, 4.0)]}
+    assert killed != retry
+    for close in (3.0, 4.0):  # the lineage is whole: the retry's window inputs
+        (step,) = [s for s in lineage(streams, result(query, close)) if s.activity.kind == "window_evaluation"]
+        assert step.activity.iri == retry and step.derived == {result(query, close): in_range(S1, close - 2, close)}
+
+    overlapping = run([4.0, 5.0])
+    assert evaluations(streams) == {retry: [result(query, 3.0)], overlapping: [result(query, 4.0), result(query, 5.0)]}
+
+    revision = run([5.0], revision_of=overlapping)
+    assert evaluations(streams) == {retry: [result(query, 3.0)], overlapping: [result(query, 4.0), result(query, 5.0)],
+                                    revision: [result(query, 5.0)]}
+    graph = prov_graph(streams, result(query, 5.0))
+    assert (URIRef(revision), PROV.wasInformedBy, URIRef(overlapping)) in graph
+    assert audit(streams, result(query, 5.0)).checked > 0
