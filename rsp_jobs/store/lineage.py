@@ -38,50 +38,82 @@ def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]
     """Every activity upstream of ``iri`` (an entity or an activity), breadth first; with
     ``depth``, only that many levels (1: the activity that generated ``iri``). From a result
     frame, the way up follows what that frame was derived from (``activity_derivations``: its
-    window's frames, its matches' events); an activity recorded without them, everything it used."""
+    window's frames, its matches' events); an activity recorded without them, everything it used.
+    Each level is a handful of queries, whatever the number of entities in it."""
     if depth is not None and depth < 1:
         raise InputError(f"--depth {depth}: give 1 or more levels of activities")
     steps: dict[int, Step] = {}
     rows: dict[int, tuple[list, list]] = {}
     reached: dict[int, set] = {}  # activity -> the entities of the lineage it generated (None: itself)
-    seen, todo = {iri}, [(iri, 1)]
+    seen, entities, level = {iri}, [iri], 1
     with engine.connect() as conn:
         if conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None and conn.scalar(
                 select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == iri).limit(1)) is None:
             raise InputError(f"{iri}: no activity generated it and no activity has that IRI")
-        while todo:
-            entity, level = todo.pop(0)
-            activities = conn.execute(select(Activity).where(
-                (Activity.iri == entity) | Activity.id.in_(
-                    select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == entity)))).all()
-            for activity in activities:
-                if activity.id not in rows:
-                    rows[activity.id] = (
-                        conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id == activity.id)).all(),
-                        conn.execute(select(ActivityGenerated).where(
-                            ActivityGenerated.activity_id == activity.id)).all())
-                    steps[activity.id] = Step(activity)
+        while entities:
+            found, derived = _level(conn, entities, rows)
+            following = []
+            for activity, entity in found:
+                steps.setdefault(activity.id, Step(activity))
                 used, _ = rows[activity.id]
                 frames = {u.entity_iri for u in used if u.entity_kind == "frame"}
                 if activity.iri == entity:
                     sources = frames
                     reached[activity.id] = None
                 else:
-                    sources = set(conn.scalars(select(Derivation.source_iri).where(
-                        Derivation.activity_id == activity.id, Derivation.entity_iri == entity))) or frames
+                    sources = derived.get((activity.id, entity)) or frames
                     steps[activity.id].derived[entity] = sources
                     if reached.get(activity.id, set()) is not None:
                         reached.setdefault(activity.id, set()).add(entity)
                 if depth is None or level < depth:
                     for source in sorted(sources - seen):
                         seen.add(source)
-                        todo.append((source, level + 1))
+                        following.append(source)
+            entities, level = following, level + 1
     for activity_id, step in steps.items():
         used, generated = rows[activity_id]
         needed = set().union(*step.derived.values()) if reached[activity_id] is not None else None
         step.used = [u for u in used if needed is None or u.entity_kind != "frame" or u.entity_iri in needed]
         step.generated = [g for g in generated if reached[activity_id] is None or g.entity_iri in reached[activity_id]]
     return list(steps.values())
+
+
+def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
+    """One level of the lineage: the (activity, entity) pairs where the activity is the entity or
+    generated it, in the order of ``entities``; the frames each generated entity was derived
+    from; and, into ``rows``, what each newly met activity used and generated."""
+    pairs: dict[str, list[int]] = {}
+    derived: dict[tuple[int, str], set] = {}
+    activities: dict[int, object] = {}
+    for chunk in _chunks(entities):
+        for activity in conn.execute(select(Activity).where(Activity.iri.in_(chunk))):
+            activities[activity.id] = activity
+            pairs.setdefault(activity.iri, []).append(activity.id)
+        for row in conn.execute(select(ActivityGenerated.activity_id, ActivityGenerated.entity_iri)
+                                .where(ActivityGenerated.entity_iri.in_(chunk))
+                                .order_by(ActivityGenerated.activity_id)):
+            pairs.setdefault(row.entity_iri, []).append(row.activity_id)
+        for row in conn.execute(select(Derivation).where(Derivation.entity_iri.in_(chunk))):
+            derived.setdefault((row.activity_id, row.entity_iri), set()).add(row.source_iri)
+    wanted = sorted({i for ids in pairs.values() for i in ids} - activities.keys())
+    for chunk in _chunks(wanted):
+        activities.update((a.id, a) for a in conn.execute(select(Activity).where(Activity.id.in_(chunk))))
+    found = [(activities[i], entity) for entity in entities for i in pairs.get(entity, ())]
+    new = sorted({activity.id for activity, _ in found} - rows.keys())
+    used: dict[int, list] = {i: [] for i in new}
+    generated: dict[int, list] = {i: [] for i in new}
+    for chunk in _chunks(new):
+        for row in conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id.in_(chunk))):
+            used[row.activity_id].append(row)
+        for row in conn.execute(select(ActivityGenerated).where(ActivityGenerated.activity_id.in_(chunk))):
+            generated[row.activity_id].append(row)
+    rows.update({i: (used[i], generated[i]) for i in new})
+    return found, derived
+
+
+def _chunks(items: list, size: int = 500):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def summary(steps: list[Step]) -> list[str]:
