@@ -204,17 +204,17 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
     """The stored frames each reported window (by close, µs) was computed from: per stream
     window, those with a time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with
     the evaluation a STEP before, so one STEP more), or for ``[TRIPLES n]`` the latest frames
-    before the close that hold its last n triples (a stream has one frame per time). A time
-    window's stream is read once for the whole run."""
+    before the close (at it too, evaluated on arrival) that hold its last n triples (a stream
+    has one frame per time). A time window's stream is read once for the whole run."""
     scopes: dict[int, set[str]] = {w.close_us: set() for w in windows}
     first, last = from_us(min(scopes)), from_us(max(scopes))
+    step_us = _grid_step_us(query)
     for clause in query.windows:
         spec = clause.window
         frames = select(Frame.frame_iri, Frame.ts, Frame.triple_count).join(
             Stream, Stream.id == Frame.stream_id).where(Stream.iri == clause.stream)
         if hasattr(spec, "range_ms"):
-            step = getattr(query, "computed_every_ms", None) or spec.step_ms
-            back_us = (spec.range_ms + (0 if query.r2s == "RSTREAM" else step)) * 1000
+            back_us = spec.range_ms * 1000 + (0 if query.r2s == "RSTREAM" else step_us)
             rows = conn.execute(frames.where(Frame.ts >= first - timedelta(microseconds=back_us), Frame.ts < last)
                                 .order_by(Frame.ts)).all()
             times = [to_us(as_utc(r.ts)) for r in rows]
@@ -222,11 +222,27 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
                 found.update(r.frame_iri for r in rows[bisect_left(times, close - back_us):bisect_left(times, close)])
         elif hasattr(spec, "triples"):
             for close, found in scopes.items():
-                held = 0
-                for row in conn.execute(frames.where(Frame.ts < from_us(close)).order_by(Frame.ts.desc())
-                                        .limit(spec.triples)):
-                    if held >= spec.triples:
-                        break
-                    found.add(row.frame_iri)
-                    held += row.triple_count
+                # on a grid the window holds what came before the close; on arrival, the arriving
+                # frame too; ISTREAM/DSTREAM also saw the evaluation before (a STEP earlier, or on
+                # arrival the one at the stream's previous time: what came before this close)
+                ends = [(close, step_us is None)]
+                if query.r2s != "RSTREAM":
+                    ends.append((close - (step_us or 0), False))
+                for end, inclusive in ends:
+                    before = Frame.ts <= from_us(end) if inclusive else Frame.ts < from_us(end)
+                    held = 0
+                    for row in conn.execute(frames.where(before).order_by(Frame.ts.desc()).limit(spec.triples)):
+                        if held >= spec.triples:
+                            break
+                        found.add(row.frame_iri)
+                        held += row.triple_count
     return scopes
+
+
+def _grid_step_us(query: ContinuousQuery) -> Optional[int]:
+    """The step of the query's grid of closes, by ``spark/schedule.py``'s rules (read here from
+    the query, without the engine): ``COMPUTED EVERY``, else its time windows' STEP; None: it
+    is evaluated on each arrival (count windows only)."""
+    steps = [w.window.step_ms for w in query.windows if hasattr(w.window, "range_ms")]
+    every = getattr(query, "computed_every_ms", None) or (steps[0] if steps else None)
+    return None if every is None else every * 1000
