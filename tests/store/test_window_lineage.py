@@ -225,3 +225,26 @@ def test_the_engine_saw_exactly_the_frames_a_result_is_derived_from(tmp_path, sp
     for w in windows:
         seen = {b["x"]["value"].split("#")[0] for b in w.bindings}
         assert derived.get(f"urn:rsp:query:seen/stream/frame/{w.window_close}", set()) == seen, w.window_close
+
+
+def test_a_chained_querys_result_is_derived_from_the_upstream_results_in_its_window(streams):
+    """REGISTER STREAM a over S1; b over a's output stream: b's window closing at 6 s, RANGE 3s,
+    holds a's results closing at 3, 4 and 5 s, and through them the S1 frames in their windows."""
+    a = compile(f"REGISTER STREAM a AS CONSTRUCT {{ ?x <urn:q> ?v }} FROM STREAM <{S1}> [RANGE 2s STEP 1s] "
+                "WHERE { ?x <urn:p> ?v }")
+    b = compile("REGISTER QUERY b AS SELECT ?x FROM STREAM <urn:rsp:query:a/stream> [RANGE 3s STEP 3s] "
+                "WHERE { ?x <urn:q> ?v }")
+    upstream = [WindowResult(int((c - 2) * SECOND), int(c * SECOND), "CONSTRUCT",
+                             triples=(f"<urn:x{int(c)}> <urn:q> <urn:v{int(c)}> .",)) for c in range(1, 8)]
+    store_evaluation(streams, a, upstream, datetime.now(timezone.utc))
+    store_evaluation(streams, b, [WindowResult(3 * SECOND, 6 * SECOND, "SELECT", bindings=({},))],
+                     datetime.now(timezone.utc))
+    frame = result(b, 6.0)
+    inputs = {result(a, c) for c in (3.0, 4.0, 5.0)}
+    graph = prov_graph(streams, frame)
+    assert {str(o) for o in graph.objects(URIRef(frame), PROV.wasDerivedFrom)} == inputs
+    steps = lineage(streams, frame)
+    (upstream_step,) = [s for s in steps if s.activity.query_iri == "urn:rsp:query:a"]
+    assert upstream_step.derived == {result(a, c): in_range(S1, c - 2, c) for c in (3.0, 4.0, 5.0)}
+    assert {g.entity_iri for g in upstream_step.generated} == inputs
+    assert audit(streams, frame).checked == len(inputs) + len(in_range(S1, 1, 5))
