@@ -235,7 +235,12 @@ class _QuadLine(W3CNTriplesParser):
         self.eat(r_wspace)
         o = self.object()
         self.eat(r_wspace)
-        graph = self.uriref() or self.nodeid() or self.literal() or None
+        graph = None  # an empty literal is falsy: test for "no match" (False), not truth
+        for read in (self.uriref, self.nodeid, self.literal):
+            term = read()
+            if term is not False and term is not None:
+                graph = term
+                break
         self.eat(r_tail)
         if self.line:
             raise ParserError(f"trailing garbage: {self.line[:60]}")

@@ -23,6 +23,7 @@ EDGES = [
     '<urn:s><urn:p>"tight"<urn:g>.',
     '  \t<urn:s>   <urn:p>\t"spaced"   .  # a comment',
     '<urn:s> <urn:p> "" .',
+    '<urn:a><urn:a>.',  # an empty literal in the graph position (found by hypothesis)
     '<urn:s> <urn:p> "x" . trailing',
     '"literal" <urn:p> <urn:o> .',  # a literal subject: rejected
     '<urn:s> _:p <urn:o> .',  # a blank predicate: rejected
