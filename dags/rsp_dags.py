@@ -95,7 +95,10 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
              max_active_runs=1, doc_md=describe(rq), description=summary(rq), default_args=default_args(),
              tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
-        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams)
+        # a run on the timetable (or by hand) must cover whole batches; a chained run takes its
+        # upstream's interval from the asset events
+        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams,
+                               query_path=None if upstream else str(rq.path))
 
         @task(task_id="evaluate", outlets=[output])
         def evaluate(**context) -> dict:

@@ -18,7 +18,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Optional
 
@@ -32,7 +32,8 @@ from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.reasoning.entailment import check_regime
 from rsp_jobs.spark.schedule import schedule
 from rsp_jobs.textfile import read_text
-from rsp_jobs.times import US_PER_MS, from_us, ms_to_us, parse_duration, parse_us, to_us
+from rsp_jobs.times import (US_PER_MS, datetime_lexical, duration_text, from_us, ms_to_us, parse_duration,
+                            parse_us, to_us)
 
 MINUTE_US = 60_000_000
 # where a DAG's interval grid starts by default: live runs start now, history is a backfill
@@ -154,6 +155,21 @@ class RegisteredQuery:
         phase = self._phase()
         first = after_us + 1 + (phase - after_us - 1) % self.step_us
         return range(first, until_us + 1, self.step_us)
+
+    def check_interval(self, after: datetime, until: datetime) -> None:
+        """A run on the query's timetable (scheduled, or triggered by hand) covers ``(after,
+        until]``: whole batches (one or more), both ends on the query's grid of closes, so that
+        it evaluates exactly the closes of those batches. Anything else is an ``InputError``
+        saying what would be whole (``dags/README.md``)."""
+        a, u, step = to_us(after), to_us(until), self.step_us
+        if u > a and (u - a) % self.batch_us == 0 and (u - self._phase()) % step == 0:
+            return
+        end = self.first_batch_end(until)
+        raise InputError(
+            f"{self.dag_id}: the run's interval ({datetime_lexical(after)}, {datetime_lexical(until)}] is not whole "
+            f"batches: a run covers one or more batches of {duration_text(self.batch_us // US_PER_MS)} ending on the "
+            f"query's grid of closes (every {duration_text(step // US_PER_MS)}), e.g. "
+            f"({datetime_lexical(end - timedelta(microseconds=self.batch_us))}, {datetime_lexical(end)}]")
 
     def first_batch_end(self, not_before: Optional[datetime] = None) -> datetime:
         """The first batch boundary at or after ``not_before`` on the query's close grid

@@ -74,6 +74,8 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     ingest_dags = [f"ingest_{streams[iri].key}" for iri in stream_files]
     queries = downstream_of(queries, set(stream_files))
     roots = [q for q in queries if set(q.streams) <= set(stream_files)]
+    for q in roots:  # each run must be a whole batch (the DAG refuses others): say so before starting
+        q.check_interval(after, until)
     alert_dags = [f"alert_{q.dag_id}" for q in queries if q.alert is not None]
     unpause_all(airflow, ingest_dags + [q.dag_id for q in queries] + alert_dags)
 
@@ -151,13 +153,9 @@ def downstream_of(queries: list[RegisteredQuery], streams: set[str]) -> list[Reg
 
 
 def batches(q: RegisteredQuery, after: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+    """``(after, until]`` as the query's runs, one batch each (``check_interval`` has passed)."""
     step = timedelta(microseconds=q.batch_us)
-    edges = []
-    a = after
-    while a < until:
-        edges.append((a, min(a + step, until)))
-        a += step
-    return edges
+    return [(after + k * step, after + (k + 1) * step) for k in range((until - after) // step)]
 
 
 def _evaluated_through(airflow, queries: list[RegisteredQuery], until: datetime, alert_dags: Sequence[str] = ()) -> bool:

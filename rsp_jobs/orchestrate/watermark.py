@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, AsyncIterator, Optional, Sequence
 
 from airflow.sdk import BaseSensorOperator
@@ -65,10 +66,12 @@ class WatermarkSensor(BaseSensorOperator):
     """Waits (deferred) until the run's input streams are complete up to its interval's end."""
 
     def __init__(self, *, streams: Sequence[str], store_url: Optional[str] = None,
-                 poll_seconds: float = 10.0, **kwargs):
+                 poll_seconds: float = 10.0, query_path: Optional[str] = None, **kwargs):
         kwargs.setdefault("timeout", timedelta(hours=6))
         super().__init__(**kwargs)
         self.streams, self.store_url, self.poll_seconds = list(streams), store_url, poll_seconds
+        # a query on a timetable: its run's interval must be whole batches, checked before waiting
+        self.query_path = query_path
 
     def _until(self, context) -> datetime:
         _, until = run_interval(context)
@@ -78,6 +81,16 @@ class WatermarkSensor(BaseSensorOperator):
         return not lagging_streams(self.store_url, self.streams, self._until(context))
 
     def execute(self, context) -> None:
+        if self.query_path is not None:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from rsp_jobs.errors import RspError
+            from rsp_jobs.orchestrate.registry import load_query
+
+            try:
+                load_query(Path(self.query_path)).check_interval(*run_interval(context))
+            except RspError as exc:  # the same interval fails the same way: no retries
+                raise AirflowFailException(str(exc)) from exc
         if self.poke(context):
             return
         until = self._until(context)

@@ -210,3 +210,30 @@ def test_every_dag_says_what_it_does_in_a_line_and_retries_only_transient_failur
     with pytest.raises(ConnectionError):
         module.final(lost_executor)
     assert module.final(lambda: 42) == 42
+
+
+def test_a_run_that_is_not_whole_batches_is_refused_before_it_waits_naming_a_whole_one(queries):
+    """dags/README.md: a run's interval must be whole batches (congestion_by_segment: 15 min on
+    its 5-min grid of closes); the check fails the task at once, without retries."""
+    from datetime import datetime, timezone
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.orchestrate import registry
+
+    rq = registry.load_query(queries / "citybench" / "congestion_by_segment.rsp")
+    at = lambda h, m: datetime(2014, 8, 2, h, m, tzinfo=timezone.utc)  # noqa: E731
+    for after, until in ((at(6, 30), at(6, 45)), (at(6, 35), at(6, 50)), (at(6, 0), at(8, 0))):
+        rq.check_interval(after, until)  # one batch, one on the grid of closes, eight
+    for after, until in ((at(6, 31), at(6, 46)), (at(6, 30), at(6, 40)), (at(6, 45), at(6, 30))):
+        with pytest.raises(InputError, match=r"congestion_by_segment: the run's interval .* is not whole batches"):
+            rq.check_interval(after, until)
+    with pytest.raises(InputError, match=r"e\.g\. \(2014-08-02T06:35:00Z, 2014-08-02T06:50:00Z\]"):
+        rq.check_interval(at(6, 31), at(6, 46))
+
+    sensor = dag_bag().dags.get("congestion_by_segment").get_task("wait_for_inputs")
+    with pytest.raises(AirflowFailException, match="is not whole batches"):
+        sensor.execute({"data_interval_start": at(6, 31), "data_interval_end": at(6, 46), "run_id": "by_hand"})
+    chained = dag_bag().dags.get("congested_segments").get_task("wait_for_inputs")
+    assert chained.query_path is None  # its interval is its upstream's
