@@ -150,8 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
                                     "alerts marked).")
     pl.add_argument("what", choices=["dart", "traffic"])
     pl.add_argument("which", help="the DART station id, or the traffic day (YYYY-MM-DD)")
-    pl.add_argument("--from", dest="start", type=parse_time, default=None, help="DART: first time")
-    pl.add_argument("--to", dest="end", type=parse_time, default=None, help="DART: end time")
+    pl.add_argument("--from", dest="start", type=parse_time, default=None,
+                    help="DART: first time (default, with --to unset: 2 h before the station's first detection, "
+                         "or a day before its last sample)")
+    pl.add_argument("--to", dest="end", type=parse_time, default=None,
+                    help="DART: end time (default, with --from unset: 4 h after its last detection, or its last sample)")
     pl.add_argument("--output", type=Path, default=None, help="the PNG to write (default: <RSP_HOME>/plots/...)")
     pl.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
     pl.set_defaults(run=cmd_plot)

@@ -17,14 +17,14 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
-from sqlalchemy import Engine, select  # noqa: E402
+from sqlalchemy import Engine, func, select  # noqa: E402
 
 from rsp_jobs.alerts.build import solutions  # noqa: E402
 from rsp_jobs.alerts.store import list_alerts  # noqa: E402
 from rsp_jobs.errors import InputError  # noqa: E402
 from rsp_jobs.results import WindowResult  # noqa: E402
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, StoredResult  # noqa: E402
-from rsp_jobs.times import parse_datetime  # noqa: E402
+from rsp_jobs.times import as_utc, parse_datetime  # noqa: E402
 
 SOSA_RESULT = "<http://www.w3.org/ns/sosa/hasSimpleResult>"
 CONGESTION = "<urn:rsp:ns:traffic/congestion>"
@@ -64,12 +64,40 @@ class DartView:
     samples: list[tuple[datetime, float]]
     predictions: list[tuple[datetime, float, float]]
     detections: list[dict]
+    start: Optional[datetime] = None  # the range shown, ``[start, end)``
+    end: Optional[datetime] = None
+
+
+# Decision (issue 18): without --from/--to a DART plot shows where something happened: from two
+# hours before the station's first detection to four after its last (a tsunami's wave train lasts
+# hours), or with no detection its last day of samples.
+BEFORE_DETECTION, AFTER_DETECTION, QUIET_DAY = timedelta(hours=2), timedelta(hours=4), timedelta(days=1)
+
+
+def default_range(engine: Engine, station: str) -> tuple[datetime, datetime]:
+    """The range ``rsp plot dart`` shows when none is given (see the decision above)."""
+    from rsp_jobs.ingest import dart
+
+    sensor = str(dart.sensor_iri(station))
+    detected = [parse_datetime(a["event_time"]) for a in list_alerts(engine, kind="tsunami") if a["subject"] == sensor]
+    if detected:
+        return min(detected) - BEFORE_DETECTION, max(detected) + AFTER_DETECTION
+    with engine.connect() as conn:
+        last = conn.scalar(select(func.max(Frame.ts)).join(Stream, Stream.id == Frame.stream_id)
+                           .where(Stream.iri == dart.stream_iri(station)))
+    if last is None:
+        raise InputError(f"no stored samples of DART {station} (stream <{dart.stream_iri(station)}>)")
+    last = as_utc(last)
+    return last - QUIET_DAY, last + timedelta(microseconds=1)
 
 
 def dart_view(engine: Engine, station: str, start: Optional[datetime] = None, end: Optional[datetime] = None,
               prediction_query: str = "urn:rsp:query:dart_prediction") -> DartView:
+    """What the plot of ``station`` shows over ``[start, end)`` (neither given: ``default_range``)."""
     from rsp_jobs.ingest import dart
 
+    if start is None and end is None:
+        start, end = default_range(engine, station)
     samples = [(s.ts, s.o_num) for s in _series(engine, dart.stream_iri(station), SOSA_RESULT, start, end)]
     if not samples:
         raise InputError(f"no stored samples of DART {station} (stream <{dart.stream_iri(station)}>) in that range")
@@ -81,7 +109,7 @@ def dart_view(engine: Engine, station: str, start: Optional[datetime] = None, en
     predictions = [p for p in _predictions(engine, prediction_query, sensor) if within(p[0])]
     detections = [a for a in list_alerts(engine, since=start, kind="tsunami")
                   if a["subject"] == sensor and within(parse_datetime(a["event_time"]))]
-    return DartView(samples, predictions, detections)
+    return DartView(samples, predictions, detections, start, end)
 
 
 def plot_dart(engine: Engine, station: str, out: Path, start: Optional[datetime] = None,

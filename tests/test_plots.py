@@ -12,6 +12,7 @@ import pytest
 from rsp_jobs import plots
 from rsp_jobs.alerts.build import Alert, alert_iri
 from rsp_jobs.alerts.store import store_alerts
+from rsp_jobs.store.models import Alert as AlertRow
 from rsp_jobs.demo import TOHOKU, generated_dart
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.sources import to_stream_file
@@ -76,3 +77,16 @@ def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatc
 
     out = plots.plot_dart(engine, "21418", tmp_path / "dart.png", start, end)
     assert out.read_bytes().startswith(b"\x89PNG")
+
+    # no range given: from 2 h before the station's first detection to 4 h after its last
+    first = start - timedelta(hours=1)
+    shown = plots.dart_view(engine, "21418")
+    assert (shown.start, shown.end) == (first - timedelta(hours=2), detected + timedelta(hours=4))
+    assert len(shown.detections) == 2 and shown.samples[0][0] >= shown.start
+    # a station without detections: its last day of samples
+    with engine.begin() as conn:
+        conn.execute(AlertRow.__table__.delete())
+    last = max(t for t, _ in plots.dart_view(engine, "21418", start=TOHOKU - timedelta(days=30)).samples)
+    quiet = plots.dart_view(engine, "21418")
+    assert (quiet.start, quiet.end) == (last - timedelta(days=1), last + timedelta(microseconds=1))
+    assert quiet.samples[-1][0] == last
