@@ -7,8 +7,9 @@ Every value is a default: a variable already set in the environment wins, so pro
 Airflow at PostgreSQL and its own users with the usual ``AIRFLOW__SECTION__KEY`` variables.
 Must be applied before Airflow is first imported in a process (Airflow reads its config once).
 
-``python -m rsp_jobs.orchestrate.airflow_env`` (``make airflow``) prepares all of it and runs the
-components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
+``python -m rsp_jobs.orchestrate.airflow_env`` (``make airflow``) prepares all of it (the settings
+also written into ``airflow.cfg`` for the ``airflow`` CLI, the ``rsp_spark`` connection in the
+metadata database) and runs the components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
 standalone``: its Ctrl-C can hang on a component that does not exit (seen with the DAG processor),
 so ``stop`` escalates to SIGKILL; the test deployment (tests/orchestrate) runs the same way.
 """
@@ -80,6 +81,53 @@ def migrate(env: dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def write_config(env: dict[str, str]) -> Path:
+    """Write the ``AIRFLOW__SECTION__KEY`` settings of ``env`` into ``$AIRFLOW_HOME/airflow.cfg``
+    (which ``airflow db migrate`` creates with Airflow's defaults: the DAG folder under the
+    Airflow home, the example DAGs on), so that the ``airflow`` CLI run by hand with only
+    ``AIRFLOW_HOME`` set (``airflow dags list``, ``airflow tasks test``) sees what the
+    components see. Edits the lines in place: the file's comments stay."""
+    path = Path(env["AIRFLOW_HOME"]) / "airflow.cfg"
+    lines = path.read_text().splitlines() if path.exists() else []
+    for name, value in sorted(env.items()):
+        parts = name.split("__")
+        if len(parts) != 3 or parts[0] != "AIRFLOW":
+            continue
+        section, key = parts[1].lower(), parts[2].lower()
+        setting = f"{key} = {value}"
+        header = lines.index(f"[{section}]") if f"[{section}]" in lines else None
+        if header is None:
+            lines += ["", f"[{section}]", setting]
+            continue
+        end = next((i for i in range(header + 1, len(lines)) if lines[i].startswith("[")), len(lines))
+        at = next((i for i in range(header + 1, end) if lines[i].split("=", 1)[0].strip() == key), None)
+        if at is None:
+            lines.insert(header + 1, setting)
+        else:
+            lines[at] = setting
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o600)  # it holds the fernet key and the JWT secret
+    return path
+
+
+def ensure_connections(env: dict[str, str]) -> None:
+    """The Spark connection the tasks use (``rsp_spark``, the Spark provider's ``spark`` type) in
+    Airflow's metadata database, so that Admin -> Connections shows it and can change it: on
+    the embedded default ``local[2]``. Left alone when it exists, or is given as
+    ``AIRFLOW_CONN_RSP_SPARK`` (the environment wins over the database)."""
+    conn_id = settings.spark_conn_id()
+    if os.environ.get(f"AIRFLOW_CONN_{conn_id.upper()}"):
+        return
+    run = {**os.environ, **env}
+    found = subprocess.run(airflow_command("connections", "get", conn_id), env=run, capture_output=True, text=True)
+    if found.returncode != 0:
+        subprocess.run(airflow_command("connections", "add", conn_id, "--conn-type", "spark",
+                                       "--conn-host", settings.DEFAULT_SPARK_MASTER,
+                                       "--conn-description", "Spark for the RSP jobs (tasks and rsp evaluate)"),
+                       env=run, check=True, stdout=subprocess.DEVNULL)
+
+
 def ensure_password(env: dict[str, str], password: Optional[str] = None) -> Path:
     """Give the UI user a password in the simple auth manager's file (JSON ``{user: password}``):
     ``password`` or ``RSP_AIRFLOW_PASSWORD`` when given, else a random one made once and kept.
@@ -144,6 +192,8 @@ def main() -> int:
         signal.signal(signum, lambda *_: sys.exit(0))
     env = configure()
     migrate(env)
+    write_config(env)
+    ensure_connections(env)
     passwords = ensure_password(env)
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
