@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 from datetime import timedelta
 
@@ -28,6 +29,8 @@ from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
 from rsp_jobs.times import duration_text, parse_timedelta
+
+log = logging.getLogger("rsp.dags")
 
 
 def default_args() -> dict:
@@ -106,10 +109,11 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
 
             after, until = run_interval(context)
             summary = final(lambda: evaluate_run(str(rq.path), after, until).as_dict())
-            context["outlet_events"][output].extra = {
+            extra = context["outlet_events"][output].extra = {
                 "after": summary["after"], "until": summary["until"], "windows": summary["windows"],
                 "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"],
                 "intervals": [list(span) for span in summary["intervals"]]}
+            log.info("asset event for <%s>: %s", rq.output_stream, extra)
             return summary
 
         wait >> evaluate()
@@ -132,9 +136,10 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
 
             after, until = run_interval(context)
             summary = final(lambda: alert_run(str(rq.path), after, until, airflow_context=context).as_dict())
-            context["outlet_events"][alerts].extra = {
+            extra = context["outlet_events"][alerts].extra = {
                 "after": summary["after"], "until": summary["until"], "alerts": summary["alerts"],
                 "activity": summary["activity"]}
+            log.info("asset event for <%s/alerts>: %s", rq.iri, extra)
             return summary
 
         raise_alerts()
@@ -157,8 +162,9 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
             report = final(lambda: ingest_landing(config.iri).as_dict())
             if not report["loaded"]:
                 raise AirflowSkipException(f"no new files in {config.landing_dir}")
-            context["outlet_events"][asset].extra = {
+            extra = context["outlet_events"][asset].extra = {
                 "files": report["loaded"], "triples": report["triples"], "watermark": report["watermark"]}
+            log.info("asset event for <%s>: %s", config.iri, extra)
             return report
 
         load()

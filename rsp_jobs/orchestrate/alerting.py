@@ -6,6 +6,7 @@ nothing twice.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +23,8 @@ from rsp_jobs.results import WindowResult
 from rsp_jobs.orchestrate.registry import load_query
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Frame, StoredResult
+
+log = logging.getLogger("rsp.alerts")
 
 
 @dataclass(frozen=True)
@@ -64,5 +67,8 @@ def alert_run(query_path: str, after: datetime, until: datetime, store_url: Opti
             sink.notify(payload, airflow_context)
         mark_notified(engine, payload["iri"])
         sent += 1
+    log.info("%s: (%s, %s]: %d result windows, %d alerts raised, %d newly notified (%s), activity %s",
+             registered.dag_id, after.isoformat(), until.isoformat(), len(results), len(alerts), sent,
+             ", ".join(type(sink).__name__ for sink in sinks) or "no notifier", activity)
     return AlertRunSummary(registered.iri, after.isoformat(), until.isoformat(), len(results), len(alerts),
                            sent, activity)

@@ -19,7 +19,9 @@ rejections, each raw line counted as one quarantined input, like a malformed N-Q
 """
 from __future__ import annotations
 
+import logging
 import shutil
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -40,6 +42,9 @@ from rsp_jobs.store.frames import known_frames, register_stream
 from rsp_jobs.store.models import IngestedFile, Stream
 from rsp_jobs.store.provenance import file_checksum, record_ingest
 from rsp_jobs.times import EPOCH, us_to_ms
+
+log = logging.getLogger("rsp.ingest")
+SHOWN_REJECTIONS = 20  # rejected lines named one by one in the log; the rest are counted
 
 FUTURE_SKEW = timedelta(minutes=5)  # event times later than the load time by more than this are wrong
 
@@ -95,6 +100,7 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
         db.upgrade(store_url)
     queries, _ = registry.discover()  # once: which queries each file may be late for
     reports, failures = [], []
+    log.info("<%s>: %d new file(s) in %s", stream_iri, len(files), config.landing_dir)
     for path in files:
         try:
             reports.append(ingest_file(path, config, store_url, queries))
@@ -104,8 +110,9 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
                                       reason=str(exc)))
             failures.append(exc)
         except InputError as exc:  # unreadable: not UTF-8, not the format its name says
-            reject(path, config, str(exc))
+            target = reject(path, config, str(exc))
             reports.append(FileReport(str(path), "rejected", reason=str(exc)))
+            log.warning("%s: rejected, moved to %s: %s", path.name, target, exc)
             failures.append(exc)
     if failures:
         raise failures[0]
@@ -121,8 +128,9 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     engine = db.engine(store_url)
     checksum = file_checksum(path)
     if _already_loaded(engine, config.iri, checksum):
+        log.info("%s: skipped, loaded before (same SHA-256)", path.name)
         return FileReport(str(path), "skipped")
-    started = datetime.now(timezone.utc)
+    started, clock = datetime.now(timezone.utc), time.perf_counter()
     stream_file, mapping_rejections = sources.to_stream_file(path, config.format, config.iri)
     batch = read_stream_file(stream_file, config.iri, order=_files_loaded(engine, config.iri))
     # a time the stream already has is one frame: this file's parts at it merge into that frame
@@ -134,7 +142,8 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
                                      batch_id=f"{config.key}/{checksum[:16]}",
                                      background=registry.background_paths())
     if not outcome.success:
-        reject(path, config, outcome.summary())
+        target = reject(path, config, outcome.summary())
+        log.warning("%s: failed its quality checks, moved to %s: %s", path.name, target, outcome.summary())
     gate.require(outcome)
     if queries is None:
         queries, _ = registry.discover()
@@ -150,10 +159,27 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         lake().write(batch, batch_id=checksum[:16])  # inside: a failed lake write rolls the store back
     quarantined = batch.rejected_triples
     assert batch.read_triples == read_triples, "ingest lost triples"
+    _log_loaded(path, batch, outcome, watermark, len(late_frames), dropped, time.perf_counter() - clock)
     return FileReport(str(path), "loaded", batch.frames, len(batch.elements), quarantined,
                       sum(batch.duplicates.values()), len({f.frame for f in late_frames}), dropped,
                       watermark.isoformat() if watermark else None,
                       str(stream_file) if stream_file != path else None)
+
+
+def _log_loaded(path: Path, batch, outcome, watermark, late_frames: int, dropped: int, seconds: float) -> None:
+    """What loading one file did, for the task log: counts, each rejected line with its reason
+    (the first ``SHOWN_REJECTIONS``) and where the rejected lines are kept."""
+    log.info("%s: loaded %d frames, %d triples in %.1f s; watermark %s; quality: %s", path.name, batch.frames,
+             len(batch.elements), seconds, watermark.isoformat() if watermark else "-", outcome.summary())
+    if late_frames:
+        log.info("%s: %d late frame(s), %d dropped by the stream's late policy", path.name, late_frames, dropped)
+    if batch.rejections:
+        log.info("%s: %d triple(s) in %d place(s) rejected, kept in the lake's quarantine (%s) and the store's "
+                 "quarantine table:", path.name, batch.rejected_triples, len(batch.rejections), lake().quarantine_dir)
+        for rejection in batch.rejections[:SHOWN_REJECTIONS]:
+            log.info("  %s", rejection)
+        if len(batch.rejections) > SHOWN_REJECTIONS:
+            log.info("  ... and %d more", len(batch.rejections) - SHOWN_REJECTIONS)
 
 
 def settle(path: Path, config: StreamConfig) -> None:

@@ -11,6 +11,7 @@ as a revision of the earlier evaluation.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
@@ -24,7 +25,9 @@ from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query
 from rsp_jobs.store import db
 from rsp_jobs.results import WindowResult
 from rsp_jobs.store.results import result_batch, store_evaluation
-from rsp_jobs.times import iso_ms, to_us
+from rsp_jobs.times import datetime_lexical, iso_ms, to_us
+
+log = logging.getLogger("rsp.run")
 
 
 @dataclass(frozen=True)
@@ -51,11 +54,15 @@ def evaluate_run(query_path: str, after: datetime, until: datetime, store_url: O
     """Evaluate the query of ``query_path`` over the run interval ``(after, until]``."""
     started = time.perf_counter()
     registered = load_query(Path(query_path))
+    log.info("%s: run over (%s, %s] (%s)", registered.dag_id, datetime_lexical(after), datetime_lexical(until),
+             registered.path)
     engine = db.engine(store_url)
     db.upgrade(store_url)
     revised = _revise_late_windows(registered, engine, store_url)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until)
     rows = sum(w.rows for w in windows)
+    log.info("%s: done in %.1f s: %d windows, %d rows, %d frames written, activity %s", registered.dag_id,
+             time.perf_counter() - started, len(windows), rows, stored.frames_written, stored.activity_iri)
     intervals = sorted({(start, w.window_close) for w in windows for start, _ in w.derived} |
                        {(w.window_close, w.window_close) for w in windows
                         if registered.kind == "pattern" and w.triples and not w.derived})
@@ -72,20 +79,30 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     spark = get_spark()  # on the Airflow connection's master, before the engine asks for a session
     if registered.kind != "window":
         return _match_and_store(registered, engine, after, until, revision_of)
-    started_at = datetime.now(timezone.utc)
-    windows = list(evaluate(registered.query, lake(), registered.background, registered.t0_us,
-                            Interval(to_us(after), to_us(until)), entailment=registered.entailment))
+    from rsp_jobs.spark.progress import reported
+
+    started_at, clock = datetime.now(timezone.utc), time.perf_counter()
+    with reported(spark, registered.dag_id):
+        windows = list(evaluate(registered.query, lake(), registered.background, registered.t0_us,
+                                Interval(to_us(after), to_us(until)), entailment=registered.entailment))
+    log.info("%s: evaluated %d window closes (%d result rows) in %.1f s", registered.dag_id, len(windows),
+             sum(w.rows for w in windows), time.perf_counter() - clock)
     outcome = gate.check_output_batch(
         _windows_frame(registered.iri, windows), query_iri=registered.iri,
         first_close_us=registered.first_close_us, step_us=registered.step_us, interval=(after, until),
         engine=engine, batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
+    log.info("%s: quality: %s", registered.dag_id, outcome.summary())
     gate.require(outcome)
+    clock = time.perf_counter()
     stored = store_evaluation(engine, registered.query, windows, started_at, spark.sparkContext.applicationId,
                               evaluated_until=None if revision_of else until, revision_of=revision_of,
                               t0_us=registered.t0_us, entailment=registered.entailment,
                               background=registered.background)
+    log.info("%s: stored %d windows (%d frames written) in %.1f s%s", registered.dag_id, stored.windows,
+             stored.frames_written, time.perf_counter() - clock, f", revising {revision_of}" if revision_of else "")
     if registered.derives_stream:
         _write_derived(registered, windows)
+        log.info("%s: wrote the derived stream <%s> to the lake", registered.dag_id, registered.output_stream)
     return windows, stored
 
 
@@ -106,14 +123,21 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     plan_key = _plan_key(registered)
     partials = PartialMatches(*load_partials(engine, registered.iri, plan_key, to_us(after))) \
         if registered.keeps_partials else None
-    matches, newly = match(registered.query, lake(), registered.background,
-                           Interval(to_us(after), to_us(until)), registered.entailment, consumed,
-                           partials=partials, retention_us=registered.retention_us)
+    from rsp_jobs.spark.progress import reported
+
+    clock = time.perf_counter()
+    with reported(get_spark(), registered.dag_id):
+        matches, newly = match(registered.query, lake(), registered.background,
+                               Interval(to_us(after), to_us(until)), registered.entailment, consumed,
+                               partials=partials, retention_us=registered.retention_us)
     results = WindowResult.of_matches(matches)
+    log.info("%s: %d matches ending in the interval in %.1f s", registered.dag_id, len(matches),
+             time.perf_counter() - clock)
     outcome = gate.check_output_batch(
         _windows_frame(registered.iri, results), query_iri=registered.iri, first_close_us=0, step_us=1,
         interval=(after, until), engine=engine,
         batch_id=f"{registered.dag_id}/{after.isoformat()}/{until.isoformat()}")
+    log.info("%s: quality: %s", registered.dag_id, outcome.summary())
     gate.require(outcome)
     facts = consumption_records(matches, newly)
 
@@ -180,4 +204,6 @@ def _revise_late_windows(registered: RegisteredQuery, engine, store_url) -> int:
     previous = late.revised_activity(engine, frames)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until, revision_of=previous)
     late.mark_revised(engine, registered, span, stored.activity_iri)
+    log.info("%s: late data: re-evaluated %d closes in (%s, %s] as a revision", registered.dag_id, len(frames),
+             datetime_lexical(after), datetime_lexical(until))
     return len(frames)

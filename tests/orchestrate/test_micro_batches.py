@@ -3,8 +3,8 @@ evaluation over the whole range, once each; re-running rewrites the same results
 load once; late data is dropped and counted, or re-evaluated as a revision linked by provenance."""
 from __future__ import annotations
 
+import logging
 import re
-
 from datetime import timedelta
 
 import pytest
@@ -45,18 +45,28 @@ def run_batches(rq, after, count, minutes=5):
     return [tasks.evaluate_run(str(rq.path), after + i * size, after + (i + 1) * size) for i in range(count)]
 
 
-def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, traffic, spark):
+def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, traffic, spark, caplog):
+    caplog.set_level(logging.INFO, logger="rsp")
     for part in (traffic(0, 60), traffic(60, 120)):
         land(part)
     first = ingest_landing(TRAFFIC)
     assert [f.status for f in first.files] == ["loaded", "loaded"]
+    loaded = [r.getMessage() for r in caplog.records if r.name == "rsp.ingest"]
+    assert any(re.match(rf"{traffic(0, 60).name}: loaded \d+ frames, \d+ triples in [\d.]+ s; watermark "
+                        r"2014-08-02T06:5\d.*; quality: batch <.*> passed", m) for m in loaded), loaded
     for part in (traffic(0, 60), traffic(60, 120)):  # delivered again: loaded once
         land(part)
     assert [f.status for f in ingest_landing(TRAFFIC).files] == ["skipped", "skipped"]
 
     rq = registry.load_query(QUERY)
     after, batches = DAY + timedelta(minutes=30), 12
+    caplog.clear()
     summaries = run_batches(rq, after, batches)
+    said = [r.getMessage() for r in caplog.records if r.name == "rsp.run"][:5]  # the first run, step by step
+    steps = [r"run over \(2014-08-02T06:30:00Z, 2014-08-02T06:35:00Z\]", r"evaluated 1 window closes \(\d+ result "
+             r"rows\) in [\d.]+ s", r"quality: batch <.*> passed", r"stored 1 windows \(1 frames written\) in [\d.]+ s",
+             r"done in [\d.]+ s: 1 windows, \d+ rows, 1 frames written, activity urn:rsp:activity:"]
+    assert len(said) == len(steps) and all(re.match(f"congestion_by_segment: {p}", m) for p, m in zip(steps, said)), said
     until = after + timedelta(minutes=5 * batches)
     whole = one_evaluation(rq, after, until)
     assert len(whole) == 12 and all(w["bindings"] for w in whole)
@@ -71,6 +81,13 @@ def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, 
 
     again = tasks.evaluate_run(str(rq.path), after, after + timedelta(minutes=5))
     assert again.windows == summaries[0].windows and stored_results(rq.iri) == whole
+    with db.engine().connect() as conn:  # the re-run took over its window: still one evaluation each
+        per_frame = conn.execute(select(ActivityGenerated.entity_iri, func.count()).join(
+            Activity, Activity.id == ActivityGenerated.activity_id).where(Activity.query_iri == rq.iri)
+            .group_by(ActivityGenerated.entity_iri)).all()
+        evaluations = conn.scalar(select(func.count()).select_from(Activity).where(
+            Activity.query_iri == rq.iri, Activity.kind == "window_evaluation"))
+    assert len(per_frame) == len(whole) and {n for _, n in per_frame} == {1} and evaluations == batches
 
 
 def _late_setup(home, queries, traffic, policy: str):
