@@ -319,12 +319,12 @@ def cmd_evaluate(args) -> int:
         if pattern and carried is not None and store is None:
             carried.write()
         if store is not None:
-            from rsp_jobs.spark.session import get_spark
+            from rsp_jobs.spark.session import application_id, get_spark
             from rsp_jobs.store.results import store_evaluation
 
             also = carried.record if pattern and carried is not None else None
             ran_with = dict(entailment=args.entailment, background=args.background)
-            stored = store_evaluation(store, query, windows, started, get_spark().sparkContext.applicationId,
+            stored = store_evaluation(store, query, windows, started, application_id(get_spark()),
                                       **(dict(kind="pattern_match", used_frames=used, also=also) if pattern
                                          else dict(t0_us=args.t0)), **ran_with)
             print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "

@@ -31,6 +31,7 @@ from typing import Optional, TypeVar
 import httpx
 
 from rsp_jobs.orchestrate import airflow_env
+from rsp_jobs.spark import connect_server
 
 T = TypeVar("T")
 
@@ -118,8 +119,14 @@ def airflow_deployment(home: Path, overrides: Mapping[str, str] = {},
     # groups, would outlive it: a KeyboardInterrupt instead runs the ``finally`` below
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
-    processes = airflow_env.start(env, deployment.logs)
+    processes = {}
     try:
+        if not env.get("AIRFLOW_CONN_RSP_SPARK"):  # the tasks' Spark: a Connect server, warm for every task
+            port = free_port()
+            processes["spark-connect"] = connect_server.start(port, deployment.logs / "spark-connect.log", home=home)
+            env["AIRFLOW_CONN_RSP_SPARK"] = f"spark-connect://127.0.0.1:{port}"
+        processes.update(airflow_env.start(env, deployment.logs))
+
         def healthy() -> bool:
             if dead := [name for name, p in processes.items() if p.poll() is not None]:
                 raise RuntimeError(f"Airflow {', '.join(dead)} exited")

@@ -9,7 +9,8 @@ Must be applied before Airflow is first imported in a process (Airflow reads its
 
 ``python -m rsp_jobs.orchestrate.airflow_env`` (``make airflow``) prepares all of it (the settings
 also written into ``airflow.cfg`` for the ``airflow`` CLI, the ``rsp_spark`` connection in the
-metadata database) and runs the components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
+metadata database, of the Spark provider's ``spark_connect`` type) and runs a Spark Connect
+server (``RSP_SPARK_CONNECT_PORT``, default 15002) that the tasks use, and the components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
 standalone``: its Ctrl-C can hang on a component that does not exit (seen with the DAG processor),
 so ``stop`` escalates to SIGKILL; the test deployment (tests/orchestrate) runs the same way.
 """
@@ -111,10 +112,11 @@ def write_config(env: dict[str, str]) -> Path:
     return path
 
 
-def ensure_connections(env: dict[str, str]) -> None:
-    """The Spark connection the tasks use (``rsp_spark``, the Spark provider's ``spark`` type) in
-    Airflow's metadata database, so that Admin -> Connections shows it and can change it: on
-    the embedded default ``local[2]``. Left alone when it exists, or is given as
+def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None) -> None:
+    """The Spark connection the tasks use (``rsp_spark``) in Airflow's metadata database, so that
+    Admin -> Connections shows it and can change it: the Spark provider's ``spark_connect``
+    type on the Connect server at ``connect_port`` (what ``make airflow`` runs), else its
+    ``spark`` type on ``local[2]`` (a JVM per task). Left alone when it exists, or is given as
     ``AIRFLOW_CONN_RSP_SPARK`` (the environment wins over the database)."""
     conn_id = settings.spark_conn_id()
     if os.environ.get(f"AIRFLOW_CONN_{conn_id.upper()}"):
@@ -122,8 +124,9 @@ def ensure_connections(env: dict[str, str]) -> None:
     run = {**os.environ, **env}
     found = subprocess.run(airflow_command("connections", "get", conn_id), env=run, capture_output=True, text=True)
     if found.returncode != 0:
-        subprocess.run(airflow_command("connections", "add", conn_id, "--conn-type", "spark",
-                                       "--conn-host", settings.DEFAULT_SPARK_MASTER,
+        where = (["--conn-type", "spark_connect", "--conn-host", "127.0.0.1", "--conn-port", str(connect_port)]
+                 if connect_port else ["--conn-type", "spark", "--conn-host", settings.DEFAULT_SPARK_MASTER])
+        subprocess.run(airflow_command("connections", "add", conn_id, *where,
                                        "--conn-description", "Spark for the RSP jobs (tasks and rsp evaluate)"),
                        env=run, check=True, stdout=subprocess.DEVNULL)
 
@@ -190,14 +193,19 @@ def main() -> int:
     # the components have their own process groups: a `kill` or a closed terminal must stop them too
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: sys.exit(0))
+    from rsp_jobs.spark import connect_server
+
     env = configure()
     migrate(env)
     write_config(env)
-    ensure_connections(env)
+    port = int(os.environ.get("RSP_SPARK_CONNECT_PORT") or connect_server.DEFAULT_PORT)
+    ensure_connections(env, port)
     passwords = ensure_password(env)
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
-    processes = start(env, logs)
+    print(f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)", flush=True)
+    processes = {"spark-connect": connect_server.start(port, logs / "spark-connect.log")}
+    processes.update(start(env, logs))
     print(f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
           f"{logs}/<component>.log; Ctrl-C stops it.", flush=True)
     try:

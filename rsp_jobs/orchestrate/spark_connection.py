@@ -2,7 +2,11 @@
 ``RSP_SPARK_MASTER`` (``settings.spark_master``), else the Airflow connection
 ``RSP_SPARK_CONN_ID`` (default ``rsp_spark``), else ``local[2]``.
 
-The connection is the Apache Spark provider's ``spark`` type, read as the provider's
+A connection of the provider's ``spark_connect`` type (``spark-connect://host:15002`` as a URI)
+names a Spark Connect server: its URL is the provider's ``SparkConnectHook.get_connection_url()``,
+and the jobs' session is a Connect client (``rsp_jobs.spark.session``): no JVM in the task.
+
+Otherwise the connection is the Apache Spark provider's ``spark`` type, read as the provider's
 ``SparkSubmitHook`` reads it, so that one connection serves ``SparkSubmitOperator`` and these
 jobs (the hook's reading is private to it and builds spark-submit arguments, so it is followed
 here, not called):
@@ -113,6 +117,10 @@ def _from_airflow(conn_id: str) -> Optional[SparkTarget]:
         conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         return None
+    if conn.conn_type == "spark_connect":  # a Spark Connect server: the provider's hook builds its URL
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        return SparkTarget(SparkConnectHook(conn_id).get_connection_url())
     return target_of_connection(conn_id, conn.conn_type, conn.host, conn.port, conn.extra_dejson)
 
 

@@ -80,6 +80,7 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     if registered.kind != "window":
         return _match_and_store(registered, engine, after, until, revision_of)
     from rsp_jobs.spark.progress import reported
+    from rsp_jobs.spark.session import application_id
 
     started_at, clock = datetime.now(timezone.utc), time.perf_counter()
     with reported(spark, registered.dag_id):
@@ -94,7 +95,7 @@ def _evaluate_and_store(registered: RegisteredQuery, engine, store_url, after: d
     log.info("%s: quality: %s", registered.dag_id, outcome.summary())
     gate.require(outcome)
     clock = time.perf_counter()
-    stored = store_evaluation(engine, registered.query, windows, started_at, spark.sparkContext.applicationId,
+    stored = store_evaluation(engine, registered.query, windows, started_at, application_id(spark),
                               evaluated_until=None if revision_of else until, revision_of=revision_of,
                               t0_us=registered.t0_us, entailment=registered.entailment,
                               background=registered.background)
@@ -114,7 +115,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
     starts from: the facts a consuming rule consumed, an unbounded pattern's partial matches."""
     from rsp_jobs.algebra.patterns import PartialMatches
     from rsp_jobs.quality import gate
-    from rsp_jobs.spark.session import get_spark  # the session _evaluate_and_store started
+    from rsp_jobs.spark.session import application_id, get_spark  # the session _evaluate_and_store started
     from rsp_jobs.store.consumption import consumed_before, consumption_records, replace_consumed
     from rsp_jobs.store.partials import load_partials, save_partials
 
@@ -148,7 +149,7 @@ def _match_and_store(registered: RegisteredQuery, engine, after: datetime, until
             save_partials(conn, registered.iri, plan_key, partials.cut_us, partials.produced, to_us(until))
 
     stored = store_evaluation(engine, registered.query, results, started_at,
-                              get_spark().sparkContext.applicationId,
+                              application_id(get_spark()),
                               evaluated_until=None if revision_of else until, revision_of=revision_of,
                               kind="pattern_match", used_frames=[f for m in matches for f in m.events],
                               also=record_consumed, entailment=registered.entailment,

@@ -30,7 +30,7 @@ LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, str] | None = None):
     """The process's SparkSession, created on first use (``master`` and ``conf`` apply then)."""
     global _SESSION
-    if _SESSION is not None and not _SESSION.sparkContext._jsc.sc().isStopped():
+    if _SESSION is not None and _alive(_SESSION):
         return _SESSION
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -38,6 +38,11 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 
     home = settings.home_dir()
     master = master or settings.spark_master()
+    if master.startswith("sc://"):  # a Spark Connect server: the JVM and its settings are the server's
+        _SESSION = SparkSession.builder.remote(master).getOrCreate()
+        for key, value in {**SESSION_SQL_CONF, **(conf or {})}.items():
+            _SESSION.conf.set(key, value)
+        return _SESSION
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
@@ -63,11 +68,31 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
     return _SESSION
 
 
+# the engine's SQL semantics, set on a Connect session too (the rest is the server's)
+SESSION_SQL_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "false",
+                    "spark.sql.shuffle.partitions": os.environ.get("RSP_SHUFFLE_PARTITIONS", "4")}
+
+
+def is_remote(session) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def _alive(session) -> bool:
+    if is_remote(session):
+        return not session.is_stopped
+    return not session.sparkContext._jsc.sc().isStopped()
+
+
+def application_id(session) -> str:
+    """The Spark application that ran the jobs (recorded in provenance)."""
+    return session.conf.get("spark.app.id") if is_remote(session) else session.sparkContext.applicationId
+
+
 def release_memory() -> int | None:
     """Drop cached DataFrames and the JVM objects Python no longer holds, then report the
     driver's used heap in bytes (None without a session). A process that runs many jobs in one
     JVM (the test suite runs hundreds) otherwise fills the heap until a broadcast fails."""
-    if _SESSION is None or _SESSION.sparkContext._jsc.sc().isStopped():
+    if _SESSION is None or is_remote(_SESSION) or not _alive(_SESSION):
         return None
     gc.collect()  # py4j releases a JVM object when its Python proxy is collected
     _SESSION.catalog.clearCache()

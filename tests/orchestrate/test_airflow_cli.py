@@ -42,3 +42,8 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_the_spa
     assert (spark["conn_type"], spark["host"]) == ("spark", "local[2]")
     airflow_env.ensure_connections(env)  # again: left as it is
     assert len(json.loads(airflow("connections", "list", "-o", "json"))) == 1
+    # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type
+    airflow("connections", "delete", "rsp_spark")
+    airflow_env.ensure_connections(env, connect_port=15002)
+    (connect,) = json.loads(airflow("connections", "get", "rsp_spark", "-o", "json"))
+    assert (connect["conn_type"], connect["host"], connect["port"]) == ("spark_connect", "127.0.0.1", 15002)

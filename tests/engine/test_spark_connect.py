@@ -1,0 +1,63 @@
+"""Tasks as Spark Connect clients (issue 18: "Tasks do not each start a JVM"): a Connect server
+started from the installed pyspark evaluates a registered query exactly as the in-process
+session does, records its application in provenance, and reports progress; the Airflow
+connection of the Spark provider's ``spark_connect`` type (a URI here) points the jobs at it.
+Runs in a subprocess, the way a DAG task is a process of its own."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rsp_jobs.demo_deployment import free_port
+from rsp_jobs.spark import connect_server
+
+pytestmark = pytest.mark.spark
+
+JOB = r"""
+import json, logging, sys
+from rsp_jobs.ingest import csrbench
+from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.ingest.rdf_stream import read_stream_file
+from rsp_jobs.compiler import compile_file
+from rsp_jobs.engine import evaluate
+from rsp_jobs.orchestrate.spark_connection import get_spark, spark_target
+from rsp_jobs.spark.session import application_id, is_remote
+
+spark = get_spark()
+lake = Lake(sys.argv[1])
+lake.write(read_stream_file(sys.argv[2], csrbench.STREAM))
+windows = [w.to_json() for w in evaluate(compile_file(csrbench.query_path("q4")), lake)]
+print(json.dumps({"master": spark_target().master, "remote": is_remote(spark), "app": application_id(spark),
+                  "windows": windows}))
+"""
+
+
+def test_a_job_on_a_connect_server_gives_what_the_in_process_session_gives(tmp_path, data_dir, spark):
+    from rsp_jobs.compiler import compile_file
+    from rsp_jobs.engine import evaluate
+    from rsp_jobs.ingest import csrbench
+    from rsp_jobs.ingest.lake import Lake
+    from rsp_jobs.ingest.rdf_stream import read_stream_file
+
+    stream = csrbench.write_stream(tmp_path / "stream.nq")
+    port = free_port()
+    server = connect_server.start(port, tmp_path / "connect.log", home=tmp_path)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN", "RSP_SPARK"))}
+        env.update(AIRFLOW_CONN_RSP_SPARK=f"spark-connect://127.0.0.1:{port}", RSP_HOME=str(tmp_path / "home"))
+        done = subprocess.run([sys.executable, "-c", JOB, str(tmp_path / "lake"), str(stream)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        remote = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert remote["remote"] and remote["master"] == f"sc://127.0.0.1:{port}/" and remote["app"].startswith("local-")
+    local = Lake(tmp_path / "local-lake")
+    local.write(read_stream_file(stream, csrbench.STREAM))
+    expected = [w.to_json() for w in evaluate(compile_file(csrbench.query_path("q4")), local)]
+    assert remote["windows"] == expected and len(expected) == 9
