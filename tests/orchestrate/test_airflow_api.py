@@ -5,6 +5,7 @@ event it emits for its output stream says which windows, how many rows and which
 activity."""
 from __future__ import annotations
 
+import subprocess
 import sys
 from datetime import timedelta
 
@@ -98,3 +99,17 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
     assert len(results) == 3 and sum(len(r["bindings"]) for r in results) == extra["rows"]
     assert (activity.dag_id, activity.run_id, activity.task_id, activity.status) == (
         QUERY_DAG, run["dag_run_id"], "evaluate", "success")
+
+    # the task ran as a client of the deployment's Spark Connect server (no JVM of its own), and
+    # its log says what it did, in the project's words
+    (task_log,) = airflow.logs.glob(f"dag_id={QUERY_DAG}/run_id={run['dag_run_id']}/task_id=evaluate/attempt=*.log")
+    text = task_log.read_text()
+    for said in ("congestion_by_segment: run over (2014-08-02T06:30:00Z, 2014-08-02T06:45:00Z]",
+                 "congestion_by_segment: evaluated 3 window closes", "congestion_by_segment: quality: batch",
+                 f"asset event for <{OUTPUT_STREAM}>"):
+        assert said in text, said
+    server = airflow.env["AIRFLOW_CONN_RSP_SPARK"].replace("spark-connect://", "sc://")
+    ask = ("from pyspark.sql import SparkSession; "
+           f"print(SparkSession.builder.remote({server!r}).getOrCreate().conf.get('spark.app.id'))")
+    served = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, timeout=120)
+    assert activity.spark_app_id == served.stdout.strip().splitlines()[-1], served.stderr[-2000:]

@@ -46,4 +46,4 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_the_spa
     airflow("connections", "delete", "rsp_spark")
     airflow_env.ensure_connections(env, connect_port=15002)
     (connect,) = json.loads(airflow("connections", "get", "rsp_spark", "-o", "json"))
-    assert (connect["conn_type"], connect["host"], connect["port"]) == ("spark_connect", "127.0.0.1", 15002)
+    assert (connect["conn_type"], connect["host"], connect["port"]) == ("spark_connect", "127.0.0.1", "15002")
