@@ -10,7 +10,6 @@ inside functions only (here and in ``suites``), when a batch is checked: it take
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import re
 import shutil
@@ -63,7 +62,6 @@ def run_suite(suite, data: pd.DataFrame, run_name: str) -> tuple[list[Checked], 
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
 
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # its INFO line per call: noise
     home = settings.home_dir()
     with _locked(home / "gx" / ".lock"):
         context = _context(home)

@@ -22,9 +22,10 @@ def reported(spark, what: str, every_s: float = 5.0) -> Iterator[None]:
 
         def report() -> None:
             while not done.wait(every_s):
-                parts = [f"stage {stage}: {completed}/{total} tasks" for stage, completed, total in running()]
-                if parts:
-                    log.info("%s: Spark %s", what, ", ".join(parts))
+                stages = running()
+                if stages:
+                    log.info("%s: Spark: %d stage(s) to finish, %d/%d of their tasks done", what, len(stages),
+                             sum(s[1] for s in stages), sum(s[2] for s in stages))
 
         thread = threading.Thread(target=report, name="rsp-spark-progress", daemon=True)
         thread.start()

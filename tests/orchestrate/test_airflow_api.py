@@ -108,6 +108,7 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
                  "congestion_by_segment: evaluated 3 window closes", "congestion_by_segment: quality: batch",
                  f"asset event for <{OUTPUT_STREAM}>"):
         assert said in text, said
+    assert "great_expectations" not in text and '"level":"error"' not in text  # no GX import noise, no errors
     server = airflow.env["AIRFLOW_CONN_RSP_SPARK"].replace("spark-connect://", "sc://")
     ask = ("from pyspark.sql import SparkSession; "
            f"print(SparkSession.builder.remote({server!r}).getOrCreate().conf.get('spark.app.id'))")
