@@ -30,7 +30,7 @@ from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.reasoning.entailment import check_regime
-from rsp_jobs.spark.schedule import schedule
+from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import (US_PER_MS, datetime_lexical, duration_text, from_us, ms_to_us, parse_duration,
                             parse_us, to_us)
@@ -124,7 +124,7 @@ class RegisteredQuery:
 
     @property
     def step_us(self) -> int:
-        """The reporting grid: STEP, or COMPUTED EVERY when given (``rsp_jobs.spark.schedule``),
+        """The reporting grid: STEP, or COMPUTED EVERY when given (``rsp_jobs.algebra.schedule``),
         or for patterns the batch (a match is reported by the batch that holds its end)."""
         if self.kind != "window":
             return self.batch_us
@@ -142,7 +142,7 @@ class RegisteredQuery:
 
     @property
     def first_close_us(self) -> int:
-        """The first close of the query's grid (``rsp_jobs.spark.schedule``); patterns: t0."""
+        """The first close of the query's grid (``rsp_jobs.algebra.schedule``); patterns: t0."""
         if self.kind != "window":
             return self.t0_us
         return schedule(self.query, self.t0_us).first_close

@@ -109,7 +109,7 @@ def check_output_batch(windows: pd.DataFrame, *, query_iri: str, first_close_us:
                        batch_id: str, interval: Interval = None, engine: Optional[Engine] = None) -> QualityOutcome:
     """Check the windows one evaluation run reported (columns query_iri, window_open,
     window_close, row_count): each close on the query's schedule first_close + k*step, k >= 0
-    (µs since the epoch; ``rsp_jobs.spark.schedule``: t0 + RANGE + k*STEP, or the ticks of
+    (µs since the epoch; ``rsp_jobs.algebra.schedule``: t0 + RANGE + k*STEP, or the ticks of
     COMPUTED EVERY), inside ``interval`` = (after, until] (None: unchecked), counts not negative,
     one row per query and close."""
     record = ActivityRecord("quality_check", datetime.now(timezone.utc), query_iri=query_iri,

@@ -109,7 +109,7 @@ def output_suite(query_iri: str, interval: Optional[tuple[datetime, datetime]]):
 
 def output_view(windows: pd.DataFrame, first_close_us: int, step_us: int) -> pd.DataFrame:
     """The windows with ``close_off_schedule_us``: (close − first close) mod step, or the distance
-    to the first close for a close before it (the query's schedule, ``rsp_jobs.spark.schedule``)."""
+    to the first close for a close before it (the query's schedule, ``rsp_jobs.algebra.schedule``)."""
     closes = pd.to_datetime(windows.reindex(columns=["window_close"])["window_close"], utc=True)
     offset = (closes - from_us(first_close_us)) // pd.Timedelta(microseconds=1)
     return windows.assign(close_off_schedule_us=offset.where(offset < 0, offset % step_us).abs().to_numpy())

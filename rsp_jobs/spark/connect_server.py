@@ -18,31 +18,18 @@ import pyspark
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
-from rsp_jobs.spark.session import LOG_CONFIG
+from rsp_jobs.spark.session import engine_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
 
 
 def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Optional[Path] = None) -> list[str]:
-    home = home or settings.home_dir()
-    conf = {
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.ansi.enabled": "false",
-        "spark.sql.shuffle.partitions": os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"),
-        "spark.default.parallelism": "4",
-        "spark.ui.enabled": "false",
-        "spark.sql.adaptive.enabled": "true",
-        "spark.local.dir": str(home / "spark-tmp"),
-        "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home / 'derby'} "
-                                         f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
-    }
+    """``spark-submit`` of the server with the engine's settings (``session.engine_conf``)."""
+    conf = {**engine_conf(home or settings.home_dir()), "spark.connect.grpc.binding.port": str(port),
+            "spark.connect.grpc.binding.address": "127.0.0.1"}
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    args = [str(submit), "--class", SERVER_CLASS, "--name", "rsp-connect", "--master", master,
-            "--driver-memory", os.environ.get("RSP_DRIVER_MEMORY", "4g")]
+    args = [str(submit), "--class", SERVER_CLASS, "--name", "rsp-connect", "--master", master]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     return args + ["spark-internal"]

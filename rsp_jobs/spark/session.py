@@ -40,24 +40,13 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
     master = master or settings.spark_master()
     if master.startswith("sc://"):  # a Spark Connect server: the JVM and its settings are the server's
         _SESSION = SparkSession.builder.remote(master).getOrCreate()
-        for key, value in {**SESSION_SQL_CONF, **(conf or {})}.items():
+        settable = {k: v for k, v in engine_conf(home).items() if k in SESSION_SQL_KEYS}
+        for key, value in {**settable, **(conf or {})}.items():
             _SESSION.conf.set(key, value)
         return _SESSION
-    builder = (
-        SparkSession.builder.master(master).appName(app_name)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.ansi.enabled", "false")
-        .config("spark.sql.shuffle.partitions", os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"))
-        .config("spark.default.parallelism", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("RSP_DRIVER_MEMORY", "4g"))
-        .config("spark.local.dir", str(home / "spark-tmp"))
-        .config("spark.sql.warehouse.dir", str(home / "spark-warehouse"))
-        .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={home / 'derby'} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
-        .config("spark.sql.adaptive.enabled", "true")
-    )
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in engine_conf(home).items():
+        builder = builder.config(key, value)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     if not master.startswith("local"):
@@ -68,9 +57,29 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
     return _SESSION
 
 
-# the engine's SQL semantics, set on a Connect session too (the rest is the server's)
-SESSION_SQL_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.ansi.enabled": "false",
-                    "spark.sql.shuffle.partitions": os.environ.get("RSP_SHUFFLE_PARTITIONS", "4")}
+def engine_conf(home: Path) -> dict[str, str]:
+    """The Spark settings of every session the engine runs on (in this process, or the Spark
+    Connect server's, ``rsp_jobs.spark.connect_server``): the semantics (module docstring), two
+    cores' parallelism, no UI, scratch under the project home."""
+    return {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"),
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": os.environ.get("RSP_DRIVER_MEMORY", "4g"),
+        "spark.local.dir": str(home / "spark-tmp"),
+        "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
+        "spark.driver.extraJavaOptions":
+            f"-Dderby.system.home={home / 'derby'} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+        "spark.sql.adaptive.enabled": "true",
+    }
+
+
+# what a Connect client may set on its own session (the rest is fixed when the server starts)
+SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.shuffle.partitions",
+                    "spark.sql.adaptive.enabled")
 
 
 def is_remote(session) -> bool:

@@ -3,7 +3,7 @@
 Time windows follow C-SPARQL's reporting policy as CSRBench fixes it (Dell'Aglio et al.,
 ISWC 2013): closes at ``c = t0 + RANGE + k*STEP`` (k >= 0), scope ``[c - RANGE, c)``; with
 ``COMPUTED EVERY d`` the closes are the ticks ``t0 + k*d`` from the first at which every window
-is full (``rsp_jobs.spark.schedule``).
+is full (``rsp_jobs.algebra.schedule``).
 An element at ``ts`` belongs to every close of the schedule's grid in ``(ts, ts + RANGE]``; we
 compute that k-range with integer arithmetic and explode it, so all windows of a run come from
 one Spark job.
@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
-from rsp_jobs.spark.schedule import Schedule, schedule
+from rsp_jobs.algebra.schedule import Schedule, schedule
 from rsp_jobs.times import US_PER_MS as MS
 
 __all__ = ["Schedule", "schedule", "lookback_us", "assign"]
@@ -116,7 +116,7 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
     """Each element once per close ``c`` of the schedule's grid ``first_close + k*step`` with
     ``ts < c <= ts + RANGE`` (the window ``[c - RANGE, c)`` holds it) and ``c >= t0 + RANGE``
     (a window is evaluated once full). Without COMPUTED EVERY the grid is this window's STEP
-    grid; with it, every d (``rsp_jobs.spark.schedule``), whatever the window's STEP."""
+    grid; with it, every d (``rsp_jobs.algebra.schedule``), whatever the window's STEP."""
     rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
     ts = F.col("ts")
     k_lo = F.greatest(_floor_div(ts - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))

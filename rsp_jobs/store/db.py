@@ -123,3 +123,10 @@ def migration_transaction(url: str) -> Iterator[Connection]:
         finally:
             if sqlite:
                 conn.connection.driver_connection.execute("PRAGMA foreign_keys = ON")
+
+
+def chunks(items: list, size: int = 500):
+    """``items`` in slices of ``size``: ``IN (...)`` lists and bulk inserts stay under SQLite's
+    and PostgreSQL's limits on parameters per statement."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

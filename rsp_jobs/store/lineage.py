@@ -14,6 +14,7 @@ from rdflib.namespace import PROV, RDF, XSD
 from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
+from rsp_jobs.store.db import chunks
 from rsp_jobs.store.frames import frame_checksum, frame_triples
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Frame, Query
 from rsp_jobs.store.provenance import EVALUATION_KINDS, file_checksum
@@ -85,7 +86,7 @@ def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
     pairs: dict[str, list[int]] = {}
     derived: dict[tuple[int, str], set] = {}
     activities: dict[int, object] = {}
-    for chunk in _chunks(entities):
+    for chunk in chunks(entities):
         for activity in conn.execute(select(Activity).where(Activity.iri.in_(chunk))):
             activities[activity.id] = activity
             pairs.setdefault(activity.iri, []).append(activity.id)
@@ -96,24 +97,19 @@ def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
         for row in conn.execute(select(Derivation).where(Derivation.entity_iri.in_(chunk))):
             derived.setdefault((row.activity_id, row.entity_iri), set()).add(row.source_iri)
     wanted = sorted({i for ids in pairs.values() for i in ids} - activities.keys())
-    for chunk in _chunks(wanted):
+    for chunk in chunks(wanted):
         activities.update((a.id, a) for a in conn.execute(select(Activity).where(Activity.id.in_(chunk))))
     found = [(activities[i], entity) for entity in entities for i in pairs.get(entity, ())]
     new = sorted({activity.id for activity, _ in found} - rows.keys())
     used: dict[int, list] = {i: [] for i in new}
     generated: dict[int, list] = {i: [] for i in new}
-    for chunk in _chunks(new):
+    for chunk in chunks(new):
         for row in conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id.in_(chunk))):
             used[row.activity_id].append(row)
         for row in conn.execute(select(ActivityGenerated).where(ActivityGenerated.activity_id.in_(chunk))):
             generated[row.activity_id].append(row)
     rows.update({i: (used[i], generated[i]) for i in new})
     return found, derived
-
-
-def _chunks(items: list, size: int = 500):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def summary(steps: list[Step]) -> list[str]:
@@ -254,11 +250,14 @@ def audit(engine: Engine, iri: str) -> AuditReport:
                 report.t0_us = to_us(as_utc(evaluation.t0)) if evaluation.t0 is not None else None
                 report.entailment = evaluation.entailment
                 report.background = list(evaluation.background or [])
+    checksums: dict[str, Optional[str]] = {}  # one read per background file, however many steps used it
     for step in steps:
         for used in step.used:
             if used.entity_kind == "background":
                 path = url2pathname(urlparse(used.entity_iri).path)
-                now = file_checksum(path) if os.path.isfile(path) else None
+                if path not in checksums:
+                    checksums[path] = file_checksum(path) if os.path.isfile(path) else None
+                now = checksums[path]
                 if now != used.checksum and (path, used.checksum, now) not in report.background_changed:
                     report.background_changed.append((path, used.checksum, now))
             if used.entity_kind != "frame":

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, delete, exists, select
 
 from rsp_jobs import settings
 from rsp_jobs.rdf_files import background_spec
+from rsp_jobs.store.db import chunks
 from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Query
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT
 
@@ -129,8 +130,8 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
             conn.execute(table.insert(), rows)
     rows = [dict(activity_id=activity_id, entity_iri=entity, source_iri=source)
             for entity, source in dict.fromkeys(record.derived)]
-    for start in range(0, len(rows), 10_000):
-        conn.execute(Derivation.__table__.insert(), rows[start:start + 10_000])
+    for chunk in chunks(rows, 10_000):
+        conn.execute(Derivation.__table__.insert(), chunk)
     return activity_id
 
 
@@ -149,8 +150,7 @@ def supersede(conn: Connection, query_iri: str, entities: Sequence[str]) -> list
     it revises keeps its records, linked by ``prov:wasInformedBy``."""
     earlier = select(Activity.id).where(Activity.query_iri == query_iri, Activity.kind.in_(EVALUATION_KINDS))
     touched: set[int] = set()
-    for start in range(0, len(entities), 500):
-        chunk = list(entities[start:start + 500])
+    for chunk in chunks(list(entities)):
         gone = conn.execute(delete(ActivityGenerated).where(
             ActivityGenerated.activity_id.in_(earlier), ActivityGenerated.entity_iri.in_(chunk))
             .returning(ActivityGenerated.activity_id)).scalars().all()

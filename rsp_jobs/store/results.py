@@ -19,8 +19,9 @@ from typing import Callable, Iterable, Optional, Protocol, Sequence
 from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
 
+from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
-from rsp_jobs.store.db import write_transaction
+from rsp_jobs.store.db import chunks, write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
 from rsp_jobs.store.models import Frame, Stream, StoredResult
 from rsp_jobs.store.provenance import (ActivityRecord, background_entities, register_query, supersede,
@@ -194,8 +195,8 @@ def _upsert_result(conn, q_iri: str, window: WindowResult, frame_id: int) -> Non
 def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
     """The stored frames with these IRIs (what a pattern's matches used), with checksums."""
     found = []
-    for start in range(0, len(iris), 500):
-        rows = conn.execute(select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(iris[start:start + 500])))
+    for chunk in chunks(iris):
+        rows = conn.execute(select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(chunk)))
         found += [(r.frame_iri, "frame", r.checksum) for r in rows]
     return found
 
@@ -208,7 +209,7 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
     has one frame per time). A time window's stream is read once for the whole run."""
     scopes: dict[int, set[str]] = {w.close_us: set() for w in windows}
     first, last = from_us(min(scopes)), from_us(max(scopes))
-    step_us = _grid_step_us(query)
+    step_us = schedule(query, 0).step  # None: evaluated on each arrival (count windows only)
     for clause in query.windows:
         spec = clause.window
         frames = select(Frame.frame_iri, Frame.ts, Frame.triple_count).join(
@@ -237,12 +238,3 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
                         found.add(row.frame_iri)
                         held += row.triple_count
     return scopes
-
-
-def _grid_step_us(query: ContinuousQuery) -> Optional[int]:
-    """The step of the query's grid of closes, by ``spark/schedule.py``'s rules (read here from
-    the query, without the engine): ``COMPUTED EVERY``, else its time windows' STEP; None: it
-    is evaluated on each arrival (count windows only)."""
-    steps = [w.window.step_ms for w in query.windows if hasattr(w.window, "range_ms")]
-    every = getattr(query, "computed_every_ms", None) or (steps[0] if steps else None)
-    return None if every is None else every * 1000

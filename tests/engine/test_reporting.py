@@ -75,7 +75,7 @@ def test_t0_moves_the_window_grid(tmp_path, spark):
 def test_computed_every_evaluates_every_d_over_the_windows_that_end_then(elements, every, tmp_path_factory, spark):
     """Tutorial 004, "Query and Stream Registration": ``REGISTER QUERY name COMPUTED EVERY d AS``.
     Evaluated at the ticks t0 + k*d once every window is full, each window [close - its RANGE,
-    close), whatever the STEPs, which may differ between the streams (rsp_jobs.spark.schedule)."""
+    close), whatever the STEPs, which may differ between the streams (rsp_jobs.algebra.schedule)."""
     text = (f"REGISTER QUERY q COMPUTED EVERY {every}ms AS {PREFIXES}SELECT ?x ?v "
             f"FROM STREAM <{S1}> [RANGE 3000ms STEP 1000ms] FROM STREAM <{S2}> [RANGE 2000ms STEP 500ms] "
             "WHERE { ?x ex:val ?v }")
@@ -93,7 +93,7 @@ def test_without_computed_every_streams_with_different_steps_are_refused():
     import pytest
 
     from rsp_jobs.errors import UnsupportedConstruct
-    from rsp_jobs.spark.schedule import schedule
+    from rsp_jobs.algebra.schedule import schedule
 
     text = (f"{PREFIXES}SELECT ?x FROM STREAM <{S1}> [RANGE 3s STEP 1s] FROM STREAM <{S2}> [RANGE 2s STEP 500ms] "
             "WHERE { ?x ex:val ?v }")

@@ -1,6 +1,7 @@
 """When a registered query is evaluated: its grid of window closes (µs since the epoch).
 
-Kept free of Spark so that the DAG processor (``rsp_jobs.orchestrate.registry``) and the Spark
+Kept free of Spark so that the DAG processor (``rsp_jobs.orchestrate.registry``), the store's lineage
+(``rsp_jobs.store.results``) and the Spark
 job (``rsp_jobs.spark.windows``) read the one definition.
 
 C-SPARQL tutorial (004), slide "Query and Stream Registration": "Registration → 'Register'
