@@ -25,15 +25,17 @@ DT = "<http://www.w3.org/2001/XMLSchema#dateTime>"
 @pytest.fixture
 def job(tmp_path):
     stream = tmp_path / "s.nq"
-    stream.write_text("".join(f'<http://ex/f{i}> {AT} "2024-01-01T00:00:{i:02d}Z"^^{DT} .\n'
-                              f'<http://ex/a> <http://ex/temp> "{i}" <http://ex/f{i}> .\n' for i in range(30)))
+    # half an hour of frames, so that the run is still evaluating when the test signals it (with
+    # 30 s of frames a warm machine could finish between seeing the scratch lake and the signal)
+    stream.write_text("".join(f'<http://ex/f{i}> {AT} "2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"^^{DT} .\n'
+                              f'<http://ex/a> <http://ex/temp> "{i}" <http://ex/f{i}> .\n' for i in range(1800)))
     query = tmp_path / "q.rsp"
     query.write_text("REGISTER QUERY temps AS SELECT ?s ?t FROM STREAM <http://ex/stream> [RANGE 10s STEP 10s]\n"
                      "WHERE { ?s <http://ex/temp> ?t }\n")
     home = tmp_path / "home"
     store = f"sqlite:///{tmp_path / 'store.sqlite'}"
     args = [RSP, "evaluate", str(query), "--stream", f"http://ex/stream={stream}", "--from", "2024-01-01T00:00:00Z",
-            "--to", "2024-01-01T00:00:30Z", "--store", store]
+            "--to", "2024-01-01T00:30:00Z", "--store", store]
     env = {**os.environ, "RSP_HOME": str(home)}
     return args, env, home, store
 
