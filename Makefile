@@ -11,8 +11,10 @@ export RSP_DATA_DIR
 setup:
 	@scripts/bootstrap.sh
 
+# on TEST_WORKERS processes (pytest-xdist), a module to a worker: its fixtures are made once
+TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data, no GX validation (tests/conftest.py)
 test-fast: setup

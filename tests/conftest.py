@@ -27,6 +27,7 @@ airflow_env.configure()  # before anything imports Airflow: its home and databas
 # fixture -> the marker a test that uses it gets
 FIXTURE_MARKERS = {"spark": "spark", "data_dir": "data", "airflow": "airflow", "airflow_db": "airflow",
                    "queries": "airflow", "spark_cluster": "cluster", "csrbench_batch": "data"}
+COSTLY = ("cluster", "airflow", "slow", "spark")  # markers, costliest first
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,6 +41,14 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(FIXTURE_MARKERS[value])
         if str(params.get("store_url", "")).startswith("postgresql") or params.get("backend") == "postgresql":
             item.add_marker("postgres")
+    # the costly modules first, so that the workers of ``make test`` (pytest-xdist, a module to a
+    # worker) start on them and the run does not end waiting for one of them
+    weight = {}
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        rank = next((i for i, mark in enumerate(COSTLY) if mark in marks), len(COSTLY))
+        weight[item.module] = min(weight.get(item.module, rank), rank)
+    items.sort(key=lambda item: weight[item.module])  # stable: a module's tests keep their order
 
 
 if os.environ.get("RSP_TEST_TIER") == "fast":
