@@ -25,7 +25,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
-from rsp_jobs.orchestrate import registry
+from rsp_jobs.orchestrate import connections, registry
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
 from rsp_jobs.times import duration_text, parse_timedelta
@@ -41,9 +41,11 @@ def default_args() -> dict:
 
 
 def final(run):
-    """Run ``run()``; an ``RspError`` (bad input, a failed quality check, a query error) fails
-    the task at once, without retries: running it again would fail the same way."""
+    """Run ``run()`` on the frame store the ``rsp_store`` connection names (``RSP_STORE_URL``
+    wins); an ``RspError`` (bad input, a failed quality check, a query error) fails the task at
+    once, without retries: running it again would fail the same way."""
     try:
+        connections.use_store_connection()
         return run()
     except RspError as exc:
         raise AirflowFailException(str(exc)) from exc

@@ -30,6 +30,7 @@ from typing import Optional, TypeVar
 
 import httpx
 
+from rsp_jobs import settings
 from rsp_jobs.orchestrate import airflow_env
 from rsp_jobs.spark import connect_server
 
@@ -103,11 +104,13 @@ def _interrupt(signum, frame):
 
 
 @contextmanager
-def airflow_deployment(home: Path, overrides: Mapping[str, str] = {},
-                       timeout: float = 180.0) -> Iterator[Deployment]:
+def airflow_deployment(home: Path, overrides: Mapping[str, str] = {}, timeout: float = 180.0,
+                       spark_master: str = settings.DEFAULT_SPARK_MASTER) -> Iterator[Deployment]:
     """Migrate, start the components, wait until ``/api/v2/monitor/health`` says all are healthy,
     log in; yield the deployment; stop every component (and the tasks they started).
-    ``overrides``: Airflow settings for this deployment, e.g. another ``AIRFLOW__CORE__DAGS_FOLDER``."""
+    ``overrides``: Airflow settings for this deployment, e.g. another ``AIRFLOW__CORE__DAGS_FOLDER``;
+    unless they name the tasks' Spark (``AIRFLOW_CONN_RSP_SPARK``), a Spark Connect server on
+    ``spark_master`` (a cluster's URL, or local) serves the tasks."""
     env = deployment_environment(home, overrides)
     Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     airflow_env.migrate(env)
@@ -123,7 +126,8 @@ def airflow_deployment(home: Path, overrides: Mapping[str, str] = {},
     try:
         if not env.get("AIRFLOW_CONN_RSP_SPARK"):  # the tasks' Spark: a Connect server, warm for every task
             port = free_port()
-            processes["spark-connect"] = connect_server.start(port, deployment.logs / "spark-connect.log", home=home)
+            processes["spark-connect"] = connect_server.start(port, deployment.logs / "spark-connect.log",
+                                                               master=spark_master, home=home)
             env["AIRFLOW_CONN_RSP_SPARK"] = f"spark-connect://127.0.0.1:{port}"
         processes.update(airflow_env.start(env, deployment.logs))
 

@@ -90,6 +90,7 @@ def future_horizon():
 
 
 DEFAULT_SPARK_MASTER = "local[2]"
+DEFAULT_STORE_CONN_ID = "rsp_store"
 DEFAULT_SPARK_CONN_ID = "rsp_spark"
 
 
@@ -105,3 +106,9 @@ def spark_conn_id() -> str:
     """The Airflow connection that may name the Spark master: ``RSP_SPARK_CONN_ID``, default
     ``rsp_spark``."""
     return os.environ.get("RSP_SPARK_CONN_ID", "").strip() or DEFAULT_SPARK_CONN_ID
+
+
+def store_conn_id() -> str:
+    """The Airflow connection that may name the frame store when ``RSP_STORE_URL`` is not set
+    (``orchestrate.connections``): ``RSP_STORE_CONN_ID``, default ``rsp_store``."""
+    return os.environ.get("RSP_STORE_CONN_ID", "").strip() or DEFAULT_STORE_CONN_ID

@@ -22,6 +22,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
@@ -95,7 +96,7 @@ def write_config(env: dict[str, str]) -> Path:
         if len(parts) != 3 or parts[0] != "AIRFLOW":
             continue
         section, key = parts[1].lower(), parts[2].lower()
-        setting = f"{key} = {value}"
+        setting = f"{key} = {value.replace('%', '%%')}"  # Airflow reads the file with interpolation
         header = lines.index(f"[{section}]") if f"[{section}]" in lines else None
         if header is None:
             lines += ["", f"[{section}]", setting]
@@ -113,22 +114,52 @@ def write_config(env: dict[str, str]) -> Path:
 
 
 def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None) -> None:
-    """The Spark connection the tasks use (``rsp_spark``) in Airflow's metadata database, so that
-    Admin -> Connections shows it and can change it: the Spark provider's ``spark_connect``
-    type on the Connect server at ``connect_port`` (what ``make airflow`` runs), else its
-    ``spark`` type on ``local[2]`` (a JVM per task). Left alone when it exists, or is given as
-    ``AIRFLOW_CONN_RSP_SPARK`` (the environment wins over the database)."""
-    conn_id = settings.spark_conn_id()
-    if os.environ.get(f"AIRFLOW_CONN_{conn_id.upper()}"):
-        return
+    """The platform's connections in Airflow's metadata database, so that Admin -> Connections
+    shows them and can change them; each left alone when it exists:
+
+    - ``rsp_spark``, the Spark the tasks use: the Spark provider's ``spark_connect`` type on the
+      Connect server at ``RSP_SPARK_CONNECT_HOST`` (default 127.0.0.1) and ``connect_port`` (what
+      ``make airflow`` runs), else its ``spark`` type on ``local[2]`` (a JVM per task); not made
+      when ``AIRFLOW_CONN_RSP_SPARK`` is set (the environment wins over the database);
+    - ``rsp_store``, the frame store: ``RSP_STORE_URL`` or the SQLite store under the project
+      home, as a ``sqlite`` or ``postgres`` connection (read by ``connections.store_url``)."""
+    from rsp_jobs.store import db
+
+    wanted = {}
+    spark = settings.spark_conn_id()
+    if not os.environ.get(f"AIRFLOW_CONN_{spark.upper()}"):
+        where = ({"conn_type": "spark_connect", "host": os.environ.get("RSP_SPARK_CONNECT_HOST") or "127.0.0.1",
+                  "port": connect_port} if connect_port else
+                 {"conn_type": "spark", "host": settings.DEFAULT_SPARK_MASTER})
+        wanted[spark] = {**where, "description": "Spark for the RSP jobs (tasks and rsp evaluate)"}
+    wanted[settings.store_conn_id()] = {**store_connection(db.store_url(Path(env["RSP_HOME"]))),
+                                           "description": "The RSP frame store (frames, results, provenance)"}
     run = {**os.environ, **env}
-    found = subprocess.run(airflow_command("connections", "get", conn_id), env=run, capture_output=True, text=True)
-    if found.returncode != 0:
-        where = (["--conn-type", "spark_connect", "--conn-host", "127.0.0.1", "--conn-port", str(connect_port)]
-                 if connect_port else ["--conn-type", "spark", "--conn-host", settings.DEFAULT_SPARK_MASTER])
-        subprocess.run(airflow_command("connections", "add", conn_id, *where,
-                                       "--conn-description", "Spark for the RSP jobs (tasks and rsp evaluate)"),
-                       env=run, check=True, stdout=subprocess.DEVNULL)
+    listed = subprocess.run(airflow_command("connections", "list", "-o", "json"), env=run, check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    table = next((line for line in reversed(listed) if line.startswith("[")), "[]")  # after any warning
+    existing = {c["conn_id"] for c in json.loads(table)}
+    missing = {name: fields for name, fields in wanted.items() if name not in existing}
+    if missing:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+            json.dump(missing, file)
+            file.flush()
+            subprocess.run(airflow_command("connections", "import", file.name), env=run, check=True,
+                           stdout=subprocess.DEVNULL)
+
+
+def store_connection(url: str) -> dict:
+    """The Airflow connection (``sqlite`` or ``postgres``) of a store URL."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return {"conn_type": "sqlite", "host": parsed.database}
+    fields = {"conn_type": "postgres", "host": parsed.host, "port": parsed.port, "login": parsed.username,
+              "password": parsed.password, "schema": parsed.database}
+    if parsed.query.get("options"):
+        fields["extra"] = json.dumps({"options": parsed.query["options"]})
+    return {key: value for key, value in fields.items() if value}
 
 
 def ensure_password(env: dict[str, str], password: Optional[str] = None) -> Path:
@@ -188,19 +219,45 @@ def healthy(url: str) -> bool:
                for part in ("metadatabase", "scheduler", "triggerer", "dag_processor"))
 
 
-def main() -> int:
-    """Configure, migrate, make sure of the login, run the components until Ctrl-C or one dies."""
+def prepare(connect_port: Optional[int]) -> tuple[dict[str, str], Path]:
+    """Everything before the components start: the environment, ``airflow db migrate``, the
+    settings in ``airflow.cfg``, the connections, the login. Returns the environment and the
+    passwords file."""
+    env = configure()
+    migrate(env)
+    # every Airflow setting these processes run with, also those with no default here (a
+    # deployment's sql_alchemy_conn_async), so that the CLI by hand sees the same
+    write_config({**{k: v for k, v in os.environ.items() if k.startswith("AIRFLOW__")}, **env})
+    ensure_connections(env, connect_port)
+    return env, ensure_password(env)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``make airflow``: prepare, then run a Spark Connect server and the components until Ctrl-C
+    or one dies. For a container per component (``docker/compose.yaml``): ``init`` prepares
+    and exits, ``run COMPONENT`` runs one component on the same settings."""
+    import argparse
+
+    from rsp_jobs.spark import connect_server
+
+    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.orchestrate.airflow_env", description=main.__doc__)
+    steps = parser.add_subparsers(dest="step")
+    steps.add_parser("init", help="migrate, write airflow.cfg, add the connections and the login; then exit")
+    one = steps.add_parser("run", help="run one Airflow component in the foreground")
+    one.add_argument("component", choices=COMPONENTS)
+    args = parser.parse_args(argv)
+    port = int(os.environ.get("RSP_SPARK_CONNECT_PORT") or connect_server.DEFAULT_PORT)
+    if args.step == "run":
+        env = configure()
+        os.execve(airflow_command()[0], airflow_command(args.component), {**os.environ, **env})
+    env, passwords = prepare(port)
+    if args.step == "init":
+        print(f"Airflow is prepared in {env['AIRFLOW_HOME']}: login {env['RSP_AIRFLOW_USER']}, password in "
+              f"{passwords}", flush=True)
+        return 0
     # the components have their own process groups: a `kill` or a closed terminal must stop them too
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: sys.exit(0))
-    from rsp_jobs.spark import connect_server
-
-    env = configure()
-    migrate(env)
-    write_config(env)
-    port = int(os.environ.get("RSP_SPARK_CONNECT_PORT") or connect_server.DEFAULT_PORT)
-    ensure_connections(env, port)
-    passwords = ensure_password(env)
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
     print(f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)", flush=True)

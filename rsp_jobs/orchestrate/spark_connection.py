@@ -24,24 +24,16 @@ port (``spark://host:7077``; the provider would pass the bare name, which Spark 
 extra ``master`` gives the URL outright. A connection that is not defined falls back to
 ``local[2]``; one without host or master is an error.
 
-Looking the connection up uses the Task SDK (``airflow.sdk.BaseHook.get_connection``): inside a
-task that is the API server (metadata DB), environment variables and the secrets backend;
-outside a task, only ``AIRFLOW_CONN_<ID>`` and a configured secrets backend. Importing Airflow
-takes seconds, so it is imported only when it could know the connection: it is loaded already
-(a task, the DAG processor), ``AIRFLOW_CONN_<ID>`` is set, or a secrets backend is configured.
+How the connection is looked up, and when Airflow is imported for it: ``connections``.
 """
 from __future__ import annotations
 
-import configparser
-import os
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
-from rsp_jobs.orchestrate import airflow_env
+from rsp_jobs.orchestrate import connections
 
 STANDALONE_PORT = 7077  # Spark's default port of a standalone master
 
@@ -104,43 +96,11 @@ def target_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[
 
 def _from_airflow(conn_id: str) -> Optional[SparkTarget]:
     """None when Airflow is not installed or does not define the connection."""
-    if not _airflow_may_define(conn_id):
-        return None
-    if "airflow" not in sys.modules:
-        airflow_env.configure()  # the project's Airflow home, before Airflow reads its config
-    try:
-        from airflow.sdk import BaseHook
-        from airflow.sdk.exceptions import AirflowNotFoundException
-    except ImportError:
-        return None
-    try:
-        conn = BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
+    conn = connections.get_connection(conn_id)
+    if conn is None:
         return None
     if conn.conn_type == "spark_connect":  # a Spark Connect server: the provider's hook builds its URL
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         return SparkTarget(SparkConnectHook(conn_id).get_connection_url())
     return target_of_connection(conn_id, conn.conn_type, conn.host, conn.port, conn.extra_dejson)
-
-
-def _airflow_may_define(conn_id: str) -> bool:
-    """Whether Airflow's Task SDK could find connection ``conn_id`` in this process."""
-    if "airflow" in sys.modules:
-        return True
-    if os.environ.get("AIRFLOW_CONN_" + conn_id.upper()) or os.environ.get("_AIRFLOW_PROCESS_CONTEXT"):
-        return True
-    if any(key.startswith(("AIRFLOW__SECRETS__BACKEND", "AIRFLOW__WORKERS__SECRETS_BACKEND"))
-           and value for key, value in os.environ.items()):
-        return True
-    home = os.environ.get("AIRFLOW_HOME") or str(settings.home_dir() / "airflow")
-    cfg_path = Path(os.environ.get("AIRFLOW_CONFIG") or Path(home).expanduser() / "airflow.cfg")
-    if not cfg_path.is_file():
-        return False
-    cfg = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        cfg.read(cfg_path, encoding="utf-8")
-    except configparser.Error:
-        return True  # let Airflow read it
-    return bool(cfg.get("secrets", "backend", fallback="").strip()
-                or cfg.get("workers", "secrets_backend", fallback="").strip())

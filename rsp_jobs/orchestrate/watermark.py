@@ -91,6 +91,9 @@ class WatermarkSensor(BaseSensorOperator):
                 load_query(Path(self.query_path)).check_interval(*run_interval(context))
             except RspError as exc:  # the same interval fails the same way: no retries
                 raise AirflowFailException(str(exc)) from exc
+        from rsp_jobs.orchestrate.connections import store_url
+
+        self.store_url = self.store_url or store_url()  # the rsp_store connection, for the triggerer too
         if self.poke(context):
             return
         until = self._until(context)

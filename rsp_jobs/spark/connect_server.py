@@ -18,16 +18,21 @@ import pyspark
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
-from rsp_jobs.spark.session import engine_conf
+from rsp_jobs.spark.session import cluster_conf, engine_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
 
 
-def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Optional[Path] = None) -> list[str]:
-    """``spark-submit`` of the server with the engine's settings (``session.engine_conf``)."""
+def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Optional[Path] = None,
+            host: str = "127.0.0.1") -> list[str]:
+    """``spark-submit`` of the server with the engine's settings (``session.engine_conf``), and on
+    a cluster master what its executors need (``session.cluster_conf``). ``host``: the address
+    it listens on (another machine's tasks need ``0.0.0.0``)."""
     conf = {**engine_conf(home or settings.home_dir()), "spark.connect.grpc.binding.port": str(port),
-            "spark.connect.grpc.binding.address": "127.0.0.1"}
+            "spark.connect.grpc.binding.address": host}
+    if not master.startswith("local"):
+        conf.update(cluster_conf())
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     args = [str(submit), "--class", SERVER_CLASS, "--name", "rsp-connect", "--master", master]
     for key, value in conf.items():
@@ -65,3 +70,22 @@ def listening(port: int) -> bool:
 
 def url(port: int = DEFAULT_PORT) -> str:
     return f"sc://127.0.0.1:{port}"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m rsp_jobs.spark.connect_server``: the server in the foreground (a container's
+    process: ``docker/compose.yaml``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.spark.connect_server", description=__doc__)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("RSP_SPARK_CONNECT_PORT") or DEFAULT_PORT))
+    parser.add_argument("--master", default=settings.spark_master(), help="default: RSP_SPARK_MASTER or local[2]")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (0.0.0.0: every interface)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return subprocess.call(command(args.port, args.master, host=args.host))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

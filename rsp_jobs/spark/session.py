@@ -50,7 +50,8 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     if not master.startswith("local"):
-        builder = _cluster_config(builder)
+        for key, value in cluster_conf().items():
+            builder = builder.config(key, value)
     _SESSION = builder.getOrCreate()
     _SESSION.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -109,13 +110,15 @@ def release_memory() -> int | None:
     _SESSION.sparkContext._jvm.java.lang.System.gc()
     return runtime.totalMemory() - runtime.freeMemory()
 
-def _cluster_config(builder):
-    """What executors in other JVMs (a standalone, YARN or Kubernetes cluster) need."""
-    return (
-        builder
-        .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
-        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
-        .config("spark.executor.memory", os.environ.get("RSP_EXECUTOR_MEMORY", "1g"))
-        .config("spark.cores.max", os.environ.get("RSP_SPARK_CORES_MAX", "2"))
-    )
+def cluster_conf() -> dict[str, str]:
+    """What executors in other JVMs (a standalone, YARN or Kubernetes cluster) need, for a driver
+    in this process or in a Spark Connect server (``connect_server``)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return {
+        "spark.driver.host": os.environ["SPARK_LOCAL_IP"],
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
+        "spark.executor.memory": os.environ.get("RSP_EXECUTOR_MEMORY", "1g"),
+        "spark.cores.max": os.environ.get("RSP_SPARK_CORES_MAX", "2"),
+    }

@@ -28,9 +28,9 @@ _IMMEDIATE = "rsp_sqlite_begin_immediate"
 _UPGRADE_LOCK = int.from_bytes(b"rspstore", "big")
 
 
-def store_url() -> str:
-    """``RSP_STORE_URL``, default a SQLite file in the project home."""
-    return os.environ.get("RSP_STORE_URL") or f"sqlite:///{settings.home_dir() / 'store.sqlite'}"
+def store_url(home: Optional[Path] = None) -> str:
+    """``RSP_STORE_URL``, default a SQLite file in the project home (``home``, else ``RSP_HOME``)."""
+    return os.environ.get("RSP_STORE_URL") or f"sqlite:///{(home or settings.home_dir()) / 'store.sqlite'}"
 
 
 def engine(url: Optional[str] = None) -> Engine:

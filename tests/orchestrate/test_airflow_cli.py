@@ -1,7 +1,7 @@
-"""``make airflow`` writes its settings into ``airflow.cfg`` and the Spark connection into the
-metadata database, so that the ``airflow`` CLI run by hand in the project's Airflow home (only
-``AIRFLOW_HOME`` set, as dags/README.md says) sees the project's DAGs and not the examples, and
-Admin -> Connections shows ``rsp_spark``. The steps are ``airflow_env.main``'s, on a new home."""
+"""``make airflow`` writes its settings into ``airflow.cfg`` and the platform's connections into
+the metadata database, so that the ``airflow`` CLI run by hand in the project's Airflow home
+(only ``AIRFLOW_HOME`` set, as dags/README.md says) sees the project's DAGs and not the
+examples, and Admin -> Connections shows ``rsp_spark`` and ``rsp_store``. The steps are ``airflow_env.main``'s, on a new home."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from rsp_jobs.orchestrate import airflow_env
 pytestmark = pytest.mark.airflow
 
 
-def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_the_spark_connection(tmp_path):
+def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connections(tmp_path):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RSP_"))}
     env = airflow_env.environment(tmp_path / "home", clean)
     airflow_env.migrate(env)  # creates airflow.cfg with Airflow's defaults
@@ -40,8 +40,10 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_the_spa
     assert airflow("tasks", "list", "congestion_by_segment").split() == ["evaluate", "wait_for_inputs"]
     (spark,) = json.loads(airflow("connections", "get", "rsp_spark", "-o", "json"))
     assert (spark["conn_type"], spark["host"]) == ("spark", "local[2]")
+    (store,) = json.loads(airflow("connections", "get", "rsp_store", "-o", "json"))
+    assert (store["conn_type"], store["host"]) == ("sqlite", str(tmp_path / "home" / "store.sqlite"))
     airflow_env.ensure_connections(env)  # again: left as it is
-    assert len(json.loads(airflow("connections", "list", "-o", "json"))) == 1
+    assert len(json.loads(airflow("connections", "list", "-o", "json"))) == 2
     # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type
     airflow("connections", "delete", "rsp_spark")
     airflow_env.ensure_connections(env, connect_port=15002)

@@ -1,5 +1,6 @@
 """Real DAG runs on a Spark standalone cluster: a deployment whose tasks get Spark from the
-Airflow connection ``rsp_spark`` (a master and worker started from the installed pyspark).
+Airflow connection ``rsp_spark``, a Spark Connect server whose executors are the cluster's (a
+master and worker started from the installed pyspark): the tasks start no JVM of their own.
 
 - Chaining: triggering the root of the traffic chain (``congestion_readings``, REGISTER STREAM)
   makes the scheduler run ``congested_segments`` (REGISTER STREAM over its output) and then the
@@ -9,6 +10,7 @@ Airflow connection ``rsp_spark`` (a master and worker started from the installed
   triggerer, holding no worker slot) and completes once an ingest moves the watermark past it."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -18,7 +20,7 @@ from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.times import to_us
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Stream, StoredResult
+from rsp_jobs.store.models import Activity, Stream, StoredResult
 from rsp_jobs.orchestrate.replay import run_states, trigger, unpause_all, wait_for_run
 from rsp_jobs.demo_deployment import airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
@@ -29,20 +31,25 @@ CHAIN = ("congestion_readings", "congested_segments", "congestion_alert")
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory, traffic, spark_cluster):
-    """The deployment, its project home holding 06:30-08:00 of traffic (watermark 07:55)."""
+    """The deployment, its project home holding 06:30-08:00 of traffic (watermark 07:55). Its
+    frame store is not the default one under the home: the tasks know it only from the
+    ``rsp_store`` connection."""
     home = tmp_path_factory.mktemp("chain") / "home"
+    store = home / "frames.sqlite"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("RSP_HOME", str(home))
         env.delenv("RSP_STORE_URL", raising=False)
-        from rsp_jobs.orchestrate.ingest import ingest_landing
+        overrides = {"RSP_SCHEDULED_RUNS": "false",  # no scheduled runs, only ours
+                     "AIRFLOW_CONN_RSP_STORE": json.dumps({"conn_type": "sqlite", "host": str(store)})}
+        with airflow_deployment(home, overrides, spark_master=spark_cluster.master_url) as deployment:
+            env.setenv("RSP_STORE_URL", f"sqlite:///{store}")  # this process's own reads and ingest
+            from rsp_jobs.orchestrate.ingest import ingest_landing
 
-        land(traffic(30, 120))
-        ingest_landing(TRAFFIC)
-        overrides = {"AIRFLOW_CONN_RSP_SPARK": spark_cluster.master_url,
-                     "RSP_SCHEDULED_RUNS": "false"}  # no scheduled runs, only ours
-        with airflow_deployment(home, overrides) as deployment:
+            land(traffic(30, 120))
+            ingest_landing(TRAFFIC)
             unpause_all(deployment, CHAIN + ("congestion_by_segment", "ingest_aarhus_traffic"))
             yield deployment
+        assert not (home / "store.sqlite").exists()  # no task fell back to the default store
 
 
 def test_a_chain_of_three_runs_on_asset_events_on_a_spark_cluster(airflow, spark_cluster, spark):
@@ -67,8 +74,8 @@ def test_a_chain_of_three_runs_on_asset_events_on_a_spark_cluster(airflow, spark
         events = airflow.client.get("/api/v2/assets/events", params={"source_dag_id": dag_id}).json()
         spans = sorted((e["extra"]["after"], e["extra"]["until"]) for e in events["asset_events"])
         assert spans[0][0] == after.isoformat() and spans[-1][1] == until.isoformat()
-    apps = spark_cluster.status()["completedapps"] + spark_cluster.status()["activeapps"]
-    assert len([a for a in apps if a["name"] == "rsp"]) >= 3  # every stage ran on the cluster
+    served = [a for a in spark_cluster.status()["activeapps"] if a["name"] == "rsp-connect"]
+    assert len(served) == 1 and served[0]["cores"] > 0  # the Connect server's driver, on the cluster's executors
 
     with db.engine().connect() as conn:
         for dag_id in CHAIN:
@@ -79,6 +86,9 @@ def test_a_chain_of_three_runs_on_asset_events_on_a_spark_cluster(airflow, spark
             local = [w.to_json() for w in evaluate(rq.query, tasks.lake(), rq.background, rq.t0_us,
                                                    Interval(to_us(after), to_us(until)))]
             assert stored == local and stored, dag_id
+            apps = set(conn.scalars(select(Activity.spark_app_id).where(Activity.query_iri == rq.iri)
+                                     .where(Activity.spark_app_id.is_not(None))))
+            assert apps == {served[0]["id"]}, dag_id  # every stage ran there
 
 
 def test_a_run_ahead_of_its_inputs_waits_deferred_until_the_ingest_dag_moves_the_watermark(airflow, traffic):
