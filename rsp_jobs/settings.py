@@ -89,6 +89,20 @@ def future_horizon():
         raise InputError(f"RSP_FUTURE_HORIZON: {exc}") from None
 
 
+def input_wait():
+    """How long a run waits for inputs that lag (``RSP_INPUT_WAIT``, a duration; default 30
+    minutes), counted from the later of its interval's end and the start of its wait; an input
+    stream already further behind the run's interval than that, with nothing in its landing
+    folder, fails the run at once (``orchestrate.watermark``)."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_INPUT_WAIT", "30m")
+    try:
+        return parse_timedelta(text)
+    except ValueError as exc:
+        raise InputError(f"RSP_INPUT_WAIT: {exc}") from None
+
+
 DEFAULT_SPARK_MASTER = "local[2]"
 DEFAULT_STORE_CONN_ID = "rsp_store"
 DEFAULT_SPARK_CONN_ID = "rsp_spark"

@@ -4,6 +4,18 @@ A run over ``(after, until]`` may start once every input stream's watermark (the
 time loaded) has reached ``until`` plus the stream's allowed lateness: later data for those
 windows is late and goes to the stream's late-data policy. The sensor checks once and, if a
 stream lags, defers to ``WatermarkTrigger``, which polls the store from the triggerer.
+
+A run does not wait for inputs that cannot come (``RSP_INPUT_WAIT``, default 30 min):
+
+- an input stream of the catalog whose data ends more than that before the run's interval (or
+  that has none), with no file waiting in its landing folder, fails the run at once: it is not
+  live, as when a DAG is unpaused over recorded data and its first scheduled run is for today;
+  a replay is a run triggered over the recorded interval;
+- otherwise the wait ends that long after the later of the interval's end and the start of the
+  wait; the run then fails, naming the streams that lag and how far they got.
+
+Both failures are final (no retries: a retry would wait the same way); clear the task to wait
+again once the inputs are there.
 """
 from __future__ import annotations
 
@@ -13,13 +25,15 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Optional, Sequence
 
 from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowFailException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sqlalchemy import select
 
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Stream
-from rsp_jobs.times import parse_datetime
+from rsp_jobs import settings
+from rsp_jobs.times import duration_text, iso_ms, parse_datetime, to_us
 
 
 def lagging_streams(store_url: Optional[str], streams: Sequence[str], until: datetime) -> dict[str, Optional[str]]:
@@ -38,28 +52,60 @@ def lagging_streams(store_url: Optional[str], streams: Sequence[str], until: dat
     return lagging
 
 
+def _when(moment: datetime) -> str:
+    return iso_ms(to_us(moment))
+
+
 class WatermarkTrigger(BaseTrigger):
-    """Fires when no input stream lags behind ``until`` any more (polls every ``poll_seconds``)."""
+    """Fires when no input stream lags behind ``until`` any more (polls every ``poll_seconds``),
+    or at ``deadline`` with the streams that still lag."""
 
     def __init__(self, streams: Sequence[str], until: str, store_url: Optional[str] = None,
-                 poll_seconds: float = 10.0):
+                 poll_seconds: float = 10.0, deadline: Optional[str] = None):
         super().__init__()
         self.streams, self.until, self.store_url, self.poll_seconds = list(streams), until, store_url, poll_seconds
+        self.deadline = deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"streams": self.streams, "until": self.until, "store_url": self.store_url,
-                 "poll_seconds": self.poll_seconds})
+                 "poll_seconds": self.poll_seconds, "deadline": self.deadline})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         until = parse_datetime(str(self.until))
+        deadline = parse_datetime(self.deadline) if self.deadline else None
         while True:
             lagging = await asyncio.to_thread(lagging_streams, self.store_url, self.streams, until)
             if not lagging:
                 yield TriggerEvent({"until": self.until, "status": "ready"})
                 return
+            if deadline and datetime.now(deadline.tzinfo) >= deadline:
+                yield TriggerEvent({"until": self.until, "status": "timeout", "lagging": lagging,
+                                    "deadline": self.deadline})
+                return
             self.log.info("waiting for watermarks to pass %s: %s", self.until, lagging)
             await asyncio.sleep(self.poll_seconds)
+
+
+def stranded(lagging: dict[str, Optional[str]], after: datetime, wait: timedelta) -> dict[str, str]:
+    """Of the lagging streams, the catalog's input streams that cannot fill ``(after, ...]``
+    soon: data ending more than ``wait`` before ``after`` (or none) and no landing file waiting;
+    each with why, in words."""
+    from rsp_jobs.orchestrate import registry
+    from rsp_jobs.orchestrate.ingest import landing_files
+
+    catalog = registry.streams()
+    found = {}
+    for iri, mark in lagging.items():
+        if iri not in catalog:
+            continue  # a derived stream: its producer's runs move it
+        if mark is not None and parse_datetime(mark) >= after - wait:
+            continue
+        if landing_files(catalog[iri]):
+            continue
+        held = f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data yet"
+        found[iri] = f"{held} and nothing waits in {catalog[iri].landing_dir}"
+    return found
 
 
 class WatermarkSensor(BaseSensorOperator):
@@ -67,7 +113,7 @@ class WatermarkSensor(BaseSensorOperator):
 
     def __init__(self, *, streams: Sequence[str], store_url: Optional[str] = None,
                  poll_seconds: float = 10.0, query_path: Optional[str] = None, **kwargs):
-        kwargs.setdefault("timeout", timedelta(hours=6))
+        kwargs.setdefault("timeout", timedelta(days=7))  # a safety net: the wait ends at RSP_INPUT_WAIT
         super().__init__(**kwargs)
         self.streams, self.store_url, self.poll_seconds = list(streams), store_url, poll_seconds
         # a query on a timetable: its run's interval must be whole batches, checked before waiting
@@ -94,11 +140,32 @@ class WatermarkSensor(BaseSensorOperator):
         from rsp_jobs.orchestrate.connections import store_url
 
         self.store_url = self.store_url or store_url()  # the rsp_store connection, for the triggerer too
-        if self.poke(context):
+        after, until = run_interval(context)
+        lagging = lagging_streams(self.store_url, self.streams, until)
+        if not lagging:
             return
-        until = self._until(context)
-        self.defer(trigger=WatermarkTrigger(self.streams, until.isoformat(), self.store_url, self.poll_seconds),
-                   method_name="execute_complete", timeout=timedelta(seconds=float(self.timeout)))
+        wait = settings.input_wait()
+        if cannot := stranded(lagging, after, wait):
+            raise AirflowFailException(
+                f"the inputs of ({_when(after)}, {_when(until)}] cannot arrive: "
+                + "; ".join(f"<{iri}> {why}" for iri, why in cannot.items())
+                + f" (more than {duration_text(wait // timedelta(milliseconds=1))} behind the interval: "
+                  "RSP_INPUT_WAIT). To replay recorded data, trigger a run over its interval "
+                  "(dags/README.md); to wait for a stream that is catching up, clear this task.")
+        now = datetime.now(until.tzinfo)
+        deadline = max(until, now) + wait
+        self.log.info("waiting for %s to pass %s (until %s at most): %s", ", ".join(f"<{s}>" for s in lagging),
+                      _when(until), _when(deadline), lagging)
+        self.defer(trigger=WatermarkTrigger(self.streams, until.isoformat(), self.store_url, self.poll_seconds,
+                                            deadline.isoformat()),
+                   method_name="execute_complete", timeout=deadline - now + timedelta(minutes=5))
 
     def execute_complete(self, context, event: Optional[dict] = None) -> None:
+        if event and event.get("status") == "timeout":
+            lag = "; ".join(f"<{iri}> " + (f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data")
+                            for iri, mark in event["lagging"].items())
+            raise AirflowFailException(
+                f"the inputs did not arrive by {_when(parse_datetime(event['deadline']))} "
+                f"(RSP_INPUT_WAIT past the run's interval ending {_when(parse_datetime(event['until']))}): {lag}. "
+                "Clear this task to wait again once they are loaded.")
         self.log.info("inputs complete: %s", event)

@@ -1,0 +1,95 @@
+"""A run does not wait for inputs that cannot come (rsp_jobs/orchestrate/watermark.py, dags/README.md):
+unpaused over recorded data, a DAG's scheduled run for today fails at once and says why, so that
+a replay triggered by hand is not queued behind it for hours; a run whose inputs may still come
+waits RSP_INPUT_WAIT past its interval at most, then fails naming what lags. The sensor runs
+here as a task runs it, on a real store and landing folder."""
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
+
+from rsp_jobs.orchestrate import registry
+from rsp_jobs.orchestrate.watermark import WatermarkTrigger
+from rsp_jobs.store import db
+from rsp_jobs.store.db import write_transaction
+from rsp_jobs.store.frames import advance_watermark
+from tests.orchestrate.test_dag_factory import dag_bag
+
+pytestmark = pytest.mark.airflow
+TRAFFIC = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData"
+
+
+@pytest.fixture
+def sensor(home, queries):
+    db.upgrade()
+    return dag_bag().dags["congestion_by_segment"].get_task("wait_for_inputs")
+
+
+def today() -> dict:
+    """The context of a scheduled run over the last whole batch (15 min on the 5-min grid)."""
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    until = now - timedelta(minutes=now.minute % 5)
+    return {"data_interval_start": until - timedelta(minutes=15), "data_interval_end": until, "run_id": "scheduled"}
+
+
+def loaded_up_to(moment: datetime) -> None:
+    with write_transaction(db.engine()) as conn:
+        advance_watermark(conn, TRAFFIC, moment)
+
+
+def test_a_scheduled_run_over_a_stream_of_recorded_data_fails_at_once_saying_why(sensor):
+    loaded_up_to(datetime(2014, 8, 2, 8, 0, tzinfo=timezone.utc))
+    with pytest.raises(AirflowFailException) as failed:
+        sensor.execute(today())
+    message = str(failed.value)
+    assert f"<{TRAFFIC}> holds data up to 2014-08-02T08:00:00.000Z" in message
+    assert f"nothing waits in {registry.stream_config(TRAFFIC).landing_dir}" in message
+    assert "more than 30m behind the interval: RSP_INPUT_WAIT" in message and "trigger a run over its interval" in message
+
+
+def test_a_stream_with_no_data_yet_is_named_as_such(sensor):
+    with pytest.raises(AirflowFailException, match=f"<{TRAFFIC}> holds no data yet"):
+        sensor.execute(today())
+
+
+def test_a_stream_that_may_still_come_is_waited_for_until_the_documented_deadline(sensor, monkeypatch):
+    context = today()
+    until = context["data_interval_end"]
+    for why in ("a file waits in the landing folder", "the stream is less than RSP_INPUT_WAIT behind"):
+        if why.startswith("a file"):
+            landing = registry.stream_config(TRAFFIC).landing_dir
+            landing.mkdir(parents=True, exist_ok=True)
+            (landing / "next.nq").write_text("")
+        else:
+            (landing / "next.nq").unlink()
+            loaded_up_to(until - timedelta(minutes=40))
+            monkeypatch.setenv("RSP_INPUT_WAIT", "1h")
+        started = datetime.now(timezone.utc)
+        with pytest.raises(TaskDeferred) as deferred:
+            sensor.execute(context)
+        wait = timedelta(hours=1) if why.startswith("the stream") else timedelta(minutes=30)
+        deadline = datetime.fromisoformat(deferred.value.trigger.deadline)
+        assert max(until, started) + wait <= deadline <= max(until, datetime.now(timezone.utc)) + wait, why
+
+    loaded_up_to(until + timedelta(minutes=5))  # the watermark passes until + the 5 min allowed lateness
+    assert sensor.execute(context) is None
+
+
+def test_at_the_deadline_the_run_fails_naming_what_lags(sensor):
+    until = datetime(2014, 8, 2, 8, 0, tzinfo=timezone.utc)
+    loaded_up_to(until - timedelta(minutes=10))
+    trigger = WatermarkTrigger([TRAFFIC], until.isoformat(), deadline=datetime.now(timezone.utc).isoformat(),
+                               poll_seconds=0.1)
+
+    async def first():
+        async for event in trigger.run():
+            return event.payload
+    event = asyncio.run(first())
+    assert event["status"] == "timeout" and event["lagging"] == {TRAFFIC: "2014-08-02T07:50:00+00:00"}
+    with pytest.raises(AirflowFailException, match=(r"did not arrive by .*RSP_INPUT_WAIT past the run's interval ending "
+                                                   rf"2014-08-02T08:00:00.000Z\): <{TRAFFIC}> holds data up to "
+                                                   r"2014-08-02T07:50:00.000Z")):
+        sensor.execute_complete({}, event)
