@@ -93,12 +93,27 @@ def _window_of(rq: registry.RegisteredQuery, stream: str):
     return next((w.window for w in rq.query.windows if w.stream == stream and w.window is not None), None)
 
 
+def replay_params(rq: registry.RegisteredQuery) -> dict:
+    """The trigger form of a query over input streams: the interval to evaluate, for a replay of
+    recorded data (empty: the run's data interval). Checked before the run waits: both or
+    neither, and whole batches (``intervals.run_interval``, ``RegisteredQuery.check_interval``)."""
+    from airflow.sdk import Param
+
+    batch = _span(rq.batch_us)
+    return {name: Param(None, type=["null", "string"], format="date-time", title=title,
+                        description=f"{what} (UTC). Leave both empty for the run's data interval; the interval "
+                                    f"must be whole batches of {batch} on the query's grid of closes.")
+            for name, title, what in (("after", "Replay from", "The interval's start, excluded"),
+                                      ("until", "Replay until", "The interval's end, included"))}
+
+
 def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     upstream = [stream_asset(s) for s in rq.streams if s in derived]
     output = stream_asset(rq.output_stream)
     timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
     with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
              max_active_runs=1, doc_md=describe(rq), description=summary(rq), default_args=default_args(),
+             params={} if upstream else replay_params(rq),
              tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
         # a run on the timetable (or by hand) must cover whole batches; a chained run takes its
         # upstream's interval from the asset events

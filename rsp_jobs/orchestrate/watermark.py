@@ -127,20 +127,18 @@ class WatermarkSensor(BaseSensorOperator):
         return not lagging_streams(self.store_url, self.streams, self._until(context))
 
     def execute(self, context) -> None:
-        if self.query_path is not None:
-            from airflow.sdk.exceptions import AirflowFailException
+        from rsp_jobs.errors import RspError
+        from rsp_jobs.orchestrate.registry import load_query
 
-            from rsp_jobs.errors import RspError
-            from rsp_jobs.orchestrate.registry import load_query
-
-            try:
-                load_query(Path(self.query_path)).check_interval(*run_interval(context))
-            except RspError as exc:  # the same interval fails the same way: no retries
-                raise AirflowFailException(str(exc)) from exc
+        try:  # a bad interval fails the same way again: no retries
+            after, until = run_interval(context)
+            if self.query_path is not None:  # a run on the timetable or by hand: whole batches
+                load_query(Path(self.query_path)).check_interval(after, until)
+        except RspError as exc:
+            raise AirflowFailException(str(exc)) from exc
         from rsp_jobs.orchestrate.connections import store_url
 
         self.store_url = self.store_url or store_url()  # the rsp_store connection, for the triggerer too
-        after, until = run_interval(context)
         lagging = lagging_streams(self.store_url, self.streams, until)
         if not lagging:
             return

@@ -93,3 +93,24 @@ def test_at_the_deadline_the_run_fails_naming_what_lags(sensor):
                                                    rf"2014-08-02T08:00:00.000Z\): <{TRAFFIC}> holds data up to "
                                                    r"2014-08-02T07:50:00.000Z")):
         sensor.execute_complete({}, event)
+
+
+def test_the_trigger_forms_interval_wins_over_the_data_interval_and_is_checked_first(sensor):
+    """dags/README.md, Replays: ``after`` and ``until`` as params (the trigger form, a REST
+    trigger's ``conf``), whatever the run's data interval."""
+    at = lambda h, m: datetime(2014, 8, 2, h, m, tzinfo=timezone.utc).isoformat()  # noqa: E731
+    replay = {**today(), "run_id": "manual"}
+    with pytest.raises(AirflowFailException, match="give both params, after and until, or neither"):
+        sensor.execute({**replay, "params": {"after": at(6, 30), "until": None}})
+    with pytest.raises(AirflowFailException, match="params after/until"):
+        sensor.execute({**replay, "params": {"after": "half past six", "until": at(6, 45)}})
+    with pytest.raises(AirflowFailException, match=r"\(2014-08-02T06:31:00Z, 2014-08-02T06:46:00Z\] is not whole batches"):
+        sensor.execute({**replay, "params": {"after": at(6, 31), "until": at(6, 46)}})
+    loaded_up_to(datetime(2014, 8, 2, 8, 5, tzinfo=timezone.utc))
+    assert sensor.execute({**replay, "params": {"after": at(6, 0), "until": at(8, 0)}}) is None  # 2014 is loaded
+    with pytest.raises(AirflowFailException, match="cannot arrive"):
+        sensor.execute({**replay, "params": {"after": None, "until": None}})  # today's is not
+
+    params = dag_bag().dags["congestion_by_segment"].params
+    assert {name: params.get_param(name).schema["format"] for name in ("after", "until")} == \
+        {"after": "date-time", "until": "date-time"}
