@@ -27,6 +27,7 @@ from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.orchestrate import connections, registry
 from rsp_jobs.orchestrate.intervals import run_interval
+from rsp_jobs.orchestrate.landing_wait import LandingSensor
 from rsp_jobs.orchestrate.watermark import WatermarkSensor
 from rsp_jobs.times import duration_text, parse_timedelta
 
@@ -164,13 +165,18 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
 
 
 def ingest_dag(config: registry.StreamConfig) -> DAG:
+    """Loads the stream's landing files as they arrive: a scheduled run waits, deferred, for a
+    file (``landing_wait``), so each run is an arrival; one triggered by hand loads what is there."""
     asset = stream_asset(config.iri)
-    every = parse_timedelta(os.environ.get("RSP_INGEST_EVERY", "5m"))
+    every = parse_timedelta(os.environ.get("RSP_INGEST_EVERY", "1m"))
     with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(every),
              start_date=registry.DEFAULT_START, catchup=False, max_active_runs=1, default_args=default_args(),
-             description=f"Loads landing files into <{config.iri}> every {_span(every // timedelta(microseconds=1))}",
-             doc_md=f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`.",
+             description=f"Loads the files dropped in landing/{config.key}/ into <{config.iri}> as they arrive",
+             doc_md=(f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`. A scheduled run "
+                     "waits (deferred, in the triggerer) until a file is there, then loads it: each run is an "
+                     "arrival. A run triggered by hand loads what is there now, and is skipped when nothing is."),
              tags=["rsp", "ingest"]) as dag:
+        wait = LandingSensor(task_id="wait_for_files", stream=config.iri)
 
         @task(task_id="load_landing_files", outlets=[asset])
         def load(**context) -> dict:
@@ -184,7 +190,7 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
             log.info("asset event for <%s>: %s", config.iri, extra)
             return report
 
-        load()
+        wait >> load()
     return dag
 
 

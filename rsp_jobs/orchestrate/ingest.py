@@ -81,9 +81,24 @@ class LandingReport:
                 "watermark": max((f.watermark for f in self.loaded if f.watermark), default=None)}
 
 
+def drop(path: Path, config: StreamConfig, name: Optional[str] = None) -> Path:
+    """Put a copy of ``path`` in the stream's landing folder the way a producer should: written
+    under a name the ingest ignores, then renamed, so that no run loads half a file."""
+    config.landing_dir.mkdir(parents=True, exist_ok=True)
+    target = config.landing_dir / (name or path.name)
+    partial = target.with_name(f".{target.name}.part")
+    shutil.copyfile(path, partial)
+    return partial.replace(target)
+
+
+def loadable_suffixes(config: StreamConfig) -> list[str]:
+    """The file suffixes the stream's ingest loads: the RDF formats, and its raw format's."""
+    return sorted({*FORMATS, *sources.raw_suffixes(config.format)})
+
+
 def landing_files(config: StreamConfig) -> list[Path]:
     config.landing_dir.mkdir(parents=True, exist_ok=True)
-    suffixes = {*FORMATS, *sources.raw_suffixes(config.format)}
+    suffixes = loadable_suffixes(config)
     return sorted(p for p in config.landing_dir.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
 
 

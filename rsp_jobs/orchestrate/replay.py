@@ -8,7 +8,6 @@ the summary is read back from Airflow's REST API and the frame store.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Callable, Sequence
 from sqlalchemy import func, select
 
 from rsp_jobs.orchestrate import registry
+from rsp_jobs.orchestrate.ingest import drop
 from rsp_jobs.orchestrate.registry import RegisteredQuery
 from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.store import db
@@ -80,10 +80,8 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     unpause_all(airflow, ingest_dags + [q.dag_id for q in queries] + alert_dags)
 
     for iri, files in stream_files.items():
-        landing = streams[iri].landing_dir
-        landing.mkdir(parents=True, exist_ok=True)
         for path in files:
-            shutil.copy(path, landing / path.name)
+            drop(path, streams[iri])
     for dag_id in ingest_dags:
         state = wait_for_run(airflow, dag_id, trigger(airflow, dag_id), timeout)
         say(f"  {dag_id}: {state}")

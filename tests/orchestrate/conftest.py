@@ -12,6 +12,7 @@ import pytest
 from rsp_jobs import settings
 from rsp_jobs.ingest import citybench
 from rsp_jobs.orchestrate import airflow_env, registry
+from rsp_jobs.orchestrate.ingest import drop
 
 TRAFFIC = str(citybench.TRAFFIC)
 DAY = datetime(2014, 8, 2, 6, 0, tzinfo=timezone.utc)
@@ -42,9 +43,7 @@ def traffic(data_dir, tmp_path_factory):
 
 def land(path: Path, stream: str = TRAFFIC, name: str | None = None) -> Path:
     """Drop a file in the stream's landing directory."""
-    target = registry.stream_config(stream).landing_dir
-    target.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy(path, target / (name or path.name)))
+    return drop(path, registry.stream_config(stream), name)
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ def dag_bag():
     return DagBag(dag_folder=str(settings.REPO_ROOT / "dags"))
 
 
+TRAFFIC_IRI = "http://www.insight-centre.org/dataset/SampleEventService#AarhusTrafficData"
 PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings", "congested_segments",
                 "congestion_alert", "congestion_rising", "segment_silent", "dart_mean10", "dart_prediction",
                 "dart_pairs", "tsunami_detection", "alert_congestion_alert", "alert_congestion_rising", "alert_segment_silent",
@@ -193,7 +194,8 @@ def test_every_dag_says_what_it_does_in_a_line_and_retries_only_transient_failur
     monkeypatch.setenv("RSP_TASK_RETRIES", "3")
     bag = dag_bag()
     assert all(dag.description and "\n" not in dag.description for dag in bag.dags.values())
-    assert bag.dags.get("ingest_aarhus_traffic").description.endswith("every 5m")
+    assert bag.dags.get("ingest_aarhus_traffic").description == \
+        "Loads the files dropped in landing/aarhus_traffic/ into <" + TRAFFIC_IRI + "> as they arrive"
     assert {t.retries for dag in bag.dags.values() for t in dag.tasks} == {3}
     spec = importlib.util.spec_from_file_location("rsp_dags_module", settings.REPO_ROOT / "dags" / "rsp_dags.py")
     module = importlib.util.module_from_spec(spec)
@@ -237,3 +239,37 @@ def test_a_run_that_is_not_whole_batches_is_refused_before_it_waits_naming_a_who
         sensor.execute({"data_interval_start": at(6, 31), "data_interval_end": at(6, 46), "run_id": "by_hand"})
     chained = dag_bag().dags.get("congested_segments").get_task("wait_for_inputs")
     assert chained.query_path is None  # its interval is its upstream's
+
+
+def test_an_ingest_run_waits_deferred_for_a_file_and_one_by_hand_loads_what_is_there(home, queries):
+    """dags/README.md: each scheduled ingest run is an arrival; an idle folder does not make a
+    skipped run per look."""
+    import asyncio
+    import threading
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowSkipException, TaskDeferred
+
+    from rsp_jobs.orchestrate import registry
+
+    dag = dag_bag().dags["ingest_aarhus_traffic"]
+    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_files", "load_landing_files"]
+    sensor = dag.get_task("wait_for_files")
+    landing = registry.stream_config(sensor.stream).landing_dir
+    scheduled, manual = ({"dag_run": SimpleNamespace(run_type=kind)} for kind in ("scheduled", "manual"))
+    with pytest.raises(AirflowSkipException, match=f"no new files in {landing}"):
+        sensor.execute(manual)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(scheduled)
+    trigger = deferred.value.trigger
+    trigger.poll_seconds = 0.05
+    (landing / "rejected").mkdir(parents=True, exist_ok=True)
+    (landing / "rejected" / "old.nq").write_text("")  # not a new file
+    (landing / "notes.txt").write_text("")  # not a stream file
+
+    async def first_event():
+        threading.Timer(0.3, lambda: (landing / "morning.nq").write_text("")).start()
+        async for event in trigger.run():
+            return event.payload
+    assert asyncio.run(asyncio.wait_for(first_event(), 30)) == {"folder": str(landing), "files": ["morning.nq"]}
+    assert sensor.execute(manual) is None and sensor.execute(scheduled) is None  # a file waits: load it
