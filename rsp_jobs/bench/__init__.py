@@ -1,5 +1,6 @@
 """The benchmarks of ``make bench``: the engine against rdflib (``__main__``), the frame store
-(``store``), temporal patterns (``patterns``) and reasoning (``reasoning``), with the rdflib
+(``store``), temporal patterns (``patterns``), reasoning (``reasoning``) and a task's fixed
+cost (``task_cost``), with the rdflib
 reference they compare against (``reference``, which the differential tests use too). Here:
 what they share, how they read a window's close and name the machine."""
 from __future__ import annotations

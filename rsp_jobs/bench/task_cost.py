@@ -1,0 +1,96 @@
+"""``make bench``, a task's fixed cost: the seconds from a task process's start to the end of
+its first Spark job, before any work of its own. A DAG task is a process of its own, so it is
+measured as one: a fresh interpreter imports the task module (``orchestrate.tasks``), gets its
+Spark from the ``rsp_spark`` connection and runs one trivial job. Two ways, side by side:
+
+- ``connect``: the connection names a warm Spark Connect server (what ``make airflow`` and the
+  demo run); the target is under 2 s;
+- ``jvm_per_task``: the connection names ``local[2]``, so the task starts its own driver JVM.
+
+Airflow's own start of a task (the supervisor, the Task SDK's API calls) is not included: it is
+the same either way and not ours to make shorter.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rsp_jobs.bench import cores
+from rsp_jobs.demo_deployment import free_port
+from rsp_jobs.spark import connect_server
+
+TARGET_S = 2.0
+TASK = r"""
+import json, time
+started = time.time()
+from rsp_jobs.orchestrate import tasks  # noqa: F401  (what a query task imports)
+imported = time.time()
+from rsp_jobs.orchestrate.spark_connection import get_spark
+spark = get_spark()
+session = time.time()
+assert spark.range(1).count() == 1
+print(json.dumps({"started": started, "imported": imported, "session": session, "job": time.time()}))
+"""
+
+
+def task_once(connection: str, home: Path) -> dict:
+    """One task-like process on ``connection`` (``AIRFLOW_CONN_RSP_SPARK``, a URI or JSON): its phases in s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN", "RSP_SPARK"))}
+    env.update(AIRFLOW_CONN_RSP_SPARK=connection, RSP_HOME=str(home))
+    launched = time.time()
+    done = subprocess.run([sys.executable, "-c", TASK], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the task process failed: {done.stderr[-2000:]}")
+    marks = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"interpreter_s": round(marks["started"] - launched, 3),
+            "imports_s": round(marks["imported"] - marks["started"], 3),
+            "session_s": round(marks["session"] - marks["imported"], 3),
+            "first_job_s": round(marks["job"] - marks["session"], 3),
+            "total_s": round(marks["job"] - launched, 3)}
+
+
+def measure(connection: str, home: Path, runs: int) -> dict:
+    samples = [task_once(connection, home) for _ in range(runs)]
+    return {"connection": connection, "runs": samples,
+            "median_total_s": round(statistics.median(s["total_s"] for s in samples), 3)}
+
+
+def run(output: Path, runs: int = 5) -> dict:
+    with tempfile.TemporaryDirectory(prefix="rsp-task-cost-") as scratch:
+        home = Path(scratch)
+        port = free_port()
+        server = connect_server.start(port, home / "connect.log", home=home)
+        try:
+            task_once(f"spark-connect://127.0.0.1:{port}", home)  # the server's first job warms it
+            connect = measure(f"spark-connect://127.0.0.1:{port}", home, runs)
+        finally:
+            server.terminate()
+            server.wait(60)
+        jvm = measure(json.dumps({"conn_type": "spark", "host": "local[2]"}), home, max(1, runs // 2))
+    report = {"benchmark": "task fixed cost: process start to the end of its first Spark job",
+              "cores": cores(), "target_s": TARGET_S, "connect": connect, "jvm_per_task": jvm,
+              "connect_within_target": connect["median_total_s"] < TARGET_S}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.task_cost", description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=Path("bench-results/task_cost.json"))
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    report = run(args.output, args.runs)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
