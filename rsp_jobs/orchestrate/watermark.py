@@ -56,6 +56,11 @@ def _when(moment: datetime) -> str:
     return iso_ms(to_us(moment))
 
 
+def _held(mark: Optional[str]) -> str:
+    """How far a stream's data goes, from its watermark (``lagging_streams``'s value)."""
+    return f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data yet"
+
+
 class WatermarkTrigger(BaseTrigger):
     """Fires when no input stream lags behind ``until`` any more (polls every ``poll_seconds``),
     or at ``deadline`` with the streams that still lag."""
@@ -103,8 +108,7 @@ def stranded(lagging: dict[str, Optional[str]], after: datetime, wait: timedelta
             continue
         if landing_files(catalog[iri]):
             continue
-        held = f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data yet"
-        found[iri] = f"{held} and nothing waits in {catalog[iri].landing_dir}"
+        found[iri] = f"{_held(mark)} and nothing waits in {catalog[iri].landing_dir}"
     return found
 
 
@@ -160,8 +164,7 @@ class WatermarkSensor(BaseSensorOperator):
 
     def execute_complete(self, context, event: Optional[dict] = None) -> None:
         if event and event.get("status") == "timeout":
-            lag = "; ".join(f"<{iri}> " + (f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data")
-                            for iri, mark in event["lagging"].items())
+            lag = "; ".join(f"<{iri}> {_held(mark)}" for iri, mark in event["lagging"].items())
             raise AirflowFailException(
                 f"the inputs did not arrive by {_when(parse_datetime(event['deadline']))} "
                 f"(RSP_INPUT_WAIT past the run's interval ending {_when(parse_datetime(event['until']))}): {lag}. "
