@@ -13,12 +13,13 @@ setup:
 
 # on TEST_WORKERS processes (pytest-xdist), a module to a worker: its fixtures are made once
 TEST_WORKERS ?= 2
-test: setup
+test:
+	@scripts/bootstrap.sh --browser
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data, no GX validation (tests/conftest.py)
 test-fast: setup
-	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not gx and not slow"
+	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not gx and not browser and not slow"
 
 demo: setup
 	$(VENV)/bin/rsp demo

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Sets up everything the project needs on a fresh machine, and nothing twice:
 #   - Java 17+ for Spark (installed with apt when we are root, otherwise a clear message);
-#   - .venv from requirements.lock, rebuilt when the lock or pyproject.toml changed.
+#   - .venv from requirements.lock, rebuilt when the lock or pyproject.toml changed;
+#   - the scripts and styles GX Data Docs load from CDNs, from the npm registry (pinned in
+#     rsp_jobs/quality/data_docs_assets.json), so that the quality reports render offline;
+#   - with --browser (make test): headless Chromium, for the tests that look at pages as a user
+#     does (installed with apt when we are root; otherwise those tests say they skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,5 +58,25 @@ ensure_venv() {
   echo "$want" > "$STAMP"
 }
 
+ensure_docs_assets() {
+  local pins=rsp_jobs/quality/data_docs_assets.json dest=${RSP_DOCS_ASSETS:-$VENV/share/rsp/data-docs}
+  if [ "$(sha256sum "$pins" | cut -d' ' -f1)" = "$(cat "$dest/.pins-sha256" 2>/dev/null || true)" ]; then return 0; fi
+  say "fetching the Data Docs scripts and styles (pinned in $pins) into $dest"
+  "$VENV/bin/python" -m rsp_jobs.quality.offline_docs --dest "$dest"
+}
+
+ensure_browser() {
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "Chromium is missing: installing chromium and chromium-driver with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+    return 0
+  fi
+  say "Chromium not found: the browser tests will skip (install Debian's chromium to run them)."
+}
+
 ensure_java
 ensure_venv
+ensure_docs_assets
+if [ "${1:-}" = "--browser" ]; then ensure_browser; fi

@@ -1,6 +1,8 @@
 """Running a suite with GX Core 1.x: a file Data Context under ``<home>/gx`` whose Data Docs site
 is the project's, one pandas data asset and checkpoint per suite, results back as plain values.
 
+The pages load their scripts and styles from local copies (``offline_docs``), not from CDNs.
+
 Airflow tasks run in separate processes under one project home and all write the same context
 (its YAML, suites, validation results, Data Docs index), so every use of it holds an exclusive
 ``flock`` on ``<home>/gx/.lock``; the context is re-read under the lock each time (it takes
@@ -62,6 +64,8 @@ def run_suite(suite, data: pd.DataFrame, run_name: str) -> tuple[list[Checked], 
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
 
+    from rsp_jobs.quality import offline_docs  # here: ``python -m`` runs it from the set-up
+
     home = settings.home_dir()
     with _locked(home / "gx" / ".lock"):
         context = _context(home)
@@ -81,6 +85,7 @@ def run_suite(suite, data: pd.DataFrame, run_name: str) -> tuple[list[Checked], 
         index = Path(unquote(urlparse(context.get_docs_sites_urls(site_name=SITE)[0]["site_url"]).path))
         if prune_results(home / "gx" / "uncommitted", settings.retention("RSP_QUALITY_RETENTION", "P30D"), ran):
             context.build_data_docs(site_names=[SITE])  # the index no longer links what was pruned
+        offline_docs.localize(index.parent)
     (validation,) = result.run_results.values()
     order = {e.id: i for i, e in enumerate(checkpoint.validation_definitions[0].suite.expectations)}
     outcomes = sorted(validation.results, key=lambda r: order.get(r.expectation_config.id, len(order)))
