@@ -10,6 +10,7 @@ legacy mode would run SELECTs outside the transaction and DDL in autocommit.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Iterator, Optional
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 
 from rsp_jobs import settings
@@ -88,15 +90,26 @@ def alembic_config(url: Optional[str] = None) -> Config:
 
 
 def upgrade(url: Optional[str] = None) -> Optional[str]:
-    """Apply every migration the store lacks, in one transaction; returns the revision reached."""
-    command.upgrade(alembic_config(url), "head")
+    """Apply every migration the store lacks, in one transaction; returns the revision reached.
+    A store already at the head is left alone (no Alembic run, whose INFO lines about its
+    dialect would otherwise open every task's log)."""
+    config = alembic_config(url)
+    if current_revision(url) != ScriptDirectory.from_config(config).get_current_head():
+        command.upgrade(config, "head")
     return current_revision(url)
 
 
 def current_revision(url: Optional[str] = None) -> Optional[str]:
-    """The store's Alembic revision, None for a store never migrated."""
-    with engine(url).connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    """The store's Alembic revision, None for a store never migrated (read without the INFO
+    lines Alembic logs about the dialect whenever it looks at a connection)."""
+    quiet = logging.getLogger("alembic.runtime.migration")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        with engine(url).connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        quiet.setLevel(level)
 
 
 @contextmanager
