@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from rsp_jobs.store import db
 from rsp_jobs.store.models import Activity, StoredResult
 from rsp_jobs.demo_deployment import Deployment, airflow_deployment
 from tests.orchestrate.conftest import DAY, TRAFFIC, land
+from tests.support.browser import browser, needs_chromium
 
 PROJECT_DAGS = {"congestion_by_segment", "congested_pairs", "congestion_readings", "congested_segments",
                 "congestion_alert", "congestion_rising", "segment_silent", "dart_mean10", "dart_prediction",
@@ -123,3 +125,51 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
            f"print(SparkSession.builder.remote({server!r}).getOrCreate().conf.get('spark.app.id'))")
     served = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, timeout=120)
     assert activity.spark_app_id == served.stdout.strip().splitlines()[-1], served.stderr[-2000:]
+
+
+@needs_chromium
+@pytest.mark.browser
+def test_what_a_user_sees_in_the_ui_without_network(airflow, tmp_path):
+    """After the replay above, in headless Chromium with no network beyond this machine, as
+    the README's Airflow section walks through it: the login form, the DAG list, a DAG's
+    description, the replay's run and its task log in the project's words, the output stream's
+    asset graph, and the Data Docs of the run's quality check. Screenshots of each are left
+    under the test's folder."""
+    from selenium.webdriver.common.by import By
+
+    description = airflow.client.get(f"/api/v2/dags/{QUERY_DAG}").raise_for_status().json()["description"]
+    (asset,) = airflow.client.get("/api/v2/assets", params={"uri_pattern": OUTPUT_STREAM}).json()["assets"]
+    with browser(tmp_path / "screenshots") as ui:
+        ui.open(airflow.url, showing="Sign")
+        ui.driver.find_element(By.CSS_SELECTOR, "input:not([type=password])").send_keys(airflow.user)
+        ui.driver.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(airflow.password)
+        ui.driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        ui.wait_for_text("Dags")
+        ui.screenshot("1-home")
+
+        listed = ui.open(f"{airflow.url}/dags", showing=f"{len(PROJECT_DAGS)} Dags")
+        assert PROJECT_DAGS <= set(listed.split()), PROJECT_DAGS - set(listed.split())
+        ui.screenshot("2-dag-list")
+        ui.open(f"{airflow.url}/dags/{QUERY_DAG}/details", showing=description)
+        assert "[RANGE 1h STEP 5m]" in description  # the query's own words, no Python repr
+        ui.screenshot("3-dag-details")
+
+        run = ui.open(f"{airflow.url}/dags/{QUERY_DAG}/runs/api_e2e", showing="evaluate")
+        assert "success" in run.lower()
+        ui.screenshot("4-replay-run")
+        ui.open(f"{airflow.url}/dags/{QUERY_DAG}/runs/api_e2e/tasks/evaluate",
+                showing="congestion_by_segment: evaluated 3 window closes")
+        ui.screenshot("5-task-log")
+
+        graph = ui.open(f"{airflow.url}/assets/{asset['id']}", showing="1 Asset Event")
+        assert f"Source:\n{QUERY_DAG}" in graph  # the replay's event
+        nodes = ui.driver.execute_script(  # the graph's nodes, read at once (React redraws them)
+            "return [...document.querySelectorAll('.react-flow__node')].map(n => n.innerText.trim())")
+        assert {QUERY_DAG, OUTPUT_STREAM} <= set(nodes), nodes
+        ui.screenshot("6-asset-graph")
+
+        (index,) = (Path(airflow.env["RSP_HOME"]) / "gx").rglob("data_docs/local_site/index.html")
+        docs = ui.open(index.as_uri(), showing="Showing 1 to")
+        assert "rsp_output_batch" in docs and "https://" not in index.read_text().split("<body")[0]
+        assert ui.driver.find_elements(By.CSS_SELECTOR, "div.bootstrap-table")  # built by its script
+        ui.screenshot("7-data-docs")

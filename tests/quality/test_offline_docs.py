@@ -8,7 +8,6 @@ import base64
 import hashlib
 import io
 import re
-import shutil
 import subprocess
 import tarfile
 from datetime import datetime, timezone
@@ -19,6 +18,7 @@ import pandas as pd
 import pytest
 
 from rsp_jobs.quality import offline_docs
+from tests.support.browser import NO_NETWORK, chromium
 
 CDN_TAG = re.compile(r'<(?:script|link)\b[^>]*?(?:src|href)="(https?://[^"]+)"[^>]*>')
 
@@ -112,16 +112,11 @@ def test_fetch_unpacks_the_pinned_files_and_stamps_the_pins(tmp_path, monkeypatc
 
 # ---------------------------------------------------------------- a real site in a real browser
 
-def chromium() -> str | None:
-    return next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(name)), None)
-
-
 def browse(page: Path, screenshot: Path | None = None) -> str:
     """The DOM of ``page`` after its scripts ran, in headless Chromium with the network off
     (every request goes to a proxy that is not there)."""
     command = [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+               NO_NETWORK, "--proxy-bypass-list=<-loopback>",
                "--virtual-time-budget=5000", "--window-size=1280,900"]
     if screenshot is not None:
         subprocess.run([*command, f"--screenshot={screenshot}", page.as_uri()], check=True,
@@ -154,7 +149,7 @@ def validated(tmp_path, monkeypatch):
 
 @pytest.mark.gx
 @pytest.mark.browser
-@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (make test installs it with apt when it may)")
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (make test installs Debian's chromium with apt when run as root)")
 def test_the_validation_list_renders_in_a_browser_without_network(validated, tmp_path):
     index = validated(tmp_path / "home", offline_docs.assets_dir())
     dom = browse(index, screenshot=tmp_path / "data-docs.png")
