@@ -17,9 +17,10 @@ test:
 	@scripts/bootstrap.sh --browser
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data, no GX validation (tests/conftest.py)
+# the edit loop: no Spark, no Airflow, no PostgreSQL, no shared data, no GX validation, no browser
+# (tests/conftest.py); on TEST_WORKERS processes too, since collecting the suite alone takes 16 s
 test-fast: setup
-	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -m "not spark and not cluster and not airflow and not postgres and not data and not gx and not browser and not slow"
+	RSP_TEST_TIER=fast $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m "not spark and not cluster and not airflow and not postgres and not data and not gx and not browser and not slow"
 
 demo: setup
 	$(VENV)/bin/rsp demo
