@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from sqlalchemy import func, select
 
 from rsp_jobs.orchestrate import registry
-from rsp_jobs.orchestrate.ingest import drop
+from rsp_jobs.orchestrate.ingest import drop, landing_files
 from rsp_jobs.orchestrate.registry import RegisteredQuery
 from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.store import db
@@ -54,6 +54,32 @@ def wait_for_run(airflow, dag_id: str, run_id: str, timeout: float) -> str:
     return airflow.wait_for(done, timeout, f"run {run_id} of {dag_id}")
 
 
+def ingested(airflow, dag_id: str, config, timeout: float) -> str:
+    """Wait until the ingest DAG has taken every file out of the stream's landing folder and
+    the run that did has finished; returns that run's ``load_landing_files`` state. An unpaused
+    ingest DAG's scheduled run is usually waiting for files already, and the DAG runs one run
+    at a time, so a run triggered now would queue behind the waiting one: one is triggered only
+    when no run is going."""
+    triggered = []
+
+    def done():
+        runs = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100}).raise_for_status().json()
+        runs = sorted(runs["dag_runs"], key=lambda r: r["start_date"] or "~", reverse=True)  # newest first
+        if landing_files(config):
+            if not triggered and not any(r["state"] in ("running", "queued") for r in runs):
+                triggered.append(trigger(airflow, dag_id))
+            return None
+        for run in runs:  # the newest run that loaded: the next one may be waiting for files
+            state = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances/"
+                                       "load_landing_files").raise_for_status().json()["state"]
+            if state in ("success", "failed", "upstream_failed"):
+                return state
+            if state not in (None, "skipped"):
+                return None  # loading
+        return None
+    return airflow.wait_for(done, timeout, f"{dag_id} loaded the files in {config.landing_dir}")
+
+
 def unpause_all(airflow, dag_ids: Sequence[str], timeout: float = 180) -> None:
     def parsed():
         listed = airflow.client.get("/api/v2/dags", params={"limit": 200}).raise_for_status().json()["dags"]
@@ -82,9 +108,8 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     for iri, files in stream_files.items():
         for path in files:
             drop(path, streams[iri])
-    for dag_id in ingest_dags:
-        state = wait_for_run(airflow, dag_id, trigger(airflow, dag_id), timeout)
-        say(f"  {dag_id}: {state}")
+    for iri, dag_id in zip(stream_files, ingest_dags):
+        say(f"  {dag_id}: {ingested(airflow, dag_id, streams[iri], timeout)}")
 
     for q in roots:
         run_ids = [trigger(airflow, q.dag_id, a, b) for a, b in batches(q, after, until)]
