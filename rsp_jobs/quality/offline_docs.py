@@ -121,9 +121,16 @@ def localize(site: Path, root: Path | None = None) -> int:
         shutil.copytree(root, vendor, dirs_exist_ok=True)
     paths = local_paths()
     pattern = re.compile("|".join(re.escape(f'"{url}"') for url in sorted(paths, key=len, reverse=True)))
+    # only pages written since the last pass: a site keeps a page per validation for its
+    # retention (30 days by default), and this runs after every validation
+    mark = vendor / ".localized"
+    since = mark.stat().st_mtime_ns if mark.exists() else 0
+    mark.touch()
     changed = 0
     images = site / "static" / "images"
     for page in site.rglob("*.html"):
+        if page.stat().st_mtime_ns < since:
+            continue
         text = page.read_text(encoding="utf-8")
         if not (pattern.search(text) or _GX_IMAGE.search(text)):
             continue
