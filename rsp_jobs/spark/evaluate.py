@@ -9,6 +9,10 @@ where semantics require it (grouping, OPTIONAL against window data, the final re
 what keeps a 44k-triple background from being copied into every window.
 
 A variable ``?x`` is the string column ``v_x`` holding N-Triples text, NULL when unbound.
+Every frame's columns follow from its ``Solutions``: ``_win`` in the window rows (``dep``),
+the variables' columns, ``_rank`` when ``ranked``. The evaluator knows them from that and never
+asks Spark: on a Spark Connect session each ``DataFrame.columns`` is a round trip that analyses
+the whole plan so far (CSRBench's queries asked 274 times, 14 of their 38 s).
 """
 from __future__ import annotations
 
@@ -85,7 +89,11 @@ class Solutions:
     indep: Optional[DataFrame]
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
-    ranked: bool = False  # a _rank column carries ORDER BY position
+    ranked: bool = False  # a _rank column carries ORDER BY position (in dep; indep is None then)
+
+    def columns(self, windowed: bool) -> list[str]:
+        """The columns of ``dep`` (``windowed``) or of ``indep``."""
+        return ([WIN] if windowed else []) + [vcol(v) for v in self.vars] + ([RANK] if windowed and self.ranked else [])
 
 
 class Evaluator:
@@ -134,10 +142,10 @@ class Evaluator:
         positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
         graph_var = graph.name if isinstance(graph, ast.Var) else None
 
-        def match(frame: DataFrame) -> DataFrame:
+        def match(frame: DataFrame, windowed: bool) -> DataFrame:
             condition, binds = triple_match(triple, graph)
             out = frame.where(condition)
-            keep = [WIN] if WIN in frame.columns else []
+            keep = [WIN] if windowed else []
             return out.select(*keep, *[F.col(c).alias(vcol(v)) for v, c in binds.items()])
 
         names = []
@@ -147,10 +155,10 @@ class Evaluator:
                 names.append(name)
         if graph_var and graph_var not in names:
             names.append(graph_var)
-        dep = match(self.rows)
+        dep = match(self.rows, True)
         indep = None
         if self.background.may_match(triple, graph):
-            indep = F.broadcast(match(self.background.frame(self.spark)))
+            indep = F.broadcast(match(self.background.frame(self.spark), False))
         return Solutions(dep, indep, tuple(names))
 
     # ------------------------------------------------------------------ joins
@@ -163,12 +171,14 @@ class Evaluator:
         if a.dep is not None and b.dep is not None and b.indep is not None:
             dep_parts.append(self._join_either(a.dep, b.dep, b.indep, a, b))
         elif a.dep is not None and b.dep is not None:
-            dep_parts.append(self._join_frames(a.dep, b.dep, a, b))
+            dep_parts.append(self._join_frames(a.dep, b.dep, a, b, (True, True)))
         elif a.dep is not None and b.indep is not None:
-            dep_parts.append(self._join_frames(a.dep, b.indep, a, b))
+            dep_parts.append(self._join_frames(a.dep, b.indep, a, b, (True, False)))
         if a.indep is not None and b.dep is not None:
-            dep_parts.append(self._join_frames(a.indep, b.dep, a, b))
-        indep = self._join_frames(a.indep, b.indep, a, b) if a.indep is not None and b.indep is not None else None
+            dep_parts.append(self._join_frames(a.indep, b.dep, a, b, (False, True)))
+        indep = None
+        if a.indep is not None and b.indep is not None:
+            indep = self._join_frames(a.indep, b.indep, a, b, (False, False))
         return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b))
 
     def _join_either(self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame,
@@ -180,27 +190,28 @@ class Evaluator:
         ``left`` row is keyed twice: by its window, to meet window rows, and by ANY_WINDOW, to
         meet the window-independent rows, which carry that key."""
         left = left.withColumn(KEY, F.explode(F.array(F.col(WIN), F.lit(ANY_WINDOW))))
-        columns = [c for c in b_indep.columns if c != KEY]
+        columns = b.columns(windowed=False)
         right = (b_dep.select(F.col(WIN).alias(KEY), *columns)
                  .unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *columns)))
-        return self._join_frames(left, right, a, b)
+        return self._join_frames(left, right, a, b, (True, False), keyed=True)
 
     def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
-                     how: str = "inner", expr: Optional[ast.Expr] = None) -> DataFrame:
+                     windowed: tuple[bool, bool], how: str = "inner", expr: Optional[ast.Expr] = None,
+                     keyed: bool = False) -> DataFrame:
         """Join two solution frames on compatible bindings (SPARQL 18.3): equal where both
         sides are certainly bound, equal-or-unbound where either side may be unbound; on the
-        window where both have one, on ``KEY`` where both have that (``_join_either``)."""
+        window where both are window rows (``windowed``: whether ``left``, ``right`` are), on
+        ``KEY`` where both have that (``keyed``, ``_join_either``). A join's solutions are a
+        multiset: an ORDER BY position does not carry through it."""
         shared = [v for v in a.vars if v in b.vars]
-        both_windowed = WIN in left.columns and WIN in right.columns
-        keyed = KEY in left.columns and KEY in right.columns
+        both_windowed = all(windowed)
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
         if both_windowed:
             renamed[WIN] = "_r_" + WIN
         if keyed:
             renamed[KEY] = "_r_" + KEY
-        if RANK in right.columns:
-            right = right.drop(RANK)
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
+        right_columns = ([KEY] if keyed else []) + b.columns(windowed[1] and not keyed)
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right_columns if c != RANK])
         conds = []
         if both_windowed:
             conds.append(F.col(WIN) == F.col("_r_" + WIN))
@@ -217,25 +228,26 @@ class Evaluator:
             conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
         condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
         joined = left.join(right, on=condition, how=how)
-        win = [F.col(WIN)] if WIN in left.columns else ([F.col(WIN)] if WIN in right.columns else [])
-        rank = [F.col(RANK)] if RANK in left.columns else []
+        win = [F.col(WIN)] if any(windowed) else []
         out_vars = []
         for v in _merge_vars(a, b):
             if v in shared:
                 out_vars.append(F.coalesce(F.col(vcol(v)), F.col("_r_" + vcol(v))).alias(vcol(v)))
             else:
                 out_vars.append(F.col(vcol(v)))
-        return joined.select(*win, *out_vars, *rank)
+        return joined.select(*win, *out_vars)
 
     def _leftjoin(self, node: P.LeftJoin) -> Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
         vars_ = _merge_vars(a, b)
         maybe = a.maybe | (frozenset(b.vars) - frozenset(a.vars))
         if b.dep is None:  # the optional part is background only: no window needed
-            dep = self._join_frames(a.dep, b.indep, a, b, "left", node.expr) if a.dep is not None else None
-            indep = self._join_frames(a.indep, b.indep, a, b, "left", node.expr) if a.indep is not None else None
+            dep = (self._join_frames(a.dep, b.indep, a, b, (True, False), "left", node.expr)
+                   if a.dep is not None else None)
+            indep = (self._join_frames(a.indep, b.indep, a, b, (False, False), "left", node.expr)
+                     if a.indep is not None else None)
             return Solutions(dep, indep, vars_, maybe)
-        dep = self._join_frames(self.to_dep(a), self.to_dep(b), a, b, "left", node.expr)
+        dep = self._join_frames(self.to_dep(a), self.to_dep(b), a, b, (True, True), "left", node.expr)
         return Solutions(dep, None, vars_, maybe)
 
     def _minus(self, node: P.Minus) -> Solutions:
@@ -243,20 +255,22 @@ class Evaluator:
         if not set(a.vars) & set(b.vars):  # SPARQL 18.5: disjoint domains never remove anything
             return a
         if b.dep is None:
-            dep = self._anti(a.dep, b.indep, a, b) if a.dep is not None else None
-            indep = self._anti(a.indep, b.indep, a, b) if a.indep is not None else None
-            return Solutions(dep, indep, a.vars, a.maybe)
-        return Solutions(self._anti(self.to_dep(a), self.to_dep(b), a, b), None, a.vars, a.maybe)
+            dep = self._anti(a.dep, b.indep, a, b, (True, False)) if a.dep is not None else None
+            indep = self._anti(a.indep, b.indep, a, b, (False, False)) if a.indep is not None else None
+            return Solutions(dep, indep, a.vars, a.maybe, a.ranked)
+        return Solutions(self._anti(self.to_dep(a), self.to_dep(b), a, b, (True, True)), None, a.vars, a.maybe,
+                         a.ranked)
 
-    def _anti(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions) -> DataFrame:
+    def _anti(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
+              windowed: tuple[bool, bool]) -> DataFrame:
         """The solutions of ``left`` that no ``right`` solution is compatible with while
         sharing a bound variable (the MINUS condition)."""
         shared = [v for v in a.vars if v in b.vars]
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
-        both_windowed = WIN in left.columns and WIN in right.columns
+        both_windowed = all(windowed)
         if both_windowed:
             renamed[WIN] = "_r_" + WIN
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right.columns])
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns(windowed[1]) if c != RANK])
         conds = [F.col(WIN) == F.col("_r_" + WIN)] if both_windowed else []
         overlap = F.lit(False)
         for v in shared:
@@ -272,16 +286,16 @@ class Evaluator:
         only_one = frozenset(a.vars) ^ frozenset(b.vars)
         maybe = a.maybe | b.maybe | only_one
 
-        def align(frame: Optional[DataFrame], windowed: bool) -> Optional[DataFrame]:
+        def align(frame: Optional[DataFrame], sols: Solutions, windowed: bool) -> Optional[DataFrame]:
             if frame is None:
                 return None
             cols = [F.col(WIN)] if windowed else []
-            cols += [F.col(vcol(v)) if vcol(v) in frame.columns else F.lit(None).cast("string").alias(vcol(v))
+            cols += [F.col(vcol(v)) if v in sols.vars else F.lit(None).cast("string").alias(vcol(v))
                      for v in vars_]
             return frame.select(*cols)
 
-        dep = _union_all([f for f in (align(a.dep, True), align(b.dep, True)) if f is not None])
-        indep = _union_all([f for f in (align(a.indep, False), align(b.indep, False)) if f is not None])
+        dep = _union_all([f for f in (align(a.dep, a, True), align(b.dep, b, True)) if f is not None])
+        indep = _union_all([f for f in (align(a.indep, a, False), align(b.indep, b, False)) if f is not None])
         return Solutions(dep, indep, vars_, maybe)
 
     # ------------------------------------------------------------------ expressions
@@ -430,18 +444,18 @@ class Evaluator:
         inner = self.evaluate(node.input)
         names = tuple(v.name for v in node.vars)
 
-        def project(frame: Optional[DataFrame]) -> Optional[DataFrame]:
+        def project(frame: Optional[DataFrame], windowed: bool) -> Optional[DataFrame]:
             if frame is None:
                 return None
-            cols = [F.col(WIN)] if WIN in frame.columns else []
+            cols = [F.col(WIN)] if windowed else []
             cols += [F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n))
                      for n in names]
-            if RANK in frame.columns:
+            if windowed and inner.ranked:
                 cols.append(F.col(RANK))
             return frame.select(*cols)
 
         maybe = frozenset(n for n in names if n in inner.maybe or n not in inner.vars)
-        return Solutions(project(inner.dep), project(inner.indep), names, maybe, inner.ranked)
+        return Solutions(project(inner.dep, True), project(inner.indep, False), names, maybe, inner.ranked)
 
     def _distinct(self, node: P.Distinct) -> Solutions:
         """Distinct per window; unbound counts as a value (Spark groups NULLs together)."""
@@ -457,7 +471,7 @@ class Evaluator:
     def _slice(self, node: P.Slice) -> Solutions:
         inner = self.evaluate(node.input)
         frame = self.to_dep(inner)
-        if RANK not in frame.columns:  # no ORDER BY: any order will do, but the same every run
+        if not inner.ranked:  # no ORDER BY: any order will do, but the same every run
             frame = frame.withColumn(RANK, F.row_number().over(
                 W.partitionBy(WIN).orderBy(*[F.col(vcol(v)).asc_nulls_first() for v in inner.vars])))
         position = F.row_number().over(W.partitionBy(WIN).orderBy(RANK))

@@ -31,18 +31,18 @@ def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, 
         hits = rows.select(WIN).distinct().withColumn("_hit", F.lit(True))
         return active.join(hits, WIN, "left").select(WIN, "_open", F.coalesce("_hit", F.lit(False)).alias("_bool"))
     if query.form == "CONSTRUCT":
-        items = _construct(rows, query.template, names)
+        items, columns = _construct(rows, query.template, names), ["line"]
     elif query.form == "DESCRIBE":
-        items = _describe(evaluator, rows, query, names)
-    else:
-        rank = [F.col(RANK)] if RANK in rows.columns else []
-        items = rows.select(WIN, *rank, *[vcol(n) for n in names])
+        items, columns = _describe(evaluator, rows, query, names), ["line"]
+    else:  # the columns are known: asking the frame is a round trip on Spark Connect
+        columns = ([RANK] if sols.ranked else []) + [vcol(n) for n in names]
+        items = rows.select(WIN, *columns)
     if query.r2s in ("ISTREAM", "DSTREAM"):
-        items = _delta(items, active, sched, query.r2s)
-    struct_cols = [c for c in items.columns if c != WIN]
-    collected = items.groupBy(WIN).agg(F.collect_list(F.struct(*struct_cols)).alias("_rows"))
-    return (active.join(collected, WIN, "left")
-            .select(WIN, "_open", F.coalesce("_rows", F.array().cast(collected.schema["_rows"].dataType)).alias("_rows")))
+        columns = [c for c in columns if c != RANK]
+        items = _delta(items.select(WIN, *columns), columns, active, sched, query.r2s)
+    collected = items.groupBy(WIN).agg(F.collect_list(F.struct(*columns)).alias("_rows"))
+    # a window without results has no _rows (NULL): iter_windows reads it as none
+    return active.join(collected, WIN, "left").select(WIN, "_open", "_rows")
 
 
 def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: list[str]) -> DataFrame:
@@ -101,17 +101,16 @@ def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, nam
     return described.select(WIN, F.concat_ws(" ", "s", "p", "o", F.lit(".")).alias("line")).distinct()
 
 
-def _delta(items: DataFrame, active: DataFrame, sched: Schedule, kind: str) -> DataFrame:
+def _delta(items: DataFrame, columns: list[str], active: DataFrame, sched: Schedule, kind: str) -> DataFrame:
     """ISTREAM: what is in this window's result and was not in the previous window's;
-    DSTREAM: what was and no longer is (multiset difference, CQL's operators)."""
-    if RANK in items.columns:
-        items = items.drop(RANK)
+    DSTREAM: what was and no longer is (multiset difference, CQL's operators). ``items`` has
+    ``_win`` and ``columns``."""
     if sched.step:
         previous = items.withColumn(WIN, F.col(WIN) + F.lit(sched.step))
     else:  # evaluated on arrival: the previous evaluation is the previous active window
         order = active.select(WIN, F.lead(WIN).over(W.orderBy(WIN)).alias("_next"))
         previous = items.join(order, WIN).drop(WIN).withColumnRenamed("_next", WIN).where(F.col(WIN).isNotNull())
-    previous = previous.select(*items.columns)
+    previous = previous.select(WIN, *columns)
     return items.exceptAll(previous) if kind == "ISTREAM" else previous.exceptAll(items)
 
 
@@ -126,9 +125,9 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
         if query.form == "ASK":
             yield replace(window, boolean=bool(row["_bool"]))
         elif query.form in ("CONSTRUCT", "DESCRIBE"):
-            yield replace(window, triples=tuple(sorted(r["line"] for r in row["_rows"])))
+            yield replace(window, triples=tuple(sorted(r["line"] for r in row["_rows"] or ())))
         else:
-            items = list(row["_rows"])
+            items = list(row["_rows"] or ())
             if items and RANK in items[0].asDict():
                 items.sort(key=lambda r: r[RANK])
             else:
