@@ -17,7 +17,9 @@ from rdflib.util import guess_format
 from rsp_jobs.errors import InputError
 from rsp_jobs.textfile import read_text
 
-__all__ = ["parse_rdf_file", "background_spec"]
+__all__ = ["parse_rdf_file", "load_rdf_file", "background_spec"]
+
+_LOADED: dict[tuple[str, float, int], Graph] = {}
 
 
 def background_spec(spec: str) -> tuple[Union[str, None], str]:
@@ -43,6 +45,21 @@ def parse_rdf_file(path: Union[str, Path], what: str = "RDF") -> Graph:
         return Graph().parse(data=text, format=fmt, publicID=path.resolve().as_uri())
     except Exception as exc:  # rdflib's parsers raise many kinds
         raise InputError(f"{path}: cannot parse as {fmt}: {' '.join(str(exc).split())[:300]}") from exc
+
+
+def load_rdf_file(path: Union[str, Path], what: str = "RDF") -> Graph:
+    """``parse_rdf_file``, once per process and file version (path, modification time, size):
+    the background, the quality ranges and the CityBench mapping all read the sensor repository
+    (44k triples, about two seconds to parse), in the same DAG task. The graph is shared: read it,
+    do not change it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: {what} file not found")
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime, stat.st_size)
+    if key not in _LOADED:
+        _LOADED[key] = parse_rdf_file(path, what)
+    return _LOADED[key]
 
 
 def _refuse_remote_contexts(text: str, path: Path) -> None:

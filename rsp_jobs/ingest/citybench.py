@@ -34,6 +34,7 @@ from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
+from rsp_jobs.rdf_files import load_rdf_file
 from rsp_jobs.settings import data_dir
 from rsp_jobs.textfile import open_text
 from rsp_jobs.times import datetime_lexical
@@ -120,12 +121,10 @@ def traffic_metadata_path() -> Path:
 
 @lru_cache(maxsize=None)
 def observed_properties(repository: Path) -> dict[tuple[str, str], URIRef]:
-    """{(sensor local name, property class local name): property IRI} from the repository, which
-    is parsed once per path (it takes about two seconds)."""
+    """{(sensor local name, property class local name): property IRI} from the repository."""
     if not repository.is_file():
         raise InputError(f"{repository}: sensor repository not found (set RSP_DATA_DIR)")
-    graph = Graph()
-    graph.parse(repository, format="n3")
+    graph = load_rdf_file(repository, "sensor repository")  # the background reads it too
     properties: dict[tuple[str, str], URIRef] = {}
     for sensor, prop in graph.subject_objects(SSN.observes):
         if not str(sensor).startswith(str(SES)):

@@ -19,7 +19,7 @@ import pandas as pd
 from rdflib import RDF, Graph, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.rdf_files import parse_rdf_file
+from rsp_jobs.rdf_files import load_rdf_file, parse_rdf_file
 from rsp_jobs.settings import REPO_ROOT
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
@@ -100,7 +100,7 @@ def _types(background: tuple[str, ...]) -> dict[str, frozenset[str]]:
     files: SensorRepository.n3 takes seconds)."""
     types: dict[str, set[str]] = {}
     for path in background:
-        for node, cls in parse_rdf_file(path).subject_objects(RDF.type):
+        for node, cls in load_rdf_file(path, "background").subject_objects(RDF.type):
             if isinstance(node, URIRef) and isinstance(cls, URIRef):
                 types.setdefault(f"<{node}>", set()).add(f"<{cls}>")
     return {node: frozenset(classes) for node, classes in types.items()}

@@ -15,24 +15,17 @@ from typing import Sequence
 from rdflib import Graph
 
 from rsp_jobs import terms
-from rsp_jobs.errors import InputError, QueryError
+from rsp_jobs.errors import QueryError
 from rsp_jobs.language import ast
-from rsp_jobs.rdf_files import background_spec, parse_rdf_file
+from rsp_jobs.rdf_files import background_spec, load_rdf_file
 from rsp_jobs.spark.local import local_frame
 
-_CACHE: dict[tuple[str, float], Graph] = {}
 _FRAMES: dict[tuple, tuple[list, object]] = {}  # Background.frame's, by session and graph objects
 
 
 def load_graph(path: str | Path) -> Graph:
-    """Parse an RDF file, cached by path and modification time."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: background file not found")
-    key = (str(path.resolve()), path.stat().st_mtime)
-    if key not in _CACHE:
-        _CACHE[key] = parse_rdf_file(path, "background")
-    return _CACHE[key]
+    """A background file's graph, parsed once per process and file version."""
+    return load_rdf_file(path, "background")
 
 
 @dataclass
