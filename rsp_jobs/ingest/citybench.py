@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
+from rdflib import RDF, XSD, Literal, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
