@@ -33,6 +33,7 @@ interval, fed back to the least fixpoint.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -314,13 +315,27 @@ class _Evaluator:
         self.cut = None if partials is None else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
         self.kept: dict[str, DataFrame] = {}
         self.cached: list[DataFrame] = []
+        self.feeding = 0  # > 0 while evaluating what a combination (or MINUS) reads whole
+
+    @contextlib.contextmanager
+    def _operands(self):
+        """Evaluate what a combination reads: with kept partial matches, its old parts as well."""
+        self.feeding += 1
+        try:
+            yield
+        finally:
+            self.feeding -= 1
 
     # ---------------------------------------------------------------- kept partial matches
 
     def _keep(self, sols: _Solutions, materialize: bool = True) -> _Solutions:
         """With kept partial matches, ``sols`` holds the solutions after the cut (and timeless
-        ones): add the stored earlier ones, and note the new ones for the store."""
-        if self.partials is None:
+        ones): add the stored earlier ones, and note the new ones for the store. Only what a
+        combination reads is kept: the solutions the query reports (its outermost combination,
+        and what lies above it) end after the cut, which is no later than the batch's start, so
+        earlier ones would only be filtered out again (for an unbounded SEQ of two readings the
+        pairs were most of what a batch stored)."""
+        if self.partials is None or not self.feeding:
             return sols
         columns = sols.frame.columns
         rows = [(r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(c) for c in columns[3:]])
@@ -373,10 +388,13 @@ class _Evaluator:
                                               F.array().cast("array<string>").alias(EV))
             return _Solutions(unit, (), key="unit")
         # in the order written: optimize.order_joins wrote them in the order to join them
-        acc, *rest = [self._pattern(t, node.graph) for t in node.triples]
-        for pattern in rest:
-            acc = self._combine(acc, pattern, "join")
-        return acc
+        if len(node.triples) == 1:
+            return self._pattern(node.triples[0], node.graph)
+        with self._operands():  # every pattern, and every combination but the last, is read by the next
+            acc, *rest = [self._pattern(t, node.graph) for t in node.triples]
+            for pattern in rest[:-1]:
+                acc = self._combine(acc, pattern, "join")
+        return self._combine(acc, rest[-1], "join")
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> _Solutions:
         condition, binds = triple_match(triple, graph)
@@ -391,26 +409,29 @@ class _Evaluator:
 
     # ---------------------------------------------------------------- joins
 
+    def _both(self, node) -> tuple[_Solutions, _Solutions]:
+        with self._operands():
+            return self.evaluate(node.left), self.evaluate(node.right)
+
     def _join(self, node: P.Join) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "join")
+        return self._combine(*self._both(node), "join")
 
     def _seqjoin(self, node: P.SeqJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "seq")
+        return self._combine(*self._both(node), "seq")
 
     def _eqjoin(self, node: P.EqJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "eq")
+        return self._combine(*self._both(node), "eq")
 
     def _leftjoin(self, node: P.LeftJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "optional", node.expr,
-                             optional=True)
+        return self._combine(*self._both(node), "optional", node.expr, optional=True)
 
     def _seqrightjoin(self, node: P.SeqRightJoin) -> _Solutions:
         """The right (mandatory) part is kept; the left one, earlier, is the optional partner."""
-        return self._combine(self.evaluate(node.right), self.evaluate(node.left), "after", node.expr,
-                             optional=True)
+        left, right = self._both(node)
+        return self._combine(right, left, "after", node.expr, optional=True)
 
     def _eqleftjoin(self, node: P.EqLeftJoin) -> _Solutions:
-        return self._combine(self.evaluate(node.left), self.evaluate(node.right), "eq", node.expr, optional=True)
+        return self._combine(*self._both(node), "eq", node.expr, optional=True)
 
     def _combine(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr] = None,
                  optional: bool = False) -> _Solutions:
@@ -486,7 +507,7 @@ class _Evaluator:
     def _minus(self, node: P.Minus) -> _Solutions:
         """SPARQL 18.5 Minus, timeless: removes the left solutions some compatible right one
         shares a bound variable with, wherever in time that one is."""
-        a, b = self.evaluate(node.left), self.evaluate(node.right)
+        a, b = self._both(node)
         shared = [v for v in a.vars if v in b.vars]
         if not shared:
             return a
