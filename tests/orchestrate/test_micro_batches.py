@@ -59,17 +59,18 @@ def test_consecutive_runs_report_every_window_once_as_one_evaluation_does(home, 
     assert [f.status for f in ingest_landing(TRAFFIC).files] == ["skipped", "skipped"]
 
     rq = registry.load_query(QUERY)
-    after, batches = DAY + timedelta(minutes=30), 12
+    # six STEPs from 06:45: the one-hour windows of 07:00 .. 07:15 span both landed files
+    after, batches = DAY + timedelta(minutes=45), 6
     caplog.clear()
     summaries = run_batches(rq, after, batches)
     said = [r.getMessage() for r in caplog.records if r.name == "rsp.run"][:5]  # the first run, step by step
-    steps = [r"run over \(2014-08-02T06:30:00Z, 2014-08-02T06:35:00Z\]", r"evaluated 1 window closes \(\d+ result "
+    steps = [r"run over \(2014-08-02T06:45:00Z, 2014-08-02T06:50:00Z\]", r"evaluated 1 window closes \(\d+ result "
              r"rows\) in [\d.]+ s", r"quality: batch <.*> passed", r"stored 1 windows \(1 frames written\) in [\d.]+ s",
              r"done in [\d.]+ s: 1 windows, \d+ rows, 1 frames written, activity urn:rsp:activity:"]
     assert len(said) == len(steps) and all(re.match(f"congestion_by_segment: {p}", m) for p, m in zip(steps, said)), said
     until = after + timedelta(minutes=5 * batches)
     whole = one_evaluation(rq, after, until)
-    assert len(whole) == 12 and all(w["bindings"] for w in whole)
+    assert len(whole) == batches and all(w["bindings"] for w in whole)
     assert stored_results(rq.iri) == whole
     assert sum(s.windows for s in summaries) == len(whole)
 
