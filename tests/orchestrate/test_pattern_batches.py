@@ -47,8 +47,8 @@ def test_pattern_runs_with_late_data_reevaluated_report_what_one_evaluation_give
     path = queries / "traffic" / f"{name}.rsp"
     path.write_text(PATTERN.format(name=name, bound=bound))
     path.with_suffix(".toml").write_text('batch = "15m"\n')
-    land(traffic(0, 45))
-    land(traffic(60, 120))
+    land(traffic(15, 45))  # from 06:15: SEQ's first reading may precede the first batch
+    land(traffic(60, 105))  # to 07:45, the last batch's end
     ingest_landing(TRAFFIC)
     rq = registry.load_query(path)
     assert rq.keeps_partials == (not bound)
