@@ -47,7 +47,7 @@ def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.env
         "AIRFLOW_HOME": str(airflow_home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(settings.REPO_ROOT / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__EXECUTOR": "rsp_jobs.orchestrate.executor.PreloadingLocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
         "AIRFLOW__API__HOST": "127.0.0.1",
