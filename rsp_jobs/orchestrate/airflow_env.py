@@ -1,5 +1,6 @@
 """Airflow's configuration on the embedded defaults: its home, metadata database (SQLite) and
-logs under the project home, the project's ``dags/`` folder, LocalExecutor, no example DAGs, an
+logs under the project home, the project's ``dags/`` folder, a LocalExecutor that preloads what
+tasks import (``executor``), no example DAGs, an
 API server on localhost, and a login for the UI (simple auth manager, one admin user, password
 file under the Airflow home; ``simple_auth_manager_all_admins`` off: on, it opens the UI to all).
 
