@@ -91,9 +91,10 @@ class Solutions:
     maybe: frozenset[str] = frozenset()
     ranked: bool = False  # a _rank column carries ORDER BY position (in dep; indep is None then)
 
-    def columns(self, windowed: bool) -> list[str]:
-        """The columns of ``dep`` (``windowed``) or of ``indep``."""
-        return ([WIN] if windowed else []) + [vcol(v) for v in self.vars] + ([RANK] if windowed and self.ranked else [])
+    def columns(self, windowed: bool, rank: bool = True) -> list[str]:
+        """The columns of ``dep`` (``windowed``) or of ``indep``; ``rank``: with ``_rank`` if ranked."""
+        return ([WIN] if windowed else []) + [vcol(v) for v in self.vars] + (
+            [RANK] if windowed and rank and self.ranked else [])
 
 
 class Evaluator:
@@ -210,8 +211,8 @@ class Evaluator:
             renamed[WIN] = "_r_" + WIN
         if keyed:
             renamed[KEY] = "_r_" + KEY
-        right_columns = ([KEY] if keyed else []) + b.columns(windowed[1] and not keyed)
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right_columns if c != RANK])
+        right_columns = ([KEY] if keyed else []) + b.columns(windowed[1], rank=False)
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right_columns])
         conds = []
         if both_windowed:
             conds.append(F.col(WIN) == F.col("_r_" + WIN))
@@ -270,7 +271,7 @@ class Evaluator:
         both_windowed = all(windowed)
         if both_windowed:
             renamed[WIN] = "_r_" + WIN
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns(windowed[1]) if c != RANK])
+        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns(windowed[1], rank=False)])
         conds = [F.col(WIN) == F.col("_r_" + WIN)] if both_windowed else []
         overlap = F.lit(False)
         for v in shared:

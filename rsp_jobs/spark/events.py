@@ -296,6 +296,15 @@ class _Solutions:
     bag: bool = False  # rows are a projection's bag, not (possibly repeated) solutions
     key: str = ""  # names the subexpression: what its kept partial matches are stored under
 
+    @property
+    def columns(self) -> list[str]:
+        """The frame's columns, known without asking Spark (a round trip on Spark Connect)."""
+        return [TA, TW, EV, *map(vcol, self.vars)]
+
+    @property
+    def schema(self) -> T.StructType:
+        return T.StructType([*EVENT_SCHEMA.fields[4:], *[T.StructField(vcol(v), T.StringType()) for v in self.vars]])
+
 
 def _key(*parts) -> str:
     return hashlib.sha1(repr(parts).encode()).hexdigest()
@@ -313,7 +322,7 @@ class _Evaluator:
         self.partials = partials
         # with kept partial matches, the events read are those after the cut (NULL: all are)
         self.cut = None if partials is None else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
-        self.kept: dict[str, DataFrame] = {}
+        self.kept: dict[str, tuple[DataFrame, tuple[str, ...]]] = {}  # key -> new partial matches, variables
         self.cached: list[DataFrame] = []
         self.feeding = 0  # > 0 while evaluating what a combination (or MINUS) reads whole
 
@@ -337,18 +346,17 @@ class _Evaluator:
         pairs were most of what a batch stored)."""
         if self.partials is None or not self.feeding:
             return sols
-        columns = sols.frame.columns
-        rows = [(r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(c) for c in columns[3:]])
+        rows = [(r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(vcol(v)) for v in sols.vars])
                 for r in self.partials.old.get(sols.key, [])]
         frame = sols.frame
         if rows:
-            frame = frame.unionByName(local_frame(self.spark, rows, sols.frame.schema))
+            frame = frame.unionByName(local_frame(self.spark, rows, sols.schema))
         # computed once: a combination reads each part up to three times (new x all, old x new,
         # timeless x timeless), and an unshared plan would grow threefold with every level
         if materialize:
             frame = _materialized(frame)
             self.cached.append(frame)
-        self.kept.setdefault(sols.key, frame.where(F.col(TW) > self.cut))
+        self.kept.setdefault(sols.key, (frame.where(F.col(TW) > self.cut), sols.vars))
         return replace(sols, frame=frame)
 
     def collect_partials(self, until_us: Optional[int]) -> None:
@@ -357,11 +365,10 @@ class _Evaluator:
         if not self.kept:
             return
         frames = []
-        for key, frame in self.kept.items():
+        for key, (frame, vars_) in self.kept.items():
             if until_us is not None:
                 frame = frame.where(F.col(TW) <= until_us)
-            values = [c for c in frame.columns if c not in (TA, TW, EV)]
-            vals = F.to_json(F.struct(*[F.col(c) for c in values])) if values else F.lit("{}")
+            vals = F.to_json(F.struct(*[F.col(vcol(v)) for v in vars_])) if vars_ else F.lit("{}")
             frames.append(frame.select(F.lit(key).alias("_key"), TA, TW, EV, vals.alias("_vals")))
         # as Arrow columns: an unbounded pattern keeps many partial matches, and a Row each
         # costs more on the driver than the Spark job
@@ -466,7 +473,7 @@ class _Evaluator:
                key: str) -> _Solutions:
         shared = [v for v in a.vars if v in b.vars]
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared} | {TA: "_r" + TA, TW: "_r" + TW, EV: "_r" + EV}
-        right = b.frame.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.frame.columns])
+        right = b.frame.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns])
         ta1, tw1, ta2, tw2 = F.col(TA), F.col(TW), F.col("_r" + TA), F.col("_r" + TW)
         conds = []
         for v in shared:
