@@ -54,7 +54,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.tree import walk
-from rsp_jobs.spark.local import local_frame
+from rsp_jobs.spark.local import local_frame, materialized, release
 
 TA, TW, EV = "_ta", "_tw", "_ev"
 EVENT_SCHEMA = T.StructType([
@@ -76,27 +76,18 @@ def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: B
     if partials is not None and rules:
         raise QueryError(f"{query.source}: kept partial matches and CONSTRUCT rules in one evaluation; "
                          "register the rules as streams instead")
-    events = _materialized(stream_events(elements, query, rules))
+    events = materialized(stream_events(elements, query, rules))
     try:
         if not rules:
             return _matches_per_query([query], events, background, after_us, until_us, partials=partials)[0]
         closure = _Closure(events, background, rules)
-        current = _materialized(events.unionByName(closure.derived_frame()))
+        current = materialized(events.unionByName(closure.derived_frame()))
         try:
             return _matches(query, current, background, after_us, until_us, closure.sources)
         finally:
-            current.unpersist()
+            release(current)
     finally:
-        events.unpersist()
-
-
-def _materialized(frame: DataFrame) -> DataFrame:
-    """``frame`` cached and computed once: every triple pattern scans the events, and a cached
-    relation of known (small) size lets the planner broadcast it instead of shuffling both sides
-    of every join."""
-    frame = frame.cache()
-    frame.count()
-    return frame
+        release(events)
 
 
 def stream_events(elements: DataFrame, query: P.ContinuousQuery,
@@ -145,12 +136,12 @@ class _Closure:
         self.frames: dict[str, frozenset] = {}  # id -> the stream frames behind it
         self.ancestry: dict[str, frozenset] = {}  # id -> the (rule, ta, tw) creations behind it
         while True:
-            current = _materialized(events.unionByName(self.derived_frame())) if self.derived else events
+            current = materialized(events.unionByName(self.derived_frame())) if self.derived else events
             try:
                 per_rule = _matches_per_query(self.rules, current, background)
             finally:
                 if current is not events:
-                    current.unpersist()
+                    release(current)
             if not self._add(per_rule):
                 return
 
@@ -354,7 +345,7 @@ class _Evaluator:
         # computed once: a combination reads each part up to three times (new x all, old x new,
         # timeless x timeless), and an unshared plan would grow threefold with every level
         if materialize:
-            frame = _materialized(frame)
+            frame = materialized(frame)
             self.cached.append(frame)
         self.kept.setdefault(sols.key, (frame.where(F.col(TW) > self.cut), sols.vars))
         return replace(sols, frame=frame)
@@ -379,7 +370,7 @@ class _Evaluator:
 
     def release(self) -> None:
         for frame in self.cached:
-            frame.unpersist()
+            release(frame)
 
     def evaluate(self, node: P.Node) -> _Solutions:
         method = getattr(self, "_" + type(node).__name__.lower().rstrip("_"), None)

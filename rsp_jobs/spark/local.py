@@ -38,3 +38,30 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence], schema: Union[str
     frame = spark.createDataFrame(table, struct)
     return frame if len(rows) <= LOCAL_ROWS else frame.localCheckpoint(eager=True)
 
+
+
+def materialized(frame: DataFrame) -> DataFrame:
+    """``frame`` computed once into Spark's block store (``localCheckpoint``), for plans that
+    read it several times: a relation of known (small) size that the planner can broadcast
+    instead of shuffling both sides of every join. A checkpoint rather than ``cache()``: plans
+    built over it hold a reference to its blocks instead of the plan that computed them, and
+    Spark analyses the whole plan again at every step that builds on it (a pattern
+    combination's three pieces each hold both operands, so cached plans grew threefold a level,
+    and building them, not running them, took most of an unbounded pattern's batch).
+
+    In as many partitions as a shuffle makes (``spark.sql.shuffle.partitions``): the lake's
+    files, and the pieces a plan unions, would otherwise multiply the partitions, and so the
+    tasks, of every stage above (168 tasks of a few rows each, for 15 minutes of traffic, were
+    most of a pattern batch's Spark time)."""
+    partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return frame.coalesce(partitions).localCheckpoint(eager=True)
+
+
+def release(frame: DataFrame) -> None:
+    """Free the blocks of a ``materialized`` frame now, not when the JVM collects its plan (a
+    long-lived session runs many batches). On Spark Connect the server frees a checkpoint once
+    the client's DataFrame is gone."""
+    from rsp_jobs.spark.session import is_remote
+
+    if not is_remote(frame.sparkSession):
+        frame._jdf.queryExecution().logical().rdd().unpersist(False)

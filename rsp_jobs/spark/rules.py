@@ -51,6 +51,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.local import materialized, release
 
 __all__ = ["evaluate_rule", "facts_frame", "fact_key"]
 
@@ -127,12 +128,12 @@ def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
     ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
     ``entailment``: the run's regime (see ``facts_frame``)."""
     lo = None if after_us is None else after_us - rule.bound_us
-    facts = facts_frame(rule, elements, background, lo, until_us, entailment).cache()
-    facts.count()  # one job computes every event's facts; the candidate job reads the cache
+    # one job computes every event's facts; the candidate job reads them
+    facts = materialized(facts_frame(rule, elements, background, lo, until_us, entailment))
     try:
         return _combine(rule, facts, after_us, until_us, frozenset(consumed))
     finally:
-        facts.unpersist()
+        release(facts)
 
 
 # ---------------------------------------------------------------------------- candidates
