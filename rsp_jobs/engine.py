@@ -57,6 +57,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     else:
         rows = windows.assign(elements, query, sched, after, interval.until)
     rows = rows.cache()
+    active = None
     try:
         from pyspark.sql import functions as F
 
@@ -67,6 +68,8 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         yield from iter_windows(frame, query, interval.after)
     finally:
         rows.unpersist()
+        if active is not None:
+            active.unpersist()
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
