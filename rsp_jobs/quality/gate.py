@@ -102,7 +102,9 @@ def check_input_batch(rows: pd.DataFrame, *, stream: str, batch_id: str, source:
     view = suites.input_view(rows, load_ranges(), background)
     present = set(view["range_property"].dropna())  # a range no row falls under would pass vacuously
     suite = suites.input_suite(stream, interval, [r for r in load_ranges() if r.shape in present])
-    return _gate(suite, view, batch_id, record, interval, engine, (stream, source or batch, rows))
+    # the Data Docs list a check by its run name: the file a person dropped, not its checksum
+    docs_name = os.path.basename(source) if source and os.path.isfile(source) else (source or batch_id)
+    return _gate(suite, view, batch_id, record, interval, engine, (stream, source or batch, rows), docs_name)
 
 
 def check_output_batch(windows: pd.DataFrame, *, query_iri: str, first_close_us: int, step_us: int,
@@ -119,11 +121,12 @@ def check_output_batch(windows: pd.DataFrame, *, query_iri: str, first_close_us:
 
 
 def _gate(suite, view: pd.DataFrame, batch_id: str, record: ActivityRecord, interval: Interval,
-          engine: Optional[Engine], input_batch: Optional[tuple[str, str, pd.DataFrame]]) -> QualityOutcome:
+          engine: Optional[Engine], input_batch: Optional[tuple[str, str, pd.DataFrame]],
+          docs_name: Optional[str] = None) -> QualityOutcome:
     """What both checks share: run the suite, judge the batch, and record the check (the
     activity, its results and, for an input batch (stream, source, rows), its quarantine) in
-    one transaction."""
-    checked, docs = run_suite(suite, view, batch_id)
+    one transaction. ``docs_name`` is the run's name in the Data Docs (default: the batch id)."""
+    checked, docs = run_suite(suite, view, docs_name or batch_id)
     success = all(c.success for c in checked)
     rows = len(view)
     outcome = QualityOutcome(BATCH_BASE + batch_id, suite.name, success, tuple(checked), rows,

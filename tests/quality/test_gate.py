@@ -4,6 +4,7 @@ batch is quarantined (rows = accepted + quarantined) and the check is in the sto
 Data Docs; output batches are checked against their query's schedule."""
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -125,8 +126,10 @@ def stored(engine, activity_iri: str):
     return activity, results, quarantined
 
 
-def validation_pages(docs: Path, batch_id: str) -> list[Path]:
-    return list((docs.parent / "validations").glob(f"*/{batch_id}/**/*.html"))
+def validation_pages(docs: Path, run_name: str) -> list[Path]:
+    """The Data Docs pages of the runs named ``run_name``, which the index must list too."""
+    pages = list((docs.parent / "validations").glob(f"*/{run_name}/**/*.html"))
+    return pages if f"'run_name': '{run_name}'" in docs.read_text() else []
 
 
 def test_ranges_are_declared_for_every_reading_citybench_emits():
@@ -172,7 +175,8 @@ def test_a_good_citybench_batch_passes_with_its_readings_range_checked(name, che
         "quality_check", "success", START, END)
     assert len(results) == len(outcome.expectations) and all(r.success for r in results)
     assert not quarantined
-    assert outcome.docs.is_file() and validation_pages(outcome.docs, f"good-{name}")
+    # listed under the file it came from (the batch id is the store's: key and checksum)
+    assert outcome.docs.is_file() and validation_pages(outcome.docs, Path(source).name)
 
 
 @pytest.mark.parametrize("breaks", BREAKS, ids=lambda f: f.__name__)
@@ -196,7 +200,7 @@ def test_a_batch_that_breaks_one_expectation_fails_it_and_is_quarantined_whole(b
         (c.label, c.success) for c in outcome.expectations)
     assert sum(q.triples for q in quarantined) == len(rows)
     assert {q.source_file for q in quarantined} == {source} and expectation in quarantined[0].reason
-    assert validation_pages(outcome.docs, batch_id)
+    assert validation_pages(outcome.docs, Path(source).name)
 
 
 def test_a_missing_column_fails_its_existence_and_every_check_that_reads_it(traffic):
@@ -233,21 +237,27 @@ def test_checks_are_recorded_on_both_backends_and_a_batch_that_passes_later_leav
         assert conn.execute(select(Activity.status).order_by(Activity.id)).scalars().all() == ["failed", "success"]
 
 
-def test_concurrent_checks_under_one_home_share_one_data_docs_site(traffic):
+def renamed(source: str, folder: Path, name: str) -> str:
+    """A copy of the file ``source`` named ``name``: a check is listed under its file's name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return shutil.copy(source, folder / name)
+
+
+def test_concurrent_checks_under_one_home_share_one_data_docs_site(traffic, tmp_path):
     stream, source, rows = traffic
     outcomes = {}
 
-    def run(batch_id):
-        outcomes[batch_id] = check(rows, stream, source, batch_id)
+    def run(name):
+        outcomes[name] = check(rows, stream, renamed(source, tmp_path, name), f"batch-{name}")
 
-    threads = [threading.Thread(target=run, args=(f"concurrent-{i}",)) for i in range(2)]
+    threads = [threading.Thread(target=run, args=(f"concurrent-{i}.nq",)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert all(o.success for o in outcomes.values()) and len(outcomes) == 2
     (index,) = {o.docs for o in outcomes.values()}
-    assert all(batch_id in index.read_text() for batch_id in outcomes)
+    assert all(f"'run_name': '{name}'" in index.read_text() for name in outcomes)
 
 
 # --- output batches ----------------------------------------------------------------------------
@@ -316,14 +326,14 @@ def test_old_validation_results_and_their_data_docs_pages_are_pruned(traffic, tm
     their pages and their line in the index (issue 15)."""
     monkeypatch.setenv("RSP_HOME", str(tmp_path / "home"))
     stream, source, rows = traffic
-    check(rows, stream, source, "retention-first")
+    check(rows, stream, renamed(source, tmp_path, "retention-first.nq"), "retention-first")
     root = tmp_path / "home" / "gx" / "uncommitted"
-    assert list((root / "validations").glob("*/retention-first/*"))
-    assert list((root / "data_docs" / "local_site" / "validations").glob("*/retention-first/*"))
+    assert list((root / "validations").glob("*/retention-first.nq/*"))
+    assert list((root / "data_docs" / "local_site" / "validations").glob("*/retention-first.nq/*"))
     monkeypatch.setenv("RSP_QUALITY_RETENTION", "1ms")
     time.sleep(0.01)
-    second = check(rows, stream, source, "retention-second")
-    assert not list(root.glob("**/retention-first"))  # results and pages
-    assert list((root / "validations").glob("*/retention-second/*"))  # the run that pruned stays
+    second = check(rows, stream, renamed(source, tmp_path, "retention-second.nq"), "retention-second")
+    assert not list(root.glob("**/retention-first.nq"))  # results and pages
+    assert list((root / "validations").glob("*/retention-second.nq/*"))  # the run that pruned stays
     index = second.docs.read_text()
     assert "retention-second" in index and "retention-first" not in index
