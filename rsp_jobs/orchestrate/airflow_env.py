@@ -115,8 +115,25 @@ def write_config(env: dict[str, str]) -> Path:
 
 
 def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None) -> None:
-    """The platform's connections in Airflow's metadata database, so that Admin -> Connections
-    shows them and can change them; each left alone when it exists:
+    """The platform's connections (``platform_connections``) in Airflow's metadata database, so
+    that Admin -> Connections shows them and can change them; each left alone when it exists."""
+    wanted = platform_connections(env, connect_port)
+    run = {**os.environ, **env}
+    listed = subprocess.run(airflow_command("connections", "list", "-o", "json"), env=run, check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    table = next((line for line in reversed(listed) if line.startswith("[")), "[]")  # after any warning
+    existing = {c["conn_id"] for c in json.loads(table)}
+    missing = {name: fields for name, fields in wanted.items() if name not in existing}
+    if missing:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+            json.dump(missing, file)
+            file.flush()
+            subprocess.run(airflow_command("connections", "import", file.name), env=run, check=True,
+                           stdout=subprocess.DEVNULL)
+
+
+def platform_connections(env: dict[str, str], connect_port: Optional[int] = None) -> dict[str, dict]:
+    """The connections the platform's tasks read, as ``airflow connections import`` takes them:
 
     - ``rsp_spark``, the Spark the tasks use: the Spark provider's ``spark_connect`` type on the
       Connect server at ``RSP_SPARK_CONNECT_HOST`` (default 127.0.0.1) and ``connect_port`` (what
@@ -135,18 +152,7 @@ def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None) 
         wanted[spark] = {**where, "description": "Spark for the RSP jobs (tasks and rsp evaluate)"}
     wanted[settings.store_conn_id()] = {**store_connection(db.store_url(Path(env["RSP_HOME"]))),
                                            "description": "The RSP frame store (frames, results, provenance)"}
-    run = {**os.environ, **env}
-    listed = subprocess.run(airflow_command("connections", "list", "-o", "json"), env=run, check=True,
-                            capture_output=True, text=True).stdout.splitlines()
-    table = next((line for line in reversed(listed) if line.startswith("[")), "[]")  # after any warning
-    existing = {c["conn_id"] for c in json.loads(table)}
-    missing = {name: fields for name, fields in wanted.items() if name not in existing}
-    if missing:
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
-            json.dump(missing, file)
-            file.flush()
-            subprocess.run(airflow_command("connections", "import", file.name), env=run, check=True,
-                           stdout=subprocess.DEVNULL)
+    return wanted
 
 
 def store_connection(url: str) -> dict:

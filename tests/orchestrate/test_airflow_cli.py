@@ -21,7 +21,8 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connect
     env = airflow_env.environment(tmp_path / "home", clean)
     airflow_env.migrate(env)  # creates airflow.cfg with Airflow's defaults
     cfg = airflow_env.write_config(env)
-    airflow_env.ensure_connections(env)
+    # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type
+    airflow_env.ensure_connections(env, connect_port=15002)
     text = cfg.read_text()
     assert f"dags_folder = {settings.REPO_ROOT / 'dags'}" in text and "load_examples = False" in text
     assert text.splitlines().count("[core]") == 1 and "# " in text  # edited in place: Airflow's comments stay
@@ -34,18 +35,26 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connect
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip().splitlines()[-1] if "json" in args else done.stdout  # after any warning
 
+    def connections() -> dict[str, tuple]:
+        listed = json.loads(airflow("connections", "list", "--show-values", "-o", "json"))
+        return {c["conn_id"]: (c["conn_type"], c["host"], c["port"] and str(c["port"])) for c in listed}
+
     dags = {d["dag_id"] for d in json.loads(airflow("dags", "list", "--local", "-o", "json"))}
     assert {"congestion_by_segment", "tsunami_detection", "ingest_aarhus_traffic"} <= dags
     assert not any(d.startswith("example_") for d in dags)
     assert airflow("tasks", "list", "congestion_by_segment").split() == ["evaluate", "wait_for_inputs"]
-    (spark,) = json.loads(airflow("connections", "get", "rsp_spark", "-o", "json"))
-    assert (spark["conn_type"], spark["host"]) == ("spark", "local[2]")
-    (store,) = json.loads(airflow("connections", "get", "rsp_store", "-o", "json"))
-    assert (store["conn_type"], store["host"]) == ("sqlite", str(tmp_path / "home" / "store.sqlite"))
-    airflow_env.ensure_connections(env)  # again: left as it is
-    assert len(json.loads(airflow("connections", "list", "-o", "json"))) == 2
-    # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type
-    airflow("connections", "delete", "rsp_spark")
-    airflow_env.ensure_connections(env, connect_port=15002)
-    (connect,) = json.loads(airflow("connections", "get", "rsp_spark", "-o", "json"))
-    assert (connect["conn_type"], connect["host"], connect["port"]) == ("spark_connect", "127.0.0.1", "15002")
+    store = ("sqlite", str(tmp_path / "home" / "store.sqlite"), None)
+    assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
+    airflow_env.ensure_connections(env)  # a connection that exists is left as it is
+    assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
+
+
+def test_without_a_connect_server_the_tasks_spark_is_a_jvm_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_CONN_RSP_SPARK", raising=False)
+    monkeypatch.delenv("RSP_STORE_URL", raising=False)
+    env = airflow_env.environment(tmp_path / "home", {})
+    assert airflow_env.platform_connections(env)["rsp_spark"]["conn_type"] == "spark"
+    assert airflow_env.platform_connections(env)["rsp_spark"]["host"] == "local[2]"
+    assert airflow_env.platform_connections(env, 15002)["rsp_spark"]["port"] == 15002
+    monkeypatch.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")  # the environment wins
+    assert set(airflow_env.platform_connections(env)) == {"rsp_store"}
