@@ -91,12 +91,16 @@ def engine_conf(home: Path) -> dict[str, str]:
             " ".join(filter(None, [jvm_options(), f"-Dderby.system.home={home / 'derby'}",
                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"])),
         "spark.sql.adaptive.enabled": "false",
+        # the lake's folders (stream x hour) are listed by the driver, not by a Spark job of a task
+        # per folder: over 32 of them (Spark's default) a week of DART data ran two listing jobs
+        # of ~90 tasks at every read
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
     }
 
 
 # what a Connect client may set on its own session (the rest is fixed when the server starts)
 SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.shuffle.partitions",
-                    "spark.sql.adaptive.enabled")
+                    "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold")
 
 
 def is_remote(session) -> bool:
