@@ -39,6 +39,13 @@ def run_states(airflow, dag_id: str) -> list[str]:
     return [r["state"] for r in runs["dag_runs"]]
 
 
+def waiting_for_files(airflow, dag_id: str) -> int:
+    """How many runs of an ingest DAG wait, deferred, for a file to land."""
+    found = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
+                               params={"task_id": "wait_for_files", "state": "deferred"}).raise_for_status().json()
+    return found["total_entries"]
+
+
 def trigger(airflow, dag_id: str, after: datetime | None = None, until: datetime | None = None) -> str:
     body = {"logical_date": (until or datetime.now().astimezone()).isoformat()}
     if after is not None:
@@ -196,6 +203,10 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
     summary = ReplaySummary()
     for dag_id in ingest_dags + [q.dag_id for q in queries] + list(alert_dags):
         states = run_states(airflow, dag_id)
+        if dag_id in ingest_dags:  # its scheduled run waits, deferred, for the next file to land
+            waiting = waiting_for_files(airflow, dag_id)
+            states = [s for s in states if s != "running"] + ["running"] * (states.count("running") - waiting) \
+                + ["waiting for files"] * waiting
         summary.runs[dag_id] = {s: states.count(s) for s in sorted(set(states))}
     with db.engine().connect() as conn:
         for q in queries:
