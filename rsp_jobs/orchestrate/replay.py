@@ -118,11 +118,14 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     for iri, dag_id in zip(stream_files, ingest_dags):
         say(f"  {dag_id}: {ingested(airflow, dag_id, streams[iri], timeout)}")
 
+    # every root's runs at once: the executor runs them side by side, as the scheduler would
+    triggered = []
     for q in roots:
         run_ids = [trigger(airflow, q.dag_id, a, b) for a, b in batches(q, after, until)]
         say(f"  {q.dag_id}: {len(run_ids)} runs over ({after:%H:%M}, {until:%H:%M}]")
-        for run_id in run_ids:
-            wait_for_run(airflow, q.dag_id, run_id, timeout)
+        triggered += [(q.dag_id, run_id) for run_id in run_ids]
+    for dag_id, run_id in triggered:
+        wait_for_run(airflow, dag_id, run_id, timeout)
     catch_up = _CatchUp(airflow, queries, after, until)
     airflow.wait_for(lambda: _evaluated_through(airflow, queries, until, alert_dags) or catch_up(), timeout,
                      "the chained queries and alerts")
