@@ -33,39 +33,32 @@ from rsp_jobs.demo_deployment import free_port
 from rsp_jobs.spark import connect_server
 
 TARGET_S = 2.0
-TASK = r"""
-import json, time
-import airflow.sdk  # noqa: F401  (imported by Airflow's task runner before the task's code)
-started = time.time()
-from rsp_jobs.orchestrate import tasks  # noqa: F401  (what a query task imports)
-imported = time.time()
-from rsp_jobs.orchestrate.spark_connection import get_spark
-spark = get_spark()
-session = time.time()
-assert spark.range(1).count() == 1
-job = time.time()
-import great_expectations  # noqa: F401,E402  (what a task checking its batch imports next)
-print(json.dumps({"started": started, "imported": imported, "session": session, "job": job, "gx": time.time()}))
-"""
-FORKED = r"""
+# what a task does first, the phases stamped: its imports, its Spark session, one job, then GX
+TASK_MARKS = r"""
 import json, os, sys, time
-import airflow.sdk  # noqa: F401
+import airflow.sdk  # noqa: F401  (imported by Airflow's task runner before the task's code)
+
+
+def task_marks() -> dict:
+    started = time.time()
+    from rsp_jobs.orchestrate import tasks  # noqa: F401  (what a query task imports)
+    from rsp_jobs.orchestrate.spark_connection import get_spark
+    imported = time.time()
+    spark = get_spark()
+    session = time.time()
+    assert spark.range(1).count() == 1
+    job = time.time()
+    import great_expectations  # noqa: F401  (what a task checking its batch imports next)
+    return {"started": started, "imported": imported, "session": session, "job": job, "gx": time.time()}
+"""
+TASK = TASK_MARKS + "print(json.dumps(task_marks()))\n"
+FORKED = TASK_MARKS + r"""
 from rsp_jobs.orchestrate import executor
 executor.preload()
 for _ in range(int(sys.argv[1])):
     read, write = os.pipe()
     if os.fork() == 0:  # the task process
-        started = time.time()
-        from rsp_jobs.orchestrate import tasks  # noqa: F401  (already imported: free)
-        from rsp_jobs.orchestrate.spark_connection import get_spark
-        imported = time.time()
-        spark = get_spark()
-        session = time.time()
-        assert spark.range(1).count() == 1
-        job = time.time()
-        import great_expectations  # noqa: F401,E402
-        os.write(write, json.dumps({"started": started, "imported": imported, "session": session, "job": job,
-                                    "gx": time.time()}).encode())
+        os.write(write, json.dumps(task_marks()).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as marks:
