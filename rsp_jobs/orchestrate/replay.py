@@ -8,6 +8,7 @@ the summary is read back from Airflow's REST API and the frame store.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -205,12 +206,12 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
               alert_dags: Sequence[str] = ()) -> ReplaySummary:
     summary = ReplaySummary()
     for dag_id in ingest_dags + [q.dag_id for q in queries] + list(alert_dags):
-        states = run_states(airflow, dag_id)
+        counts = Counter(run_states(airflow, dag_id))
         if dag_id in ingest_dags:  # its scheduled run waits, deferred, for the next file to land
-            waiting = waiting_for_files(airflow, dag_id)
-            states = [s for s in states if s != "running"] + ["running"] * (states.count("running") - waiting) \
-                + ["waiting for files"] * waiting
-        summary.runs[dag_id] = {s: states.count(s) for s in sorted(set(states))}
+            # (no more than are running: a run may have moved on between the two calls)
+            counts["waiting for files"] = min(waiting_for_files(airflow, dag_id), counts["running"])
+            counts["running"] -= counts["waiting for files"]
+        summary.runs[dag_id] = {s: n for s, n in sorted(counts.items()) if n}
     with db.engine().connect() as conn:
         for q in queries:
             summary.windows[q.dag_id] = conn.scalar(select(func.count()).select_from(StoredResult)

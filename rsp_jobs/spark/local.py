@@ -9,7 +9,10 @@ local relation in the plan: no Python worker, no extra job, and Spark can broadc
 A local relation travels inside the plan, though, and every step that analyses or optimizes the
 plan copies it: with 200,000 rows (an unbounded pattern's kept partial matches) a ten-step plan
 over it ran in 24 s instead of 2 s. A larger table is therefore checkpointed once into Spark's
-block store (``localCheckpoint``), and the plan holds only a reference to it."""
+block store (``localCheckpoint``), and the plan holds only a reference to it.
+
+``materialized`` does the same for a frame Spark computed (an operand a plan reads several
+times), and ``release`` frees its blocks."""
 from __future__ import annotations
 
 from typing import Iterable, Sequence, Union
