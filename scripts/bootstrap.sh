@@ -45,7 +45,7 @@ ensure_java() {
 
 ensure_venv() {
   local want have py
-  want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+  want=$( (cat requirements.lock pyproject.toml; echo compiled) | sha256sum | cut -d' ' -f1)
   have=$(cat "$STAMP" 2>/dev/null || true)
   if [ -x "$VENV/bin/python" ] && [ "$want" = "$have" ]; then return 0; fi
   py=$(find_python) || { say "Python 3.11 is required: install python3.11 (or set PYTHON=/path/to/python3.11)."; exit 1; }
@@ -53,7 +53,9 @@ ensure_venv() {
   rm -rf "$VENV"
   "$py" -m venv "$VENV"
   "$VENV/bin/pip" install -q "uv==$UV_VERSION"
-  "$VENV/bin/uv" pip sync -q --python "$VENV/bin/python" requirements.lock
+  # compiled once here: with PYTHONDONTWRITEBYTECODE set, every process would compile Airflow,
+  # Spark and GX from source at each import
+  "$VENV/bin/uv" pip sync -q --compile-bytecode --python "$VENV/bin/python" requirements.lock
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps -e .
   echo "$want" > "$STAMP"
 }
