@@ -62,7 +62,12 @@ def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.env
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "GX_ANALYTICS_ENABLED": "false",
     }
-    return {key: current.get(key) or value for key, value in defaults.items()}
+    env = {key: current.get(key) or value for key, value in defaults.items()}
+    if env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("sqlite"):  # see airflow_sqlite
+        for key, name in (("SQL_ALCHEMY_CONNECT_ARGS", "SYNC"), ("SQL_ALCHEMY_CONNECT_ARGS_ASYNC", "ASYNC")):
+            key = f"AIRFLOW__DATABASE__{key}"
+            env[key] = current.get(key) or f"rsp_jobs.orchestrate.airflow_sqlite.{name}"
+    return env
 
 
 def configure(home: Optional[Path] = None) -> dict[str, str]:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +51,20 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connect
     assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
     airflow_env.ensure_connections(env)  # a connection that exists is left as it is
     assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
+
+    # a writer that holds Airflow's SQLite database longer than Python's 5 s default makes the
+    # others wait, not fail with "database is locked" (airflow_sqlite)
+    holder = sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    released = threading.Timer(15, holder.rollback)
+    released.start()
+    started = time.monotonic()
+    try:
+        airflow("variables", "set", "rsp_lock_probe", "waited")
+    finally:
+        released.join()
+    assert time.monotonic() - started >= 15  # it waited for the lock
+    assert airflow("variables", "get", "rsp_lock_probe").strip() == "waited"
 
 
 def test_without_a_connect_server_the_tasks_spark_is_a_jvm_of_their_own(tmp_path, monkeypatch):

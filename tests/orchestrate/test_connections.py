@@ -60,3 +60,15 @@ def test_without_airflow_or_the_connection_the_store_keeps_its_default(tmp_path)
     done = subprocess.run([sys.executable, "-c", code], env={**clean, "RSP_HOME": str(tmp_path)},
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["None", "False"], done.stderr[-2000:]
+
+
+def test_airflow_on_sqlite_waits_a_minute_for_its_database_lock_and_on_postgresql_is_left_alone(tmp_path):
+    import importlib
+
+    on_sqlite = airflow_env.environment(tmp_path, {})
+    for key in ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"):
+        module, _, name = on_sqlite[key].rpartition(".")  # as Airflow's conf.getimport reads it
+        assert getattr(importlib.import_module(module), name)["timeout"] >= 30
+    on_postgres = airflow_env.environment(tmp_path, {
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql+psycopg2://airflow@airflow-db/airflow"})
+    assert not any("CONNECT_ARGS" in key for key in on_postgres)  # psycopg takes no `timeout`
