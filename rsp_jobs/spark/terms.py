@@ -64,8 +64,12 @@ def language(t: Column) -> Column:
 
 def numeric_rank(t: Column) -> Column:
     """0 integer, 1 decimal, 2 float, 3 double (SPARQL type promotion order); NULL if not numeric."""
-    ranks = F.create_map(*[F.lit(x) for iri, rank in T.NUMERIC_RANK.items() for x in (iri, rank)])
-    return F.try_element_at(ranks, F.regexp_extract(t, r'^"[^"]*"\^\^<([^>]*)>$', 1))
+    return F.try_element_at(F.expr(_RANKS), F.regexp_extract(t, r'^"[^"]*"\^\^<([^>]*)>$', 1))
+
+
+# the rank map as SQL text: one call to the JVM instead of one per datatype IRI and rank (about
+# 35 for each numeric comparison, sum or rendering; an eighth of a window query's plan-building calls)
+_RANKS = "map(" + ", ".join(f"'{iri}', {rank}" for iri, rank in T.NUMERIC_RANK.items()) + ")"
 
 
 def numeric_value(t: Column) -> Column:
