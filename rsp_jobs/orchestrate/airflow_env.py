@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from rsp_jobs import settings
+from rsp_jobs.orchestrate import airflow_sqlite
 
 PASSWORDS_FILE = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -62,12 +63,11 @@ def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.env
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "GX_ANALYTICS_ENABLED": "false",
     }
-    env = {key: current.get(key) or value for key, value in defaults.items()}
-    if env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("sqlite"):  # see airflow_sqlite
-        for key, name in (("SQL_ALCHEMY_CONNECT_ARGS", "SYNC"), ("SQL_ALCHEMY_CONNECT_ARGS_ASYNC", "ASYNC")):
-            key = f"AIRFLOW__DATABASE__{key}"
-            env[key] = current.get(key) or f"rsp_jobs.orchestrate.airflow_sqlite.{name}"
-    return env
+    conn = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
+    if (current.get(conn) or defaults[conn]).startswith("sqlite"):  # wait for its lock: see airflow_sqlite
+        defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"] = f"{airflow_sqlite.__name__}.SYNC"
+        defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"] = f"{airflow_sqlite.__name__}.ASYNC"
+    return {key: current.get(key) or value for key, value in defaults.items()}
 
 
 def configure(home: Optional[Path] = None) -> dict[str, str]:

@@ -42,7 +42,6 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence], schema: Union[str
     return frame if len(rows) <= LOCAL_ROWS else frame.localCheckpoint(eager=True)
 
 
-
 def materialized(frame: DataFrame) -> DataFrame:
     """``frame`` computed once into Spark's block store (``localCheckpoint``), for plans that
     read it several times: a relation of known (small) size that the planner can broadcast
