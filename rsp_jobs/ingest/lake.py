@@ -21,7 +21,8 @@ from typing import Iterable, Optional, Sequence
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from rsp_jobs.ingest.rdf_stream import Element, Rejection, StreamBatch, merge_known_frames, read_stream_file
+from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
+                                        read_stream_file)
 
 SCHEMA = pa.schema([
     ("stream", pa.string()),
@@ -59,6 +60,7 @@ class Lake:
         self.root.mkdir(parents=True, exist_ok=True)
         self.quarantine_dir = self.root.parent / "quarantine"
 
+    @many_small_objects()
     def write(self, batch: StreamBatch, batch_id: Optional[str] = None) -> int:
         """Append a batch's elements (replacing an earlier load of the same batch id) and
         quarantine its rejections. Returns the number of rows written."""
@@ -78,14 +80,13 @@ class Lake:
     def table(self, stream: str, elements: Iterable[Element], order: int = 0) -> pa.Table:
         """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
         batch's place among the stream's files (see the module doc on ``seq``)."""
-        key = stream_key(stream)
-        columns: dict[str, list] = {name: [] for name in SCHEMA.names}
-        for e in elements:
-            for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start"):
-                columns[name].append(getattr(e, name))
-            columns["seq"].append((order << 32) + e.pos)
-            columns["stream_key"].append(key)
-            columns["hour"].append(hour_of(e.ts))
+        elements = list(elements)
+        columns = {name: [getattr(e, name) for e in elements]
+                   for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")}
+        columns["seq"] = [(order << 32) + e.pos for e in elements]
+        hours = {ts: hour_of(ts) for ts in set(columns["ts"])}
+        columns["hour"] = [hours[ts] for ts in columns["ts"]]
+        columns["stream_key"] = [stream_key(stream)] * len(elements)
         return pa.table(columns, schema=SCHEMA)
 
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:

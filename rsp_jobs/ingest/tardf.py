@@ -40,7 +40,7 @@ from rdflib.namespace import RDF
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (PROV_GENERATED_AT, Element, Part, Rejection, Statement, StreamBatch,
                                         _to_frames, frame_checksum, future_horizon, past_horizon,
-                                        read_statements)
+                                        many_small_objects, read_statements)
 from rsp_jobs.terms import DSV, XSD_DATE, numeric_value, time_interval, time_value, to_nt
 from rsp_jobs.times import datetime_lexical
 
@@ -75,6 +75,7 @@ class TardfFile:
     invariant: list[TimeInvariant] = field(default_factory=list)
 
 
+@many_small_objects()
 def read_tardf(path: str | Path, stream_iri: Optional[str] = None) -> TardfFile:
     """Read a TA-RDF file (see the module doc). ``stream_iri``: the stream an RSP stream file's
     frames belong to, or the stream a Definition 3 file's frames are loaded into instead of
@@ -144,7 +145,7 @@ class _Reader:
                     result.invariant.append(_invariant(st.s, st.p, st.o, st.line))
                 else:
                     content[owner].append((pos, st, (st.s, st.p, st.o)))
-                    in_graph[owner].add((to_nt(st.s), to_nt(st.p), to_nt(st.o)))
+                    in_graph[owner].add(st.nt)
                 continue
             if self._metadata(st, frames):
                 continue

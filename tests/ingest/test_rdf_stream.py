@@ -2,6 +2,7 @@
 whatever is malformed is rejected with its file and line, counted and quarantined, never lost."""
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -167,6 +168,23 @@ def test_unknown_file_types_and_missing_files_are_clear_errors(tmp_path):
         read_stream_file(tmp_path / "s.csv", "http://ex/stream")
     with pytest.raises(InputError, match="not found"):
         read_stream_file(tmp_path / "missing.nq", "http://ex/stream")
+
+
+def test_reading_pauses_the_cyclic_collector_only_while_it_reads(tmp_path):
+    """``many_small_objects`` gives the collector back as it found it, after an error too."""
+    path = tmp_path / "s.nq"
+    path.write_text(GOOD)
+    assert gc.isenabled()
+    assert len(read_stream_file(path, "http://ex/stream").elements) == 3 and gc.isenabled()
+    with pytest.raises(InputError):
+        read_stream_file(tmp_path / "missing.nq", "http://ex/stream")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_stream_file(path, "http://ex/stream")
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()
 
 
 def test_loading_a_batch_twice_replaces_it_and_rejections_are_quarantined(tmp_path, spark):
