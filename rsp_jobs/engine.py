@@ -54,22 +54,31 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     if check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)
         rows = entail(windows.assign(elements, query, sched, after, interval.until, prune=False), schema, WINDOW_KEY)
+        spans = triples = None
+    elif (spans := windows.spans(query, sched, after, interval.until)) is not None:
+        # solutions, not triples, go to windows: see windows.Spans
+        triples = windows.triples(elements, query)
+        rows = windows.assign(elements, query, sched, after, interval.until, tagged=triples)
     else:
+        triples = None
         rows = windows.assign(elements, query, sched, after, interval.until)
-    rows = rows.cache()
-    active = None
+    cached = [triples if spans is not None else rows]
+    cached[0].cache()
     try:
         from pyspark.sql import functions as F
 
-        active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
-        evaluator = Evaluator(query, rows, active, background)
+        if spans is not None:
+            active = spans.active(triples)
+        else:
+            active = rows.groupBy(WIN).agg(F.min("_open").alias("_open"))
+        cached.append(active.cache())
+        evaluator = Evaluator(query, rows, active, background, spans, triples)
         solutions = evaluator.evaluate(query.plan)
         frame = result_frame(query, evaluator, solutions, sched)
         yield from iter_windows(frame, query, interval.after)
     finally:
-        rows.unpersist()
-        if active is not None:
-            active.unpersist()
+        for frame in cached:
+            frame.unpersist()
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),

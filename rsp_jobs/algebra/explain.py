@@ -26,6 +26,8 @@ def explain(compiled: Union[P.ContinuousQuery, RulePlan]) -> str:
         lines.append(f"  Stream <{w.stream}> {_window(w.window)}" + (f" as <{w.graph}>" if w.graph else ""))
     if compiled.predicates is not None:
         lines.append("  predicates " + " ".join(sorted(compiled.predicates)))
+    if compiled.window_solutions:
+        lines.append("  windows solutions, not triples")
     lines += _node(compiled.plan, 1)
     return "\n".join(lines) + "\n"
 

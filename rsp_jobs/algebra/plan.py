@@ -199,6 +199,8 @@ class ContinuousQuery:
     bound_us: Optional[int] = None
     # the only predicates (N-Triples) the plan can match; None: any (``optimize.prune_predicates``)
     predicates: Optional[frozenset[str]] = None
+    # each BGP's solutions go to windows, not the triples first (``optimize.window_solutions``)
+    window_solutions: bool = False
 
 
 @dataclass(frozen=True)

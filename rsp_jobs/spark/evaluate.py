@@ -6,7 +6,10 @@ ORDER BY per window is one Spark operator over all windows. Background knowledge
 every window, so solutions that come only from it are kept *window-independent* (no ``_win``)
 and joined to windowed ones on their variables alone; they are crossed with the windows only
 where semantics require it (grouping, OPTIONAL against window data, the final result). This is
-what keeps a 44k-triple background from being copied into every window.
+what keeps a 44k-triple background from being copied into every window. Under one sliding
+window (``optimize.window_solutions``) a BGP is matched on the slice's triples before any
+window: its solutions carry the span of their triples' times (``SPAN``), join within RANGE of
+each other (``_join_band``) and go to their windows at the BGP's end (``_into_windows``).
 
 A variable ``?x`` is the string column ``v_x`` holding N-Triples text, NULL when unbound.
 Every frame's columns follow from its ``Solutions``: ``_win`` in the window rows (``dep``),
@@ -34,9 +37,14 @@ from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
 
 WIN, RANK = "_win", "_rank"
+# a BGP's solutions over the slice's triples, before windows (``windows.Spans``): the earliest
+# and latest time of their triples, and whether the slice holds each of those triples once
+LO, HI, ONCE = "_lo", "_hi", "_once"
+SPAN = (LO, HI, ONCE)
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
 # hold in every window
 KEY, ANY_WINDOW = "_key", -(2 ** 63)
@@ -90,20 +98,28 @@ class Solutions:
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
     ranked: bool = False  # a _rank column carries ORDER BY position (in dep; indep is None then)
+    spanned: bool = False  # dep rows carry SPAN instead of _win (inside a BGP under windows.Spans)
 
     def columns(self, windowed: bool, rank: bool = True) -> list[str]:
         """The columns of ``dep`` (``windowed``) or of ``indep``; ``rank``: with ``_rank`` if ranked."""
-        return ([WIN] if windowed else []) + [vcol(v) for v in self.vars] + (
+        return (self.window_columns if windowed else []) + [vcol(v) for v in self.vars] + (
             [RANK] if windowed and rank and self.ranked else [])
+
+    @property
+    def window_columns(self) -> list[str]:
+        return list(SPAN) if self.spanned else [WIN]
 
 
 class Evaluator:
     def __init__(self, query: P.ContinuousQuery, window_rows: DataFrame, active: DataFrame,
-                 background: Background):
+                 background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None):
         self.query = query
         self.rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
         self.background = background
+        # with ``spans``, BGPs match ``triples`` (the slice's, ``windows.triples``) and window
+        # their solutions; ``rows`` is then only read where a window's triples themselves matter
+        self.spans, self.triples = spans, triples
         self.spark = window_rows.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
 
@@ -137,7 +153,20 @@ class Evaluator:
             return Solutions(None, unit, ())
         # in the order written: optimize.order_joins wrote them in the order to join them
         patterns = [self._pattern(t, node.graph) for t in node.triples]
-        return functools.reduce(self._join_solutions, patterns)
+        joined = functools.reduce(self._join_solutions, patterns)
+        return self._into_windows(joined) if joined.spanned else joined
+
+    def _into_windows(self, sols: Solutions) -> Solutions:
+        """A BGP's spanned solutions → the windows that hold all their triples. A solution is
+        a mapping, and the mapping fixes its triples, so a window has it once; only a solution
+        with a triple the slice holds more than once (at several times) can come twice."""
+        if sols.dep is None:
+            return replace(sols, spanned=False)
+        columns = [vcol(v) for v in sols.vars]
+        windowed = self.spans.to_windows(sols.dep, LO, HI, [ONCE, *columns])
+        once = windowed.where(F.col(ONCE)).select(WIN, *columns)
+        repeated = windowed.where(~F.col(ONCE)).select(WIN, *columns).dropDuplicates()
+        return replace(sols, dep=once.unionByName(repeated), spanned=False)
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
         positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
@@ -146,7 +175,12 @@ class Evaluator:
         def match(frame: DataFrame, windowed: bool) -> DataFrame:
             condition, binds = triple_match(triple, graph)
             out = frame.where(condition)
-            keep = [WIN] if windowed else []
+            if not windowed:
+                keep = []
+            elif self.spans is not None:
+                keep = [F.col("ts").alias(LO), F.col("ts").alias(HI), F.col("_once").alias(ONCE)]
+            else:
+                keep = [F.col(WIN)]
             return out.select(*keep, *[F.col(c).alias(vcol(v)) for v, c in binds.items()])
 
         names = []
@@ -156,11 +190,11 @@ class Evaluator:
                 names.append(name)
         if graph_var and graph_var not in names:
             names.append(graph_var)
-        dep = match(self.rows, True)
+        dep = match(self.rows if self.spans is None else self.triples, True)
         indep = None
         if self.background.may_match(triple, graph):
             indep = F.broadcast(match(self.background.frame(self.spark), False))
-        return Solutions(dep, indep, tuple(names))
+        return Solutions(dep, indep, tuple(names), spanned=self.spans is not None)
 
     # ------------------------------------------------------------------ joins
 
@@ -169,7 +203,9 @@ class Evaluator:
 
     def _join_solutions(self, a: Solutions, b: Solutions) -> Solutions:
         dep_parts = []
-        if a.dep is not None and b.dep is not None and b.indep is not None:
+        if a.spanned and a.dep is not None and b.dep is not None:
+            dep_parts.append(self._join_band(a.dep, b.dep, b.indep, a, b))
+        elif a.dep is not None and b.dep is not None and b.indep is not None:
             dep_parts.append(self._join_either(a.dep, b.dep, b.indep, a, b))
         elif a.dep is not None and b.dep is not None:
             dep_parts.append(self._join_frames(a.dep, b.dep, a, b, (True, True)))
@@ -180,7 +216,23 @@ class Evaluator:
         indep = None
         if a.indep is not None and b.indep is not None:
             indep = self._join_frames(a.indep, b.indep, a, b, (False, False))
-        return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b))
+        return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b), spanned=a.spanned)
+
+    def _join_band(self, left: DataFrame, b_dep: DataFrame, b_indep: Optional[DataFrame],
+                   a: Solutions, b: Solutions) -> DataFrame:
+        """``left ⋈ b_dep (∪ left ⋈ b_indep)`` for spanned solutions: two solutions join when
+        compatible and their times lie within RANGE of each other (else no window holds both).
+        A ``left`` row is keyed by its bucket (``Spans.bucket`` of its ``lo``), a ``b_dep`` row
+        by its own and the two next to it, so the band is an equi-join plus a filter; as in
+        ``_join_either``, ``b_indep`` rows come in the same join under ANY_WINDOW."""
+        bucket = self.spans.bucket(LO)
+        left = left.withColumn(KEY, F.explode(F.array(bucket, F.lit(ANY_WINDOW))) if b_indep is not None else bucket)
+        columns = b.columns(windowed=True)
+        right = b_dep.select(F.explode(F.array(bucket - 1, bucket, bucket + 1)).alias(KEY), *columns)
+        if b_indep is not None:
+            none = [F.lit(None).cast(t).alias(c) for c, t in ((LO, "long"), (HI, "long"), (ONCE, "boolean"))]
+            right = right.unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
+        return self._join_frames(left, right, a, b, (True, True), keyed=True)
 
     def _join_either(self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame,
                      a: Solutions, b: Solutions) -> DataFrame:
@@ -206,15 +258,18 @@ class Evaluator:
         multiset: an ORDER BY position does not carry through it."""
         shared = [v for v in a.vars if v in b.vars]
         both_windowed = all(windowed)
+        spanned = a.spanned and both_windowed  # _join_band: the window columns are SPAN
         renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
         if both_windowed:
-            renamed[WIN] = "_r_" + WIN
+            renamed.update({c: "_r_" + c for c in a.window_columns})
         if keyed:
             renamed[KEY] = "_r_" + KEY
         right_columns = ([KEY] if keyed else []) + b.columns(windowed[1], rank=False)
         right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right_columns])
         conds = []
-        if both_windowed:
+        if spanned:  # within RANGE of each other (greatest/least pass over b_indep's NULLs)
+            conds.append(F.greatest(HI, "_r_" + HI) - F.least(LO, "_r_" + LO) < F.lit(self.spans.range_us))
+        elif both_windowed:
             conds.append(F.col(WIN) == F.col("_r_" + WIN))
         if keyed:
             conds.append(F.col(KEY) == F.col("_r_" + KEY))
@@ -229,7 +284,11 @@ class Evaluator:
             conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
         condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
         joined = left.join(right, on=condition, how=how)
-        win = [F.col(WIN)] if any(windowed) else []
+        if spanned:
+            win = [F.least(LO, "_r_" + LO).alias(LO), F.greatest(HI, "_r_" + HI).alias(HI),
+                   (F.col(ONCE) & F.coalesce(F.col("_r_" + ONCE), F.lit(True))).alias(ONCE)]
+        else:
+            win = [F.col(c) for c in (a if windowed[0] else b).window_columns] if any(windowed) else []
         out_vars = []
         for v in _merge_vars(a, b):
             if v in shared:

@@ -22,6 +22,7 @@ All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from pyspark.sql import DataFrame
@@ -33,7 +34,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
 from rsp_jobs.times import US_PER_MS as MS
 
-__all__ = ["Schedule", "schedule", "lookback_us", "assign"]
+__all__ = ["Schedule", "schedule", "lookback_us", "triples", "assign", "Spans", "spans"]
 
 
 def lookback_us(query: ContinuousQuery) -> Optional[int]:
@@ -44,14 +45,11 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
     return max(w.window.range_ms for w in query.windows) * MS
 
 
-def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
-           after_us: Optional[int], until_us: Optional[int], prune: bool = True) -> DataFrame:
-    """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
-    close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
-    ``prune=False`` keeps the triples no pattern names (entailment over the window may derive
-    a named one from them)."""
-    max_range = max((w.window.range_ms * MS for w in query.windows
-                     if isinstance(w.window, ast.TimeWindow)), default=None)
+def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> DataFrame:
+    """The slice's triples of the query's streams, before any window: ``ts`` (µs), ``g, s, p,
+    o, seq``, ``_part`` (which of the query's windows) and ``_once`` (the slice holds the
+    triple once in its graph). ``prune=False`` keeps the triples no pattern names (entailment
+    over the window may derive a named one from them)."""
     used = query.predicates if prune else None  # optimize.prune_predicates
     tagged = None
     for i, sw in enumerate(query.windows):
@@ -65,7 +63,19 @@ def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
     # with its latest arrival (what timestamp() reports). Only a triple that the slice read
     # holds more than once (in one graph) can be twice in a window, so only those go through
     # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
-    tagged = tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
+    return tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
+
+
+def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
+           after_us: Optional[int], until_us: Optional[int], prune: bool = True,
+           tagged: Optional[DataFrame] = None) -> DataFrame:
+    """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
+    close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
+    ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already."""
+    max_range = max((w.window.range_ms * MS for w in query.windows
+                     if isinstance(w.window, ast.TimeWindow)), default=None)
+    if tagged is None:
+        tagged = triples(elements, query, prune)
     # Streams under the same time window are windowed in one pass: a pass per stream would put
     # ``tagged``, which reads every stream, into the plan once per stream (CityBench Q10_8's
     # eight streams: 2,358 plan nodes for the window rows, which each triple pattern reads).
@@ -112,15 +122,17 @@ def _floor_div(x, d: int):
 
 
 def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
-                 after_us: Optional[int], until_us: Optional[int], max_range: int) -> DataFrame:
+                 after_us: Optional[int], until_us: Optional[int], max_range: int,
+                 lo: str = "ts", hi: str = "ts", columns: Optional[list[str]] = None) -> DataFrame:
     """Each element once per close ``c`` of the schedule's grid ``first_close + k*step`` with
     ``ts < c <= ts + RANGE`` (the window ``[c - RANGE, c)`` holds it) and ``c >= t0 + RANGE``
     (a window is evaluated once full). Without COMPUTED EVERY the grid is this window's STEP
-    grid; with it, every d (``rsp_jobs.algebra.schedule``), whatever the window's STEP."""
+    grid; with it, every d (``rsp_jobs.algebra.schedule``), whatever the window's STEP. A
+    solution that spans the times ``lo`` to ``hi`` goes to the closes with ``hi < c <= lo +
+    RANGE``: the windows that hold all its triples. ``columns``: what to keep (default all)."""
     rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
-    ts = F.col("ts")
-    k_lo = F.greatest(_floor_div(ts - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))
-    k_hi = _floor_div(ts + F.lit(rng - base), grid)
+    k_lo = F.greatest(_floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))
+    k_hi = _floor_div(F.col(lo) + F.lit(rng - base), grid)
     if after_us is not None:  # closes c > after: k >= floor((after - base) / grid) + 1
         k_lo = F.greatest(k_lo, F.lit((after_us - base) // grid + 1))
     if until_us is not None:
@@ -129,7 +141,48 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
         "*", F.explode(F.sequence(k_lo, k_hi)).alias("_k"))
     close = F.lit(base) + F.col("_k") * F.lit(grid)
     return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"),
-                           *rows.columns)
+                           *(rows.columns if columns is None else columns))
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Windows for solutions rather than triples (``spans``): a BGP is matched and joined
+    over the slice's triples, each solution keeping the earliest and latest time of its
+    triples (``lo``, ``hi``), and only then goes to the windows that hold all of them. Two
+    solutions can join only if their times lie within RANGE of each other (``range_us``): a
+    band join, keyed by ``bucket`` (the RANGE-long stretch of ``lo``) against the stretches
+    next to it."""
+
+    window: ast.TimeWindow
+    sched: Schedule
+    after_us: Optional[int]
+    until_us: Optional[int]
+
+    @property
+    def range_us(self) -> int:
+        return self.window.range_ms * MS
+
+    def bucket(self, column: str):
+        return _floor_div(F.col(column), self.range_us)
+
+    def to_windows(self, rows: DataFrame, lo: str, hi: str, columns: list[str]) -> DataFrame:
+        """``rows`` spanning ``lo``..``hi`` → ``_win, _open`` and ``columns``, once per window."""
+        return _time_window(rows, self.window, self.sched, self.after_us, self.until_us, self.range_us,
+                            lo, hi, columns)
+
+    def active(self, tagged: DataFrame) -> DataFrame:
+        """The windows that hold data (``_win, _open``), from the slice's times alone."""
+        times = tagged.select("ts").distinct()
+        return self.to_windows(times, "ts", "ts", []).groupBy("_win").agg(F.min("_open").alias("_open"))
+
+
+def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
+          until_us: Optional[int]) -> Optional[Spans]:
+    """``Spans`` for a query the optimizer chose them for (``optimize.window_solutions``: one
+    sliding time window), else None: triples go to windows first (``assign``)."""
+    if not query.window_solutions:
+        return None
+    return Spans(query.windows[0].window, sched, after_us, until_us)
 
 
 def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,

@@ -11,6 +11,7 @@ files are read; rdflib sees the same body as plain SPARQL over the window conten
 from __future__ import annotations
 
 import itertools
+import os
 from datetime import datetime
 
 import pytest
@@ -167,7 +168,8 @@ def background_file(tmp_path_factory):
 
 
 # Every example is a Spark job: no shrinking (minutes per failure); the failing example is printed.
-SETTINGS = settings(max_examples=3, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate),
+# RSP_STRESS=n: n random examples a case instead of the suite's 3 fixed ones (a longer search)
+SETTINGS = settings(max_examples=int(os.environ.get("RSP_STRESS", 3)), deadline=None, derandomize=not os.environ.get("RSP_STRESS"), phases=(Phase.explicit, Phase.generate),
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

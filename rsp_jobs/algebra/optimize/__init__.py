@@ -14,10 +14,11 @@ from rsp_jobs.algebra.optimize.order_joins import order_joins
 from rsp_jobs.algebra.optimize.prune_predicates import prune_predicates
 from rsp_jobs.algebra.optimize.push_down_conditions import push_down_conditions
 from rsp_jobs.algebra.optimize.share_event_queries import share_event_queries
+from rsp_jobs.algebra.optimize.window_solutions import window_solutions
 from rsp_jobs.algebra.rules import RulePlan
 
 # rules over a window query's or a pattern's plan
-QUERY_RULES = (order_joins, bound_join_keys, prune_predicates)
+QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions)
 # rules over a DOTR rule's plan (its event queries get QUERY_RULES too)
 RULE_RULES = (share_event_queries, push_down_conditions)
 RULES = {rule.__name__: rule for rule in QUERY_RULES + RULE_RULES}
