@@ -1,26 +1,32 @@
-"""``make bench``: the engine and rdflib side by side on a CityBench-sized workload.
+"""``make bench``: the engine beside rdflib and beside hand-written Spark on CityBench.
 
-One day of the 33 Aarhus traffic streams (merged into one stream, a frame per 5-minute
-reading time), the registered queries in ``queries/citybench/`` (an aggregate and a join with
-the sensor repository, ``[RANGE 1h STEP 5m]``). The engine evaluates all windows in one Spark
-job; rdflib evaluates the same windows one by one over contents computed in plain Python. Both
-answers are compared window by window, and the timings are written as JSON.
+Eight days of the 33 Aarhus traffic streams (merged into one stream, a frame per 5-minute
+reading time) are mapped, parsed and written to the lake (the ingest rate). Over the first
+day, the registered queries in ``queries/citybench/`` (an aggregate and a join with the sensor
+repository, ``[RANGE 1h STEP 5m]``): the engine evaluates all windows in one Spark job, rdflib
+the same windows one by one over contents computed in plain Python, and both answers are
+compared window by window. Then congestion_by_segment beside the hand-written jobs of
+``anchors`` over 1, 2, 4 and 8 days, and over one day as RANGE/STEP goes from 1 to 12, each
+answer checked against the engine's. The timings are written as JSON and summarised in
+``summary.md`` with a plot (``summary``).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import shutil
 import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Sequence
 
 from rsp_jobs import settings
-from rsp_jobs.bench import close_ms, cores
+from rsp_jobs.bench import anchors, close_ms, cores, summary
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
 from rsp_jobs import compiler
-from rsp_jobs.engine import evaluate
+from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
@@ -33,11 +39,13 @@ TRAFFIC = citybench.TRAFFIC
 QUERIES = ["congestion_by_segment", "congested_pairs"]
 
 
-def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
+def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Path, with_rdflib: bool) -> dict:
     work = settings.home_dir() / "bench"
+    shutil.rmtree(work / "lake", ignore_errors=True)  # the bench's own lake: one load of its days
     work.mkdir(parents=True, exist_ok=True)
+    span = max([1, *days])
     t = time.perf_counter()
-    stream_file = citybench.merged_traffic(day, day + timedelta(days=1), work / f"traffic-{day:%Y-%m-%d}.nq")
+    stream_file = citybench.merged_traffic(day, day + timedelta(days=span), work / f"traffic-{day:%Y-%m-%d}-{span}d.nq")
     mapping_s = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -49,10 +57,12 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
 
     get_spark()
     repository = str(citybench.sensor_repository_path())
-    elements = [Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements]
-    report = {"workload": {"day": f"{day:%Y-%m-%d}", "streams": 33, "triples": triples,
-                           "frames": batch.frames, "mapping_seconds": round(mapping_s, 2),
-                           "ingest_seconds": round(ingest_s, 2),
+    first_day = Interval(to_us(day), to_us(day + timedelta(days=1)))
+    elements = [Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements
+                if to_us(e.ts) < first_day.until]
+    report = {"workload": {"day": f"{day:%Y-%m-%d}", "days": span, "streams": 33, "triples": triples,
+                           "first_day_triples": len(elements), "frames": batch.frames,
+                           "mapping_seconds": round(mapping_s, 2), "ingest_seconds": round(ingest_s, 2),
                            "ingest_triples_per_second": round(triples / ingest_s)},
               "machine": {"cores": cores(), "python": platform.python_version()},
               "queries": {}}
@@ -61,25 +71,75 @@ def run(day: datetime, out_path: Path, with_rdflib: bool) -> dict:
         query = compiler.compile(path.read_text(), str(path))
         window = query.windows[0].window
         t = time.perf_counter()
-        windows = list(evaluate(query, lake, [repository]))
+        windows = list(evaluate(query, lake, [repository], interval=first_day))
         engine_s = time.perf_counter() - t
-        contents = window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)])
+        contents = {close: content for close, content in
+                    window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)]).items()
+                    if close * 1000 <= first_day.until}  # a later window holds the next day too
         window_triples = sum(len(c) for c in contents.values())
         entry = {"windows": len(windows), "window_triples": window_triples,
                  "result_rows": sum(w.rows for w in windows),
                  "windows_with_results": sum(bool(w.bindings) for w in windows),
                  "engine": {"seconds": round(engine_s, 2),
                             "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
-                            "stream_triples_per_second": round(triples / engine_s),
+                            "stream_triples_per_second": round(len(elements) / engine_s),
                             "window_triples_per_second": round(window_triples / engine_s)}}
         if with_rdflib:
-            entry["rdflib"], entry["same_results"] = _rdflib_side(path, contents, windows, triples,
+            entry["rdflib"], entry["same_results"] = _rdflib_side(path, contents, windows, len(elements),
                                                                   window_triples, repository)
+            entry["engine_vs_rdflib_per_window"] = round(entry["rdflib"]["seconds_per_window"]
+                                                         / entry["engine"]["seconds_per_window"], 1)
         report["queries"][name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
+    report["anchors"] = _beside_anchors(lake, batch, repository, day, days, ratios)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
+    summary.write(report, out_path.parent)
     return report
+
+
+def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Sequence[int],
+                    ratios: Sequence[int]) -> dict:
+    """congestion_by_segment by the engine, the hand-written RDF job and the typed floor, over
+    ``days`` days (``[RANGE 1h STEP 5m]``) and over one day at RANGE = ``ratios`` x STEP."""
+    spark = get_spark()
+    path = settings.REPO_ROOT / "queries" / "citybench" / "congestion_by_segment.rsp"
+    text = path.read_text()
+    properties = anchors.congestion_properties(Path(repository))
+    typed = anchors.write_typed(batch.elements, properties, settings.home_dir() / "bench" / "typed.parquet")
+
+    def side_by_side(query_text: str, n_days: int) -> dict:
+        query = compiler.compile(query_text, str(path))
+        window = query.windows[0].window
+        after, until = day, day + timedelta(days=n_days)
+        range_s, step_s = window.range_ms // 1000, window.step_ms // 1000
+        timed = {}
+        t = time.perf_counter()
+        engine = anchors.engine_answers(evaluate(query, lake, [repository], interval=Interval(to_us(after), to_us(until))))
+        timed["engine"] = time.perf_counter() - t
+        t = time.perf_counter()
+        hand = anchors.rdf_anchor(spark, lake, TRAFFIC, properties, range_s, step_s, after, until)
+        timed["hand_written"] = time.perf_counter() - t
+        t = time.perf_counter()
+        floor = anchors.typed_floor(spark, typed, range_s, step_s, after, until)
+        timed["typed_floor"] = time.perf_counter() - t
+        entry = {"days": n_days, "range_over_step": range_s // step_s, "answers": len(engine),
+                 **{f"{k}_seconds": round(v, 2) for k, v in timed.items()},
+                 "engine_vs_hand_written": round(timed["engine"] / timed["hand_written"], 2),
+                 "engine_vs_typed_floor": round(timed["engine"] / timed["typed_floor"], 2),
+                 "same_answers": anchors.same_answers(engine, hand) and anchors.same_answers(engine, floor)}
+        print(f"congestion_by_segment beside the anchors: {json.dumps(entry)}", file=sys.stderr)
+        return entry
+
+    anchors.rdf_anchor(spark, lake, TRAFFIC, properties, 3600, 300, day, day + timedelta(hours=2))  # warm both
+    anchors.typed_floor(spark, typed, 3600, 300, day, day + timedelta(hours=2))
+    by_days = [side_by_side(text, n) for n in days]
+    by_ratio = [side_by_side(text.replace("[RANGE 1h STEP 5m]", f"[RANGE {5 * r}m STEP 5m]"), 1) for r in ratios]
+    growth = {"engine": None, "hand_written": None}
+    if len(by_ratio) > 1:  # issue 17: at most 1.5 from RANGE/STEP 1 to 12
+        growth = {side: round(by_ratio[-1][f"{side}_seconds"] / by_ratio[0][f"{side}_seconds"], 2) for side in growth}
+    return {"query": "congestion_by_segment", "by_days": by_days, "by_range_over_step": by_ratio,
+            "growth_over_range_over_step": growth}
 
 
 def _rdflib_side(path, contents, engine_windows, triples, window_triples, repository):
@@ -101,13 +161,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--day", default="2014-08-02", help="the CityBench day to replay (default 2014-08-02)")
     parser.add_argument("--output", type=Path, default=Path("bench-results/engine.json"))
-    parser.add_argument("--no-rdflib", action="store_true", help="time the engine only")
+    parser.add_argument("--days", default="1,2,4,8", help="the spans (days) the engine and the hand-written jobs "
+                        "are timed over (default 1,2,4,8)")
+    parser.add_argument("--ratios", default="1,3,6,12", help="the RANGE/STEP ratios timed over one day "
+                        "(default 1,3,6,12: RANGE 5m to 1h, STEP 5m)")
+    parser.add_argument("--no-rdflib", action="store_true", help="leave rdflib out")
     args = parser.parse_args(argv)
     if not settings.data_dir().is_dir():
         print(f"bench: the shared data is not at {settings.data_dir()} (set RSP_DATA_DIR)", file=sys.stderr)
         return 2
     day = parse_datetime(args.day)
-    report = run(day, args.output, not args.no_rdflib)
+    days, ratios = ([int(n) for n in text.split(",") if n.strip()] for text in (args.days, args.ratios))
+    report = run(day, days, ratios, args.output, not args.no_rdflib)
     print(json.dumps(report, indent=2))
     return 0
 

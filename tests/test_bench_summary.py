@@ -1,0 +1,35 @@
+"""``make bench``'s one page (``rsp_jobs.bench.summary``): a table row per measurement, the
+ratios, and a plot, from the report's JSON alone (no Spark)."""
+from __future__ import annotations
+
+from rsp_jobs.bench import summary
+
+
+def side(days, ratio, engine, hand, floor):
+    return {"days": days, "range_over_step": ratio, "answers": 9292 * days, "engine_seconds": engine,
+            "hand_written_seconds": hand, "typed_floor_seconds": floor,
+            "engine_vs_hand_written": round(engine / hand, 2), "engine_vs_typed_floor": round(engine / floor, 2),
+            "same_answers": True}
+
+
+REPORT = {
+    "workload": {"day": "2014-08-02", "days": 2, "triples": 364860, "ingest_seconds": 3.2,
+                 "ingest_triples_per_second": 114019, "mapping_seconds": 5.1},
+    "machine": {"cores": 2, "python": "3.11.7"},
+    "queries": {"congestion_by_segment": {"windows": 288, "engine": {"seconds": 7.0, "seconds_per_window": 0.0243},
+                                          "rdflib": {"seconds_per_window": 9.1}, "same_results": True,
+                                          "engine_vs_rdflib_per_window": 374.5}},
+    "anchors": {"query": "congestion_by_segment",
+                "by_days": [side(1, 12, 6.2, 1.1, 0.4), side(2, 12, 10.2, 1.2, 0.45)],
+                "by_range_over_step": [side(1, 1, 4.0, 0.9, 0.3), side(1, 12, 6.2, 1.1, 0.4)],
+                "growth_over_range_over_step": {"engine": 1.55, "hand_written": 1.22}},
+}
+
+
+def test_the_page_has_every_measurement_and_the_plot(tmp_path):
+    page = summary.write(REPORT, tmp_path / "results").read_text()
+    assert "114,019 triples/s" in page and "| congestion_by_segment | 288 | 7.0 | 0.0243 | 9.1 | 374.5x | True |" in page
+    assert "| 2 | 12 | 18584 | 10.2 | 1.2 | 0.45 | 8.5 | 22.67 | True |" in page
+    assert "From RANGE/STEP 1 to 12 the engine's time grows 1.55x, the hand-written job's 1.22x." in page
+    plot = tmp_path / "results" / "evaluation.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
