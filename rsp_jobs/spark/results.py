@@ -116,9 +116,10 @@ def _delta(items: DataFrame, columns: list[str], active: DataFrame, sched: Sched
 
 def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[WindowResult]:
     """The reported windows in time order (one ``collect``: a run's results are small, and
-    ``toLocalIterator`` costs a job per partition)."""
+    ``toLocalIterator`` costs a job per partition; sorted here, as Spark's ORDER BY would sample
+    the data with a job of its own first)."""
     names = [v.name for v in query.variables]
-    for row in frame.orderBy(WIN).collect():
+    for row in sorted(frame.collect(), key=lambda row: row[WIN]):
         if after_us is not None and row[WIN] <= after_us:
             continue
         window = WindowResult(open_us=row["_open"], close_us=row[WIN], form=query.form)
