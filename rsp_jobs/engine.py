@@ -68,6 +68,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         from pyspark.sql import functions as F
 
         if spans is not None:
+            spans = windows.with_repeats(spans, triples)
             active = spans.active(triples)
         else:
             active = rows.groupBy(WIN).agg(F.min("_open").alias("_open"))

@@ -42,9 +42,9 @@ from rsp_jobs.tree import walk
 
 WIN, RANK = "_win", "_rank"
 # a BGP's solutions over the slice's triples, before windows (``windows.Spans``): the earliest
-# and latest time of their triples, and whether the slice holds each of those triples once
-LO, HI, ONCE = "_lo", "_hi", "_once"
-SPAN = (LO, HI, ONCE)
+# and latest time of their triples
+LO, HI = "_lo", "_hi"
+SPAN = (LO, HI)
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
 # hold in every window
 KEY, ANY_WINDOW = "_key", -(2 ** 63)
@@ -158,15 +158,13 @@ class Evaluator:
 
     def _into_windows(self, sols: Solutions) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is
-        a mapping, and the mapping fixes its triples, so a window has it once; only a solution
-        with a triple the slice holds more than once (at several times) can come twice."""
+        a mapping, and the mapping fixes its triples, so a window has it once, unless the slice
+        holds one of those triples at several times (``Spans.repeats``): then it is made a set."""
         if sols.dep is None:
             return replace(sols, spanned=False)
         columns = [vcol(v) for v in sols.vars]
-        windowed = self.spans.to_windows(sols.dep, LO, HI, [ONCE, *columns])
-        once = windowed.where(F.col(ONCE)).select(WIN, *columns)
-        repeated = windowed.where(~F.col(ONCE)).select(WIN, *columns).dropDuplicates()
-        return replace(sols, dep=once.unionByName(repeated), spanned=False)
+        windowed = self.spans.to_windows(sols.dep, LO, HI, columns).select(WIN, *columns)
+        return replace(sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False)
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
         positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
@@ -178,7 +176,7 @@ class Evaluator:
             if not windowed:
                 keep = []
             elif self.spans is not None:
-                keep = [F.col("ts").alias(LO), F.col("ts").alias(HI), F.col("_once").alias(ONCE)]
+                keep = [F.col("ts").alias(LO), F.col("ts").alias(HI)]
             else:
                 keep = [F.col(WIN)]
             return out.select(*keep, *[F.col(c).alias(vcol(v)) for v, c in binds.items()])
@@ -230,7 +228,7 @@ class Evaluator:
         columns = b.columns(windowed=True)
         right = b_dep.select(F.explode(F.array(bucket - 1, bucket, bucket + 1)).alias(KEY), *columns)
         if b_indep is not None:
-            none = [F.lit(None).cast(t).alias(c) for c, t in ((LO, "long"), (HI, "long"), (ONCE, "boolean"))]
+            none = [F.lit(None).cast("long").alias(c) for c in SPAN]
             right = right.unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
         return self._join_frames(left, right, a, b, (True, True), keyed=True)
 
@@ -285,8 +283,7 @@ class Evaluator:
         condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
         joined = left.join(right, on=condition, how=how)
         if spanned:
-            win = [F.least(LO, "_r_" + LO).alias(LO), F.greatest(HI, "_r_" + HI).alias(HI),
-                   (F.col(ONCE) & F.coalesce(F.col("_r_" + ONCE), F.lit(True))).alias(ONCE)]
+            win = [F.least(LO, "_r_" + LO).alias(LO), F.greatest(HI, "_r_" + HI).alias(HI)]
         else:
             win = [F.col(c) for c in (a if windowed[0] else b).window_columns] if any(windowed) else []
         out_vars = []

@@ -22,7 +22,7 @@ All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from pyspark.sql import DataFrame
@@ -34,7 +34,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
 from rsp_jobs.times import US_PER_MS as MS
 
-__all__ = ["Schedule", "schedule", "lookback_us", "triples", "assign", "Spans", "spans"]
+__all__ = ["Schedule", "schedule", "lookback_us", "triples", "assign", "Spans", "spans", "with_repeats"]
 
 
 def lookback_us(query: ContinuousQuery) -> Optional[int]:
@@ -157,6 +157,8 @@ class Spans:
     sched: Schedule
     after_us: Optional[int]
     until_us: Optional[int]
+    # whether the slice holds a triple at several times (then one mapping can come from each)
+    repeats: bool = True
 
     @property
     def range_us(self) -> int:
@@ -183,6 +185,14 @@ def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
     if not query.window_solutions:
         return None
     return Spans(query.windows[0].window, sched, after_us, until_us)
+
+
+def with_repeats(spans: Spans, tagged: DataFrame) -> Spans:
+    """``spans`` knowing whether the slice (``triples``, cached) repeats a triple: a sensor's
+    observations are each new, and without repeats no window needs de-duplicating (one job
+    that stops at the first repeat, against a shuffle of every windowed solution). ``_prune``'s
+    placeholders (NULL triples) match no pattern, so they are no repeat."""
+    return replace(spans, repeats=not tagged.where(~F.col("_once") & F.col("p").isNotNull()).isEmpty())
 
 
 def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from datetime import datetime
 
 import pytest
@@ -216,6 +217,21 @@ def test_named_stream_graph_matches_rdflib(elements, window, layout, tmp_path_fa
     specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms, step_ms, graph=S2)]
     check_case(tmp_path_factory.mktemp("case"), "named_graph", elements,
                lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", specs, layout=dict(zip((S1, S2), layout)))
+
+
+
+@pytest.mark.parametrize("case", ["join", "aggregates"])
+def test_a_triple_at_several_times_is_one_solution_in_each_window_that_holds_them(case, tmp_path, spark,
+                                                                                  monkeypatch):
+    """Solutions go to sliding windows (``optimize.window_solutions``); a window holds a triple
+    that arrives at 0, 600 and 1300 ms once, so it has each solution once (the slice repeats a
+    triple: ``windows.with_repeats``), and a join partner 1900 ms later shares only some windows."""
+    a0, a1, a2, p0, p1, val = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "p0", "p1", "val"))
+    elements = in_delivery_order([
+        Elem(S1, 0, a0, p0, a1), Elem(S1, 600, a0, p0, a1), Elem(S1, 1300, a0, p0, a1), Elem(S1, 1900, a1, p1, a2),
+        Elem(S1, 600, a0, val, LITERALS[1]), Elem(S1, 1300, a0, val, LITERALS[1]), Elem(S1, 1300, a0, val, LITERALS[2])])
+    monkeypatch.setattr(sys.modules[__name__], "_OPTIMIZER", itertools.repeat(()))  # every rule on
+    check_case(tmp_path, case, elements, lambda s: "[RANGE 2000ms STEP 500ms]", [WindowSpec(S1, 2000, 500)])
 
 
 AGGREGATE_CLAUSES = {
