@@ -60,6 +60,9 @@ def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Pat
     first_day = Interval(to_us(day), to_us(day + timedelta(days=1)))
     elements = [Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements
                 if to_us(e.ts) < first_day.until]
+    warm = settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"  # the session warm, as timed runs find it
+    list(evaluate(compiler.compile(warm.read_text(), str(warm)), lake, [repository],
+                  interval=Interval(first_day.after, first_day.after + 2 * 3600 * 10**6)))
     report = {"workload": {"day": f"{day:%Y-%m-%d}", "days": span, "streams": 33, "triples": triples,
                            "first_day_triples": len(elements), "frames": batch.frames,
                            "mapping_seconds": round(mapping_s, 2), "ingest_seconds": round(ingest_s, 2),
