@@ -16,7 +16,8 @@ arrival of the stream (then the arriving frame is included).
 
 Exploding multiplies every element by RANGE / STEP, so before it the triples no pattern of the
 query can match (by predicate: ``optimize.prune_predicates``) are dropped, and after it only triples that the slice holds more
-than once go through the de-duplication that makes each window's content a set.
+than once go through the de-duplication that makes each window's content a set. Under one
+sliding window the optimizer has solutions exploded instead of triples (``Spans``).
 
 All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
