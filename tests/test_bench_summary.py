@@ -20,7 +20,10 @@ REPORT = {
                                           "rdflib": {"seconds_per_window": 9.1}, "same_results": True,
                                           "engine_vs_rdflib_per_window": 374.5}},
     "anchors": {"query": "congestion_by_segment",
-                "by_days": [side(1, 12, 6.2, 1.1, 0.4), side(2, 12, 10.2, 1.2, 0.45)],
+                "by_days": [{**side(1, 12, 6.2, 1.1, 0.4),
+                             "engine_profile": {"seconds": 6.2, "jobs": 3, "stages": 18, "py4j_calls": 8805,
+                                                "plan_calls_seconds": 0.91, "job_calls_seconds": 3.62}},
+                            side(2, 12, 10.2, 1.2, 0.45)],
                 "by_range_over_step": [side(1, 1, 4.0, 0.9, 0.3), side(1, 12, 6.2, 1.1, 0.4)],
                 "growth_over_range_over_step": {"engine": 1.55, "hand_written": 1.22}},
 }
@@ -30,6 +33,8 @@ def test_the_page_has_every_measurement_and_the_plot(tmp_path):
     page = summary.write(REPORT, tmp_path / "results").read_text()
     assert "114,019 triples/s" in page and "| congestion_by_segment | 288 | 7.0 | 0.0243 | 9.1 | 374.5x | True |" in page
     assert "| 2 | 12 | 18584 | 10.2 | 1.2 | 0.45 | 8.5 | 22.67 | True |" in page
+    assert ("The engine over 1 day(s): 6.2 s, 3 Spark jobs, 18 stages, 8,805 py4j calls: 0.91 s waiting on the "
+            "short ones (building the plan) and 3.62 s on the long ones (Spark running its jobs).") in page
     assert "From RANGE/STEP 1 to 12 the engine's time grows 1.55x, the hand-written job's 1.22x." in page
     plot = tmp_path / "results" / "evaluation.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000

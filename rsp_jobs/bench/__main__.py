@@ -24,6 +24,7 @@ from typing import Sequence
 
 from rsp_jobs import settings
 from rsp_jobs.bench import anchors, close_ms, cores, summary
+from rsp_jobs.bench.profile import profiled
 from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
 from rsp_jobs import compiler
 from rsp_jobs.engine import Interval, evaluate
@@ -117,9 +118,11 @@ def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Seq
         after, until = day, day + timedelta(days=n_days)
         range_s, step_s = window.range_ms // 1000, window.step_ms // 1000
         timed = {}
-        t = time.perf_counter()
-        engine = anchors.engine_answers(evaluate(query, lake, [repository], interval=Interval(to_us(after), to_us(until))))
-        timed["engine"] = time.perf_counter() - t
+        with profiled(spark, f"bench-{n_days}d-{range_s // step_s}") as profile:
+            t = time.perf_counter()
+            engine = anchors.engine_answers(evaluate(query, lake, [repository],
+                                                     interval=Interval(to_us(after), to_us(until))))
+            timed["engine"] = time.perf_counter() - t
         t = time.perf_counter()
         hand = anchors.rdf_anchor(spark, lake, TRAFFIC, properties, range_s, step_s, after, until)
         timed["hand_written"] = time.perf_counter() - t
@@ -130,7 +133,8 @@ def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Seq
                  **{f"{k}_seconds": round(v, 2) for k, v in timed.items()},
                  "engine_vs_hand_written": round(timed["engine"] / timed["hand_written"], 2),
                  "engine_vs_typed_floor": round(timed["engine"] / timed["typed_floor"], 2),
-                 "same_answers": anchors.same_answers(engine, hand) and anchors.same_answers(engine, floor)}
+                 "same_answers": anchors.same_answers(engine, hand) and anchors.same_answers(engine, floor),
+                 "engine_profile": profile}
         print(f"congestion_by_segment beside the anchors: {json.dumps(entry)}", file=sys.stderr)
         return entry
 

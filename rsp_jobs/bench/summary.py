@@ -52,6 +52,12 @@ def _page(report: dict, plot: str) -> str:
         lines += [f"| {e['days']} | {e['range_over_step']} | {e['answers']} | {e['engine_seconds']} | "
                   f"{e['hand_written_seconds']} | {e['typed_floor_seconds']} | {e['engine_vs_hand_written']} | "
                   f"{e['engine_vs_typed_floor']} | {e['same_answers']} |" for e in anchors[key]]
+    profile = anchors["by_days"][0].get("engine_profile") if anchors["by_days"] else None
+    if profile:
+        lines += ["", f"The engine over {anchors['by_days'][0]['days']} day(s): {profile['seconds']} s, "
+                  f"{profile['jobs']} Spark jobs, {profile['stages']} stages, {profile['py4j_calls']:,} py4j calls: "
+                  f"{profile['plan_calls_seconds']} s waiting on the short ones (building the plan) and "
+                  f"{profile['job_calls_seconds']} s on the long ones (Spark running its jobs)."]
     growth = anchors.get("growth_over_range_over_step", {})
     if growth.get("engine") is not None:
         ratios = [e["range_over_step"] for e in anchors["by_range_over_step"]]

@@ -1,0 +1,56 @@
+"""Where an evaluation's time goes, for ``make bench`` (issue 17 asks for the profile wherever
+Spark itself is the limit on two cores): the Spark jobs and stages it ran (the status tracker
+of the bench's own session, in a job group of its own) and its py4j round trips to the JVM:
+how many, and how long the driver waited in the short ones (building the plan: every
+``pyspark.sql.functions`` call is one or more) against the long ones (Spark running jobs).
+
+A measuring tool for the bench only: it wraps py4j's connection for the length of the block."""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+SHORT_S = 0.01  # a round trip shorter than this is the plan being built, not a job running
+
+
+@contextmanager
+def profiled(spark, group: str) -> Iterator[dict]:
+    """Fills the yielded dict, when the block ends, with ``seconds``, ``jobs``, ``stages``,
+    ``py4j_calls``, ``plan_calls_seconds`` and ``job_calls_seconds``."""
+    from py4j.clientserver import ClientServerConnection
+
+    from rsp_jobs.spark.session import is_remote
+
+    if is_remote(spark):  # no py4j and no status tracker on the driver: nothing to count
+        yield {}
+        return
+    counts = {"calls": 0, "short": 0.0, "long": 0.0}
+    send = ClientServerConnection.send_command
+
+    def counted(connection, command):
+        started = time.perf_counter()
+        try:
+            return send(connection, command)
+        finally:
+            took = time.perf_counter() - started
+            counts["calls"] += 1
+            counts["short" if took < SHORT_S else "long"] += took
+
+    context = spark.sparkContext
+    context.setJobGroup(group, "make bench profile")
+    ClientServerConnection.send_command = counted
+    profile: dict = {}
+    started = time.perf_counter()
+    try:
+        yield profile
+    finally:
+        ClientServerConnection.send_command = send
+        seconds = time.perf_counter() - started
+        context.setLocalProperty("spark.jobGroup.id", None)
+        tracker = context.statusTracker()
+        jobs = tracker.getJobIdsForGroup(group)
+        profile.update({"seconds": round(seconds, 2), "jobs": len(jobs),
+                        "stages": sum(len(info.stageIds) for info in map(tracker.getJobInfo, jobs) if info),
+                        "py4j_calls": counts["calls"], "plan_calls_seconds": round(counts["short"], 2),
+                        "job_calls_seconds": round(counts["long"], 2)})
