@@ -51,35 +51,33 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     end = None if interval.until is None else from_us(interval.until)
     elements = lake.read(spark, [w.stream for w in query.windows], start, end)
     background = Background.for_query(query.graphs, background_files, query.source)
-    if check_regime(entailment) != "simple":
+    spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
+    if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
+        triples = rows = windows.triples(elements, query).cache()
+    elif check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)
-        rows = entail(windows.assign(elements, query, sched, after, interval.until, prune=False), schema, WINDOW_KEY)
-        spans = triples = None
-    elif (spans := windows.spans(query, sched, after, interval.until)) is not None:
-        # solutions, not triples, go to windows: see windows.Spans
-        triples = windows.triples(elements, query)
-        rows = windows.assign(elements, query, sched, after, interval.until, tagged=triples)
+        triples, rows = None, entail(windows.assign(elements, query, sched, after, interval.until, prune=False),
+                                     schema, WINDOW_KEY).cache()
     else:
-        triples = None
-        rows = windows.assign(elements, query, sched, after, interval.until)
-    cached = [triples if spans is not None else rows]
-    cached[0].cache()
+        triples, rows = None, windows.assign(elements, query, sched, after, interval.until).cache()
+    active = None
     try:
         from pyspark.sql import functions as F
 
         if spans is not None:
             spans = windows.with_repeats(spans, triples)
-            active = spans.active(triples)
+            active = spans.active(triples).cache()
+            rows = None  # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:
-            active = rows.groupBy(WIN).agg(F.min("_open").alias("_open"))
-        cached.append(active.cache())
+            active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
         evaluator = Evaluator(query, rows, active, background, spans, triples)
         solutions = evaluator.evaluate(query.plan)
         frame = result_frame(query, evaluator, solutions, sched)
         yield from iter_windows(frame, query, interval.after)
     finally:
-        for frame in cached:
-            frame.unpersist()
+        (triples if triples is not None else rows).unpersist()
+        if active is not None:
+            active.unpersist()
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),

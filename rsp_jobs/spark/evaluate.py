@@ -111,17 +111,25 @@ class Solutions:
 
 
 class Evaluator:
-    def __init__(self, query: P.ContinuousQuery, window_rows: DataFrame, active: DataFrame,
+    def __init__(self, query: P.ContinuousQuery, window_rows: Optional[DataFrame], active: DataFrame,
                  background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None):
         self.query = query
-        self.rows = window_rows  # _win, _open, g, s, p, o, ts
+        self._rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
         self.background = background
         # with ``spans``, BGPs match ``triples`` (the slice's, ``windows.triples``) and window
-        # their solutions; ``rows`` is then only read where a window's triples themselves matter
+        # their solutions; ``rows`` is then made only where a window's triples themselves matter
         self.spans, self.triples = spans, triples
-        self.spark = window_rows.sparkSession
+        self.spark = active.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
+
+    @property
+    def rows(self) -> DataFrame:
+        """The window rows; under ``spans`` made on first use (by timestamp() or DESCRIBE):
+        building their plan is some 550 JVM calls that a plan without them need not make."""
+        if self._rows is None:
+            self._rows = self.spans.window_rows(self.query, self.triples)
+        return self._rows
 
     # ------------------------------------------------------------------ dispatch
 

@@ -67,12 +67,13 @@ def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> 
     return tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
 
 
-def assign(elements: DataFrame, query: ContinuousQuery, sched: Schedule,
+def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedule,
            after_us: Optional[int], until_us: Optional[int], prune: bool = True,
            tagged: Optional[DataFrame] = None) -> DataFrame:
     """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
     close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
-    ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already."""
+    ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already
+    (``elements`` is then not read)."""
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
     if tagged is None:
@@ -172,6 +173,10 @@ class Spans:
         """``rows`` spanning ``lo``..``hi`` → ``_win, _open`` and ``columns``, once per window."""
         return _time_window(rows, self.window, self.sched, self.after_us, self.until_us, self.range_us,
                             lo, hi, columns)
+
+    def window_rows(self, query: ContinuousQuery, tagged: DataFrame) -> DataFrame:
+        """The triples of ``tagged`` in their windows (``assign``), for what reads them whole."""
+        return assign(None, query, self.sched, self.after_us, self.until_us, tagged=tagged)
 
     def active(self, tagged: DataFrame) -> DataFrame:
         """The windows that hold data (``_win, _open``), from the slice's times alone."""
