@@ -90,9 +90,14 @@ def read_tardf(path: str | Path, stream_iri: Optional[str] = None) -> TardfFile:
         outside: list[Statement] = []
         _to_frames(statements, probe, outside)
         result = TardfFile(str(path), {stream_iri: probe})
-        result.invariant = [_invariant(st.s, st.p, st.o, st.line) for st in outside]
+        result.invariant = [_stated(st) for st in outside]
         return result
     return _Reader(path, statements, probe.rejections, stream_iri).read()
+
+
+def _stated(st: Statement) -> TimeInvariant:
+    """A statement as it was read, a time-invariant one (its N-Triples text and values are made)."""
+    return TimeInvariant(*st.nt, *st.values, st.line)
 
 
 def _invariant(s, p, o, line) -> TimeInvariant:
@@ -142,7 +147,7 @@ class _Reader:
                 if owner is None:
                     strays.setdefault(st.graph, []).append(st)
                 elif frames[owner][1] == NIL:
-                    result.invariant.append(_invariant(st.s, st.p, st.o, st.line))
+                    result.invariant.append(_stated(st))
                 else:
                     content[owner].append((pos, st, (st.s, st.p, st.o)))
                     in_graph[owner].add(st.nt)
@@ -151,7 +156,7 @@ class _Reader:
                 continue
             owner = st.s if st.s in frames else st.o if st.o in frames else None
             if owner is None:
-                result.invariant.append(_invariant(st.s, st.p, st.o, st.line))
+                result.invariant.append(_stated(st))
                 continue
             stream, ts = frames[owner]
             s = stream if st.s in frames else st.s  # F written as its stream (see the module doc)
