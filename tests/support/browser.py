@@ -35,7 +35,7 @@ class Browser:
         return self.wait_for_text(showing, timeout)
 
     def wait_for_text(self, showing: str, timeout: float = 60) -> str:
-        from selenium.common.exceptions import TimeoutException
+        from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
 
@@ -43,7 +43,8 @@ class Browser:
             body = driver.find_element(By.TAG_NAME, "body").text
             return body if showing in body else False
         try:
-            return WebDriverWait(self.driver, timeout).until(text)
+            # the page may be replaced between finding its body and reading it (the login's redirect)
+            return WebDriverWait(self.driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(text)
         except TimeoutException:
             shot = self.screenshot("timeout")
             raise AssertionError(f"{self.driver.current_url} did not show {showing!r} within {timeout:g} s "
