@@ -15,7 +15,7 @@ from typing import Iterable, Optional, Union
 
 from rsp_jobs.algebra.optimize import optimize
 from rsp_jobs.algebra.plan import PatternQuery, WindowQuery
-from rsp_jobs.algebra.rules import RulePlan, plan_rule
+from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.language import tasparql
 from rsp_jobs.language.parser import parse_query
@@ -40,7 +40,7 @@ def compile(text: str, source: str = "<query>", language: Optional[str] = None,
     (``rsp_jobs.algebra.optimize.RULES``; by default those ``RSP_OPTIMIZER_SKIP`` lists,
     comma-separated: to see whether a rule is to blame for an answer). Errors name ``source``, line and column."""
     language = language or LANGUAGES.get(Path(source).suffix.lower(), "rsp")
-    skip = tuple(skip) or tuple(r.strip() for r in os.environ.get("RSP_OPTIMIZER_SKIP", "").split(",") if r.strip())
+    skip = _skipped(skip)
     if language == "tasparql":
         return tasparql.parse(text, source)
     if language == "dotr":
@@ -50,9 +50,26 @@ def compile(text: str, source: str = "<query>", language: Optional[str] = None,
     return optimize(translate(parse_query(text, source)), skip)
 
 
+def _skipped(skip: Iterable[str]) -> tuple[str, ...]:
+    """``skip``, or by default the rules ``RSP_OPTIMIZER_SKIP`` lists."""
+    return tuple(skip) or tuple(r.strip() for r in os.environ.get("RSP_OPTIMIZER_SKIP", "").split(",") if r.strip())
+
+
 def compile_file(path: Union[str, Path], language: Optional[str] = None, skip: Iterable[str] = ()) -> CompiledQuery:
     """A query or rule file, compiled; a file that is not UTF-8 is named with its line."""
     return compile(read_text(path, "query"), str(path), language, skip)
+
+
+def compile_rule_set(rules: Iterable[RulePlan], skip: Iterable[str] = ()) -> RuleSetPlan:
+    """DOTR rules (each compiled) to be evaluated together (``engine.match_rules``): grouped by
+    the instants they read, and optimized as a set (``optimize.SET_RULES``)."""
+    rules = tuple(rules)
+    names = [r.name for r in rules]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"rules evaluated together need distinct names: {', '.join(twice)} given twice")
+    skip = _skipped(skip)
+    return optimize(plan_rule_set(rules), skip)
 
 
 def is_pattern(compiled: CompiledQuery) -> bool:

@@ -15,6 +15,7 @@ from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.algebra.rules import RuleSetPlan
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
@@ -93,7 +94,6 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     kept ``partials`` (``rsp_jobs.algebra.patterns.PartialMatches``), or, without them, the whole
     stream. Either way: no duplicates across batches and no matches lost at their borders
     (../shared/DESIGN.md, "Windows and micro-batches")."""
-    spark = get_spark()
     lookback = pattern_lookback_us(pattern, retention_us)
     if isinstance(pattern, ContinuousQuery) and pattern.bound_us is None and partials is not None \
             and retention_us is None:
@@ -102,9 +102,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         partials = None
         start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)
-    # a frame is a graph: a triple two files bring for one time is one event
-    elements = lake.read(spark, pattern_streams(pattern), start, end).dropDuplicates(
-        ["stream", "start", "ts", "s", "p", "o"])
+    elements = _events(lake, pattern_streams(pattern), start, end)
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
     # A DOTR rule entails inside evaluate_rule, with its own regime and its Datalog rules
     # (what those derive is entailed too: DOTR §3's ontological part is one closure per instant).
@@ -128,3 +126,29 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         elements.unpersist()
 
 
+
+
+def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
+                entailment: str = "simple", consumed: Sequence[frozenset[str]] = ()) -> list[tuple[list[Match], set[str]]]:
+    """``match`` for every DOTR rule of a set (``compiler.compile_rule_set``) in one
+    evaluation: one read of their streams, one pass over each group's instants (an event SELECT
+    several rules ask for is evaluated once), two Spark jobs in all. Returns each rule's
+    matches and newly consumed facts, in the set's order; ``consumed`` is per rule, as each
+    rule consumes only for itself."""
+    lookback = max(r.bound_us for r in rules.rules)
+    start = None if interval.after is None else from_us(interval.after - lookback)
+    end = None if interval.until is None else from_us(interval.until + 1)
+    elements = _events(lake, sorted({s for r in rules.rules for s in pattern_streams(r)}), start, end).cache()
+    backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
+    try:
+        from rsp_jobs.spark.rules import evaluate_rules
+
+        return evaluate_rules(rules, elements, backgrounds, interval.after, interval.until, consumed, entailment)
+    finally:
+        elements.unpersist()
+
+
+def _events(lake: Lake, streams: Sequence[str], start, end):
+    """The elements of ``streams`` in ``[start, end)`` as a pattern reads them: a frame is a
+    graph, so a triple two files bring for one time is one event."""
+    return lake.read(get_spark(), streams, start, end).dropDuplicates(["stream", "start", "ts", "s", "p", "o"])

@@ -7,12 +7,20 @@ import dataclasses
 from typing import Union
 
 from rsp_jobs.algebra import plan as P
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 from rsp_jobs.language import ast
 from rsp_jobs.tree import children, is_node
 
 
-def explain(compiled: Union[P.ContinuousQuery, RulePlan]) -> str:
+def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan]) -> str:
+    if isinstance(compiled, RuleSetPlan):
+        lines = [f"RuleSet {' '.join(r.name for r in compiled.rules)}"]
+        for group in compiled.groups:
+            lines.append("  Instants of " + " ".join(compiled.rules[i].name for i in group.rules))
+            for event in group.events:
+                lines.append("    Event " + " ".join(f"{compiled.rules[i].name}.{label}" for i, label in event.uses))
+                lines += ["    " + line for line in explain(event.query).splitlines()[1:]]
+        return "\n".join(lines) + "\n"
     if isinstance(compiled, RulePlan):
         lines = [f"Rule {compiled.name}"]
         for condition in compiled.pushed:

@@ -5,6 +5,7 @@ conditions are placed where the temporal combination tests them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.translate import translate
@@ -55,3 +56,56 @@ def event_queries(rule: Rule) -> dict[str, P.ContinuousQuery]:
                     for iri in rule.streams or ("urn:rsp:dotr:given-stream",))
     return {p.label: translate(replace(p.query, streams=streams, graphs=rule.graphs, source=rule.source))
             for p in rule.predicates}
+
+
+@dataclass(frozen=True)
+class SharedEvent:
+    """An event SELECT evaluated once per instant for a rule set: ``uses`` are the
+    ``(rule index, label)`` pairs its facts go to."""
+
+    uses: tuple[tuple[int, str], ...]
+    query: P.ContinuousQuery
+
+
+@dataclass(frozen=True)
+class FactGroup:
+    """Rules whose instants are alike (``instants_key``): their events are evaluated over one
+    pass of those instants."""
+
+    rules: tuple[int, ...]
+    events: tuple[SharedEvent, ...]
+
+
+@dataclass(frozen=True)
+class RuleSetPlan:
+    """Several DOTR rules evaluated together (the issue's "all rules over one stream in one
+    evaluation"): one job computes the facts of every group, one job the candidates of every
+    rule, and each rule's selection and consumption stay its own (DOTR §3: a rule consumes
+    only for "subsequent evaluations of the same rule")."""
+
+    rules: tuple[RulePlan, ...]
+    groups: tuple[FactGroup, ...]
+
+
+def instants_key(rule: RulePlan) -> tuple:
+    """What a rule's instants depend on (``spark/rules.facts_frame``): its streams, entailment
+    regime, Datalog program and background graphs. Rules alike in all four read the same
+    instant graphs."""
+    return (rule.streams, rule.entailment, tuple((r.head, r.body) for r in rule.program), rule.graphs)
+
+
+def plan_rule_set(rules: Sequence[RulePlan]) -> RuleSetPlan:
+    """The rules grouped by ``instants_key``, each rule's events as written (its own
+    ``share_event_queries`` applied or not)."""
+    keys: list[tuple] = []
+    members: list[list[int]] = []
+    for i, rule in enumerate(rules):
+        key = instants_key(rule)
+        if key not in keys:
+            keys.append(key)
+            members.append([])
+        members[keys.index(key)].append(i)
+    groups = tuple(FactGroup(tuple(ids), tuple(SharedEvent(tuple((i, label) for label in e.labels), e.query)
+                                               for i in ids for e in rules[i].events))
+                   for ids in members)
+    return RuleSetPlan(tuple(rules), groups)

@@ -32,17 +32,24 @@ extracted events in time. Here:
 
 Each match instantiates the ``define`` template, with a fresh IRI per match for its blank
 nodes and unassigned variables, and is timestamped with its trigger's time.
+
+Several rules are evaluated together as a ``RuleSetPlan`` (``evaluate_rules``): one Spark job
+computes the facts of all of them (each group of rules with alike instants in one pass, an
+event SELECT several rules share evaluated once), one job their candidates, and the driver
+selects and consumes per rule, since a rule's consumption concerns "subsequent evaluations of
+the same rule" only (DOTR §3). A rule alone is a set of one.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Union
+import json
+from typing import Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.rules import FactGroup, RulePlan, RuleSetPlan, plan_rule_set
 from rsp_jobs.language import ast
 from rsp_jobs.results import RuleMatch
 from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
@@ -52,8 +59,9 @@ from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.local import materialized, release
+from rsp_jobs.spark.session import settings_while
 
-__all__ = ["evaluate_rule", "facts_frame", "fact_key"]
+__all__ = ["evaluate_rule", "evaluate_rules", "facts_frame", "fact_key"]
 
 
 def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) -> str:
@@ -69,11 +77,14 @@ def regime_of(*regimes: Optional[str]) -> str:
     return max((check_regime(r) for r in regimes if r), key=REGIMES.index, default="simple")
 
 
-def facts_frame(rule: RulePlan, elements: DataFrame, background: Background,
+def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, background: Background,
                 lo_us: Optional[int] = None, hi_us: Optional[int] = None, entailment: str = "simple") -> DataFrame:
-    """Every event's solutions per instant in ``[lo, hi]``: ``label, ts, b`` (variable →
-    N-Triples term, bound ones only), ``key`` and ``frames`` (the instant's frame IRIs).
-    ``entailment``: the run's regime, applied with the rule's own (the stronger of the two)."""
+    """Every event's solutions per instant in ``[lo, hi]`` for one group of a rule set (rules
+    alike in ``instants_key``: one pass over their instants): ``rule`` (its index in
+    ``rules``), ``label, ts, b`` (variable → N-Triples term, bound ones only), ``key`` and
+    ``frames`` (the instant's frame IRIs). ``entailment``: the run's regime, applied with the
+    rules' own (the stronger of the two)."""
+    rule = rules.rules[group.rules[0]]  # the group's rules agree on all this reads
     if rule.streams:  # a rule without FROM STREAM reads the elements it is given
         elements = elements.where(F.col("stream").isin(list(rule.streams)))
     regime, schema = regime_of(check_regime(rule.entailment, rule.source), entailment), None
@@ -95,8 +106,8 @@ def facts_frame(rule: RulePlan, elements: DataFrame, background: Background,
                 .dropDuplicates([WIN, "s", "p", "o"]))
     active = instants.groupBy(WIN).agg(F.min("_open").alias("_open"))
     parts = []
-    for event in rule.events:  # optimize.share_event_queries: one per distinct SELECT
-        labels, query = event.labels, event.query
+    for event in group.events:  # optimize.share_event_queries, share_events_across_rules
+        query = event.query
         evaluator = Evaluator(query, instants, active, background)
         solutions = evaluator.to_dep(evaluator.evaluate(query.plan))
         names = sorted(v.name for v in query.variables)
@@ -109,15 +120,17 @@ def facts_frame(rule: RulePlan, elements: DataFrame, background: Background,
         # one fact per solution: equal ones are counted, then numbered (see the module doc)
         digest = (digest.groupBy("ts", "_digest").agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
                   .select("ts", "b", "_digest", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
-        # the solutions of an evaluation are labelled once per event that shares it
-        parts.append(digest.select(F.explode(F.array(*[F.lit(label) for label in labels])).alias("label"),
-                                   "ts", "b", "_digest", "_copy"))
+        # the solutions of an evaluation are labelled once per rule and event that shares it
+        use = F.explode(F.array(*[F.struct(F.lit(i).alias("rule"), F.lit(label).alias("label"))
+                                  for i, label in event.uses])).alias("_use")
+        parts.append(digest.select(use, "ts", "b", "_digest", "_copy")
+                     .select("_use.rule", "_use.label", "ts", "b", "_digest", "_copy"))
     facts = parts[0]
     for part in parts[1:]:
         facts = facts.unionByName(part)
     key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"),
                    F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(F.lit("")))
-    return facts.select("label", "ts", "b", key.alias("key")).join(frames, "ts")
+    return facts.select("rule", "label", "ts", "b", key.alias("key")).join(frames, "ts")
 
 
 def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
@@ -127,13 +140,50 @@ def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
     and the fact keys they newly consumed. ``elements`` must cover
     ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
     ``entailment``: the run's regime (see ``facts_frame``)."""
-    lo = None if after_us is None else after_us - rule.bound_us
-    # one job computes every event's facts; the candidate job reads them
-    facts = materialized(facts_frame(rule, elements, background, lo, until_us, entailment))
+    return evaluate_rules(plan_rule_set([rule]), elements, [background], after_us, until_us, [consumed],
+                          entailment)[0]
+
+
+def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequence[Background],
+                   after_us: Optional[int] = None, until_us: Optional[int] = None,
+                   consumed: Sequence[frozenset[str]] = (), entailment: str = "simple"
+                   ) -> list[tuple[list[RuleMatch], set[str]]]:
+    """``evaluate_rule`` for each rule of a set, in two Spark jobs whatever their number: one
+    computes the facts of every group, one the candidates of every rule. ``backgrounds`` and
+    ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
+    consumed = list(consumed) or [frozenset()] * len(rules.rules)
+    lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
+    groups = [facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment) for g in rules.groups]
+    facts = groups[0]
+    for more in groups[1:]:
+        facts = facts.unionByName(more)
+    # One job: joins of per-instant solutions shuffle rather than broadcast, since every
+    # broadcast of a computed side is a job of its own that computes the instants again (23
+    # jobs for DOTR's benchmark rules). The background's explicit broadcasts stay.
+    with settings_while(facts.sparkSession, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        facts = materialized(facts)
     try:
-        return _combine(rule, facts, after_us, until_us, frozenset(consumed))
+        finals = [_candidates(rule, facts.where(F.col("rule") == i), after_us, until_us)
+                  for i, rule in enumerate(rules.rules)]
+        rows: list[list[dict]] = [[] for _ in rules.rules]
+        for r in _collect_all([final for final, _ in finals]):
+            rows[r["rule"]].append(json.loads(r["row"]))
+        return [_select(rule, order, rule_rows, frozenset(done))
+                for rule, (_, order), rule_rows, done in zip(rules.rules, finals, rows, consumed)]
     finally:
         release(facts)
+
+
+def _collect_all(frames: list[DataFrame]) -> list:
+    """The rows of frames of different shapes in one job: each row as JSON text, nulls kept
+    (``_select`` reads a missing key as a prefix with no extension)."""
+    rows = [frame.select(F.lit(i).alias("rule"),
+                         F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"))
+            for i, frame in enumerate(frames)]
+    union = rows[0]
+    for more in rows[1:]:
+        union = union.unionByName(more)
+    return union.collect()
 
 
 # ---------------------------------------------------------------------------- candidates
@@ -225,13 +275,14 @@ def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Colu
     return (t >= ref - F.lit(scope.us)) & (t < ref)
 
 
-def _combine(rule: RulePlan, facts: DataFrame, after_us, until_us, consumed: frozenset[str]):
-    """Candidates in one Spark job, selection on the driver.
+def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us) -> tuple[DataFrame, list[str]]:
+    """The rule's candidates as one frame (collected with the other rules', ``_collect_all``),
+    and the order of its labels (trigger, then the positive events).
 
     The trigger facts are left-joined with each positive event in turn, so one frame holds
     every candidate prefix: a row whose keys stop at level ``i`` is a prefix with no
     extension. The driver reads the options of each level from it (distinct prefixes) and the
-    full candidates with their negation, aggregate and output columns."""
+    full candidates with their negation, aggregate and output columns (``_select``)."""
     trigger = rule.trigger.label
     positives = [p for p in rule.predicates if p.kind == "positive"]
     plain = [c for c in rule.conditions if not c.aggregates and c not in rule.pushed
@@ -275,19 +326,7 @@ def _combine(rule: RulePlan, facts: DataFrame, after_us, until_us, consumed: fro
     outputs = [compile_expr(a.expr, scope).term.alias(f"_out_{a.var}") for a in rule.assignments]
     final = cur.select(*[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
                        F.when(complete, ok).alias("_ok"), *outputs)
-    rows = final.collect()
-
-    options: list[set] = [set() for _ in order]
-    finals = {}
-    for r in rows:
-        keys = [r[_c(l, "key")] for l in order]
-        for i, label in enumerate(order):
-            if keys[i] is None:
-                break
-            options[i].add((tuple(keys[:i]), r[_c(label, "ts")], keys[i]))
-        else:
-            finals[tuple(keys)] = r
-    return _select(rule, order, positives, options, finals, consumed)
+    return final, order
 
 
 def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg) -> DataFrame:
@@ -313,8 +352,20 @@ def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: Da
 
 # ---------------------------------------------------------------------------- selection
 
-def _select(rule: RulePlan, order: list[str], positives, options, finals: dict, consumed: frozenset[str]):
-    """Selection policies and consumption, trigger by trigger in time order (see module doc)."""
+def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozenset[str]):
+    """Selection policies and consumption, trigger by trigger in time order (see module doc),
+    over the rows of ``_candidates``."""
+    positives = [p for p in rule.predicates if p.kind == "positive"]
+    options: list[set] = [set() for _ in order]
+    finals = {}
+    for r in rows:
+        keys = [r[_c(l, "key")] for l in order]
+        for i, label in enumerate(order):
+            if keys[i] is None:
+                break
+            options[i].add((tuple(keys[:i]), r[_c(label, "ts")], keys[i]))
+        else:
+            finals[tuple(keys)] = r
     by_prefix: list[dict] = [{}]
     for i in range(1, len(order)):
         table: dict[tuple, set] = {}

@@ -19,6 +19,7 @@ import gc
 import logging
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from rsp_jobs import settings
@@ -95,12 +96,35 @@ def engine_conf(home: Path) -> dict[str, str]:
         # per folder: over 32 of them (Spark's default) a week of DART data ran two listing jobs
         # of ~90 tasks at every read
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
+        # PySpark 4 records the Python call site of every DataFrame and function call in the JVM
+        # (for error messages pointing at user code): five py4j round trips and a Python stack
+        # walk per ``F.col``/``F.lit``/..., which was most of the driver's time building a plan.
+        # The engine's plans are generated, so the call site would name the engine, not the query;
+        # errors name the query's file, line and column already (``language.diagnostics``).
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
 
 
 # what a Connect client may set on its own session (the rest is fixed when the server starts)
 SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.shuffle.partitions",
                     "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold")
+
+
+@contextmanager
+def settings_while(session, settings: dict[str, str]):
+    """``settings`` on ``session`` for the block, then what they were: a query's SQL settings
+    are read when an action plans it, so they apply to the actions inside the block."""
+    before = {key: session.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        session.conf.set(key, value)
+    try:
+        yield session
+    finally:
+        for key, value in before.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
 
 
 def is_remote(session) -> bool:

@@ -1,6 +1,7 @@
 """Golden tests of the optimizer (no Spark): each ``tests/fixtures/algebra/<rule>.rsp`` (or
-``.dotr``) compiles to the plan written beside it in ``<rule>.plan``, and leaving ``<rule>``
-out changes that plan, so each file pins down what its rule does. ``RSP_REGOLD=1`` rewrites
+``.dotr``, or a directory of ``.dotr`` files compiled as one rule set) compiles to the plan
+written beside it in ``<rule>.plan``, and leaving ``<rule>`` out changes that plan, so each
+file pins down what its rule does. ``RSP_REGOLD=1`` rewrites
 the ``.plan`` files from the current compiler (then read the diff before committing it).
 
 That leaving the rules out keeps the answers is checked against rdflib by
@@ -15,10 +16,16 @@ import pytest
 
 from rsp_jobs.algebra.explain import explain
 from rsp_jobs.algebra.optimize import RULES
-from rsp_jobs.compiler import compile_file
+from rsp_jobs.compiler import compile_file, compile_rule_set
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "algebra"
-CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix in (".rsp", ".dotr"))
+CASES = sorted(p for p in FIXTURES.iterdir() if p.suffix in (".rsp", ".dotr") or p.is_dir())
+
+
+def compiled(case: Path, skip=()):
+    if case.is_dir():
+        return compile_rule_set([compile_file(p, skip=skip) for p in sorted(case.glob("*.dotr"))], skip)
+    return compile_file(case, skip=skip)
 
 
 def test_every_rule_has_a_golden_file():
@@ -27,8 +34,8 @@ def test_every_rule_has_a_golden_file():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_optimized_plan_is_the_golden_one(case: Path):
-    plan = explain(compile_file(case))
-    golden = case.with_suffix(".plan")
+    plan = explain(compiled(case))
+    golden = case.parent / f"{case.stem}.plan"
     if os.environ.get("RSP_REGOLD"):
         golden.write_text(plan)
     assert plan == golden.read_text()
@@ -36,7 +43,7 @@ def test_optimized_plan_is_the_golden_one(case: Path):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_leaving_the_rule_out_changes_its_plan(case: Path):
-    assert explain(compile_file(case, skip=[case.stem])) != explain(compile_file(case))
+    assert explain(compiled(case, skip=[case.stem])) != explain(compiled(case))
 
 
 def test_an_unknown_rule_is_named():

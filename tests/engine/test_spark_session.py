@@ -20,3 +20,29 @@ def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     assert cluster_conf()["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC"
     monkeypatch.setenv("RSP_JVM_OPTIONS", "")  # the JVM's own defaults
     assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
+
+
+def test_building_a_column_makes_no_call_site_round_trips(spark):
+    """PySpark's DataFrame debugging (the Python call site of every function, set in the JVM)
+    is off: ``F.col("x") + F.lit(1)`` costs the calls that build it, not five more per call."""
+    import py4j.clientserver
+    import py4j.java_gateway
+    from pyspark.sql import functions as F
+
+    F.col("x") + F.lit(1)  # PySpark reads the setting once
+    calls = []
+    originals = {}
+    for cls in (py4j.clientserver.ClientServerConnection, py4j.java_gateway.GatewayConnection):
+        originals[cls] = cls.send_command
+
+        def counted(self, command, *args, _original=originals[cls], **kwargs):
+            calls.append(command)
+            return _original(self, command, *args, **kwargs)
+        cls.send_command = counted
+    try:
+        F.col("x") + F.lit(1)
+    finally:
+        for cls, original in originals.items():
+            cls.send_command = original
+    assert len(calls) <= 8, [c.splitlines()[:3] for c in calls]
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"

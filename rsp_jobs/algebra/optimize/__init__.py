@@ -14,24 +14,29 @@ from rsp_jobs.algebra.optimize.order_joins import order_joins
 from rsp_jobs.algebra.optimize.prune_predicates import prune_predicates
 from rsp_jobs.algebra.optimize.push_down_conditions import push_down_conditions
 from rsp_jobs.algebra.optimize.share_event_queries import share_event_queries
+from rsp_jobs.algebra.optimize.share_events_across_rules import share_events_across_rules
 from rsp_jobs.algebra.optimize.window_solutions import window_solutions
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 
 # rules over a window query's or a pattern's plan
 QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions)
 # rules over a DOTR rule's plan (its event queries get QUERY_RULES too)
 RULE_RULES = (share_event_queries, push_down_conditions)
-RULES = {rule.__name__: rule for rule in QUERY_RULES + RULE_RULES}
+# rules over a set of DOTR rules evaluated together (each rule gets RULE_RULES first)
+SET_RULES = (share_events_across_rules,)
+RULES = {rule.__name__: rule for rule in QUERY_RULES + RULE_RULES + SET_RULES}
 
 
-def optimize(plan: Union[P.ContinuousQuery, RulePlan], skip: Iterable[str] = ()):
+def optimize(plan: Union[P.ContinuousQuery, RulePlan, RuleSetPlan], skip: Iterable[str] = ()):
     """``plan`` with every rule not named in ``skip`` applied."""
     skip = frozenset(skip)
     unknown = skip - RULES.keys()
     if unknown:
         raise ValueError(f"unknown optimizer rule(s) {', '.join(sorted(unknown))}; the rules are "
                          f"{', '.join(RULES)}")
-    if isinstance(plan, RulePlan):
+    if isinstance(plan, RuleSetPlan):  # its rules were optimized when each was compiled
+        rules = SET_RULES
+    elif isinstance(plan, RulePlan):
         events = tuple(replace(e, query=optimize(e.query, skip)) for e in plan.events)
         plan = replace(plan, events=events)
         rules = RULE_RULES

@@ -3,17 +3,27 @@ evaluation per instant: its solutions are labelled once per event."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable, Sequence, TypeVar
 
-from rsp_jobs.algebra.rules import EventQuery, RulePlan
+from rsp_jobs.algebra.rules import RulePlan
+
+E = TypeVar("E")
 
 
 def share_event_queries(plan: RulePlan) -> RulePlan:
-    shared: list[EventQuery] = []
-    for event in plan.events:
+    return replace(plan, events=merge_equal_queries(
+        plan.events, lambda kept, same: replace(kept, labels=kept.labels + same.labels)))
+
+
+def merge_equal_queries(events: Sequence[E], merge: Callable[[E, E], E]) -> tuple[E, ...]:
+    """``events`` (anything with a ``query``) with each one whose query has the plan and the
+    projection of an earlier one merged into that one (``merge(kept, same)``), in order."""
+    shared: list = []
+    for event in events:
         same = next((i for i, e in enumerate(shared) if e.query.plan == event.query.plan
                      and e.query.variables == event.query.variables), None)
         if same is None:
             shared.append(event)
         else:
-            shared[same] = replace(shared[same], labels=shared[same].labels + event.labels)
-    return replace(plan, events=tuple(shared))
+            shared[same] = merge(shared[same], event)
+    return tuple(shared)
