@@ -132,7 +132,8 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
                 entailment: str = "simple", consumed: Sequence[frozenset[str]] = ()) -> list[tuple[list[Match], set[str]]]:
     """``match`` for every DOTR rule of a set (``compiler.compile_rule_set``) in one
     evaluation: one read of their streams, one pass over each group's instants (an event SELECT
-    several rules ask for is evaluated once), two Spark jobs in all. Returns each rule's
+    several rules ask for is evaluated once), one job for all facts and one collect for all
+    candidates (``spark.rules.evaluate_rules``). Returns each rule's
     matches and newly consumed facts, in the set's order; ``consumed`` is per rule, as each
     rule consumes only for itself."""
     lookback = max(r.bound_us for r in rules.rules)

@@ -79,8 +79,8 @@ class FactGroup:
 @dataclass(frozen=True)
 class RuleSetPlan:
     """Several DOTR rules evaluated together (the issue's "all rules over one stream in one
-    evaluation"): one job computes the facts of every group, one job the candidates of every
-    rule, and each rule's selection and consumption stay its own (DOTR §3: a rule consumes
+    evaluation"): one job computes the facts of every group, one collect the candidates of
+    every rule, and each rule's selection and consumption stay its own (DOTR §3: a rule consumes
     only for "subsequent evaluations of the same rule")."""
 
     rules: tuple[RulePlan, ...]

@@ -35,7 +35,8 @@ nodes and unassigned variables, and is timestamped with its trigger's time.
 
 Several rules are evaluated together as a ``RuleSetPlan`` (``evaluate_rules``): one Spark job
 computes the facts of all of them (each group of rules with alike instants in one pass, an
-event SELECT several rules share evaluated once), one job their candidates, and the driver
+event SELECT several rules share evaluated once), one collect their candidates (each event
+side a rule joins is broadcast, a small job of its own over the computed facts), and the driver
 selects and consumes per rule, since a rule's consumption concerns "subsequent evaluations of
 the same rule" only (DOTR §3). A rule alone is a set of one.
 """
@@ -148,8 +149,9 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
                    after_us: Optional[int] = None, until_us: Optional[int] = None,
                    consumed: Sequence[frozenset[str]] = (), entailment: str = "simple"
                    ) -> list[tuple[list[RuleMatch], set[str]]]:
-    """``evaluate_rule`` for each rule of a set, in two Spark jobs whatever their number: one
-    computes the facts of every group, one the candidates of every rule. ``backgrounds`` and
+    """``evaluate_rule`` for each rule of a set: one Spark job computes the facts of every
+    group, one collect the candidates of every rule (beside a small broadcast job per event
+    side joined). ``backgrounds`` and
     ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
     consumed = list(consumed) or [frozenset()] * len(rules.rules)
     lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
