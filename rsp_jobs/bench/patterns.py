@@ -25,6 +25,7 @@ from rsp_jobs.engine import Interval, match, match_rules
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.compiler import compile, compile_rule_set
+from rsp_jobs.spark.session import get_spark
 from rsp_jobs.times import US_PER_S, to_us
 
 EX = Namespace("http://example.org/bench#")
@@ -96,24 +97,30 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     origin = to_us(START)
 
     rule_set = compile_rule_set(rules)
+    tracker = get_spark().sparkContext.statusTracker()
+    jobs = {}
 
     def together(cuts: list[int]) -> tuple[list, list[float]]:
         found, seconds = [], []
         for after, until in zip(cuts, cuts[1:]):
+            before = len(tracker.getJobIdsForGroup())
             t = time.perf_counter()
             each = match_rules(rule_set, lake, files, Interval(origin + after, origin + until))
             found += [(rule.name, m.time, m.triples) for rule, (matches, _) in zip(rules, each) for m in matches]
             seconds.append(time.perf_counter() - t)
+            jobs.setdefault("together", len(tracker.getJobIdsForGroup()) - before)
         return sorted(found), seconds
 
     def alone(cuts: list[int]) -> tuple[list, list[float]]:
         found, seconds = [], []
         for after, until in zip(cuts, cuts[1:]):
+            before = len(tracker.getJobIdsForGroup())
             t = time.perf_counter()
             for rule in rules:
                 matches, _ = match(rule, lake, files, Interval(origin + after, origin + until))
                 found += [(rule.name, m.time, m.triples) for m in matches]
             seconds.append(time.perf_counter() - t)
+            jobs.setdefault("alone", len(tracker.getJobIdsForGroup()) - before)
         return sorted(found), seconds
 
     match_rules(rule_set, lake, files, Interval(origin, origin + S))  # warm up Spark and the background
@@ -128,7 +135,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
                      "stream_minutes": minutes, "frames": batch.frames, "stream_triples": triples,
                      "events": events},
         "one_batch": {"seconds": round(whole_s[0], 2), "matches": len(whole),
-                      "events_per_second": round(events / whole_s[0]),
+                      "events_per_second": round(events / whole_s[0]), "spark_jobs": jobs["together"],
                       "ms_per_event": round(1000 * whole_s[0] / events, 2),
                       "paper_ms_per_event": [4, 12],
                       "stream_triples_per_second": round(triples / whole_s[0])},
@@ -139,6 +146,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
                           "stream_triples_per_second": round(triples / sum(batch_s)),
                           "matches": len(batched)},
         "rule_by_rule": {"seconds": round(by_rule_s[0], 2), "events_per_second": round(events / by_rule_s[0]),
+                         "spark_jobs": jobs["alone"],
                          "matches": len(by_rule),
                          "speed_up_of_one_pass": round(by_rule_s[0] / whole_s[0], 1)},
         "same_matches": whole == batched == by_rule,
