@@ -73,12 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("explain", help="print a query's or rule's optimized plan",
                         description="Compile a .rsp query or .dotr rule and print its logical plan after "
-                                    "the optimizer (one operator a line). --skip leaves optimizer rules out, "
+                                    "the optimizer (one operator a line); several .dotr files are planned as "
+                                    "one rule set, evaluated together. --skip leaves optimizer rules out, "
                                     "to compare plans or to rule one out when an answer looks wrong.")
     ex.add_argument("query_file", type=Path)
+    ex.add_argument("more_rules", type=Path, nargs="*", metavar="rule_file",
+                    help="further .dotr files: the plan of the rules together")
     ex.add_argument("--skip", action="append", default=[], metavar="RULE",
                     help="an optimizer rule to leave out (order_joins, bound_join_keys, prune_predicates, "
-                         "share_event_queries, push_down_conditions); repeatable")
+                         "window_solutions, share_event_queries, push_down_conditions, "
+                         "share_events_across_rules); repeatable")
     ex.set_defaults(run=cmd_explain)
 
     store = sub.add_parser("store", help="manage the frame store")
@@ -486,15 +490,24 @@ def cmd_query(args) -> int:
 
 def cmd_explain(args) -> int:
     from rsp_jobs.algebra.explain import explain
-    from rsp_jobs.compiler import compile_file
+    from rsp_jobs.algebra.rules import RulePlan
+    from rsp_jobs.compiler import compile_file, compile_rule_set
     from rsp_jobs.errors import InputError
 
-    if not args.query_file.is_file():
-        raise InputError(f"{args.query_file}: query file not found")
+    files = [args.query_file, *args.more_rules]
+    for path in files:
+        if not path.is_file():
+            raise InputError(f"{path}: query file not found")
     try:
-        compiled = compile_file(args.query_file, skip=args.skip)
-    except ValueError as err:  # an unknown rule name
+        compiled = [compile_file(path, skip=args.skip) for path in files]
+        if len(compiled) > 1:
+            for path, rule in zip(files, compiled):
+                if not isinstance(rule, RulePlan):
+                    raise InputError(f"{path}: only DOTR rules (.dotr) are planned together")
+            compiled = [compile_rule_set(compiled, args.skip)]
+    except ValueError as err:  # an unknown optimizer rule, two rules of one name
         raise InputError(str(err)) from None
+    compiled = compiled[0]
     sys.stdout.write(explain(compiled))
     return 0
 

@@ -62,3 +62,16 @@ def test_rsp_explain_prints_the_plan_and_names_a_wrong_rule(capsys):
     assert unordered.index("hasValue> ?v .") < unordered.index("?x <http://example.org/flag>")  # as written
     assert main(["explain", str(case), "--skip", "no_such_rule"]) == 2
     assert "unknown optimizer rule(s) no_such_rule" in capsys.readouterr().err
+
+
+def test_rsp_explain_plans_several_rules_as_one_set(capsys):
+    from rsp_jobs.cli import main
+
+    case = FIXTURES / "share_events_across_rules"
+    assert main(["explain", *map(str, sorted(case.glob("*.dotr")))]) == 0
+    assert capsys.readouterr().out == (FIXTURES / "share_events_across_rules.plan").read_text()
+    assert main(["explain", str(FIXTURES / "share_event_queries.dotr"), str(FIXTURES / "order_joins.rsp")]) == 2
+    assert "order_joins.rsp: only DOTR rules" in capsys.readouterr().err
+    rule = str(next(case.glob("*.dotr")))
+    assert main(["explain", rule, rule]) == 2
+    assert "given twice" in capsys.readouterr().err
