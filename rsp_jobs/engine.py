@@ -15,7 +15,7 @@ from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.rules import RuleSetPlan
+from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan, plan_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
@@ -94,9 +94,10 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     kept ``partials`` (``rsp_jobs.algebra.patterns.PartialMatches``), or, without them, the whole
     stream. Either way: no duplicates across batches and no matches lost at their borders
     (../shared/DESIGN.md, "Windows and micro-batches")."""
+    if isinstance(pattern, RulePlan):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
+        return match_rules(plan_rule_set([pattern]), lake, background_files, interval, entailment, [consumed])[0]
     lookback = pattern_lookback_us(pattern, retention_us)
-    if isinstance(pattern, ContinuousQuery) and pattern.bound_us is None and partials is not None \
-            and retention_us is None:
+    if pattern.bound_us is None and partials is not None and retention_us is None:
         start = None if partials.cut_us is None else from_us(partials.cut_us + 1)
     else:
         partials = None
@@ -104,28 +105,19 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     end = None if interval.until is None else from_us(interval.until + 1)
     elements = _events(lake, pattern_streams(pattern), start, end)
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
-    # A DOTR rule entails inside evaluate_rule, with its own regime and its Datalog rules
-    # (what those derive is entailed too: DOTR §3's ontological part is one closure per instant).
-    if check_regime(entailment) != "simple" and isinstance(pattern, ContinuousQuery):
+    if check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)
         elements = entail(elements, schema)
     elements = elements.cache()
     try:
-        if isinstance(pattern, ContinuousQuery):
-            from rsp_jobs.spark.events import evaluate_events
+        from rsp_jobs.spark.events import evaluate_events
 
-            found = evaluate_events(pattern, elements, background, interval.after, interval.until,
-                                    partials=partials)
-            if retention_us is not None:
-                found = [m for m in found if m.end_us - m.start_us <= retention_us]
-            return found, set()
-        from rsp_jobs.spark.rules import evaluate_rule
-
-        return evaluate_rule(pattern, elements, background, interval.after, interval.until, consumed, entailment)
+        found = evaluate_events(pattern, elements, background, interval.after, interval.until, partials=partials)
+        if retention_us is not None:
+            found = [m for m in found if m.end_us - m.start_us <= retention_us]
+        return found, set()
     finally:
         elements.unpersist()
-
-
 
 
 def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
@@ -135,7 +127,9 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
     several rules ask for is evaluated once), one job for all facts and one collect for all
     candidates (``spark.rules.evaluate_rules``). Returns each rule's
     matches and newly consumed facts, in the set's order; ``consumed`` is per rule, as each
-    rule consumes only for itself."""
+    rule consumes only for itself. A DOTR rule entails inside ``evaluate_rules``, with its own
+    regime and its Datalog rules (what those derive is entailed too: DOTR §3's ontological part
+    is one closure per instant)."""
     lookback = max(r.bound_us for r in rules.rules)
     start = None if interval.after is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)

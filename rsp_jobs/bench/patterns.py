@@ -25,6 +25,7 @@ from rsp_jobs.engine import Interval, match, match_rules
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.compiler import compile, compile_rule_set
+from rsp_jobs.bench.profile import profiled
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.times import US_PER_S, to_us
 
@@ -97,37 +98,31 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     origin = to_us(START)
 
     rule_set = compile_rule_set(rules)
-    tracker = get_spark().sparkContext.statusTracker()
-    jobs = {}
+    spark = get_spark()
+    profiles: dict[str, dict] = {}  # the first interval of each way: jobs, stages, py4j calls
 
-    def together(cuts: list[int]) -> tuple[list, list[float]]:
+    def together(interval: Interval) -> list:
+        each = match_rules(rule_set, lake, files, interval)
+        return [(rule.name, m.time, m.triples) for rule, (matches, _) in zip(rules, each) for m in matches]
+
+    def alone(interval: Interval) -> list:
+        return [(rule.name, m.time, m.triples) for rule in rules for m in match(rule, lake, files, interval)[0]]
+
+    def timed(way, cuts: list[int]) -> tuple[list, list[float]]:
         found, seconds = [], []
         for after, until in zip(cuts, cuts[1:]):
-            before = len(tracker.getJobIdsForGroup())
-            t = time.perf_counter()
-            each = match_rules(rule_set, lake, files, Interval(origin + after, origin + until))
-            found += [(rule.name, m.time, m.triples) for rule, (matches, _) in zip(rules, each) for m in matches]
-            seconds.append(time.perf_counter() - t)
-            jobs.setdefault("together", len(tracker.getJobIdsForGroup()) - before)
-        return sorted(found), seconds
-
-    def alone(cuts: list[int]) -> tuple[list, list[float]]:
-        found, seconds = [], []
-        for after, until in zip(cuts, cuts[1:]):
-            before = len(tracker.getJobIdsForGroup())
-            t = time.perf_counter()
-            for rule in rules:
-                matches, _ = match(rule, lake, files, Interval(origin + after, origin + until))
-                found += [(rule.name, m.time, m.triples) for m in matches]
-            seconds.append(time.perf_counter() - t)
-            jobs.setdefault("alone", len(tracker.getJobIdsForGroup()) - before)
+            with profiled(spark, f"patterns-{way.__name__}-{len(cuts)}-{after}") as profile:
+                t = time.perf_counter()
+                found += way(Interval(origin + after, origin + until))
+                seconds.append(time.perf_counter() - t)
+            profiles.setdefault(way.__name__, profile)
         return sorted(found), seconds
 
     match_rules(rule_set, lake, files, Interval(origin, origin + S))  # warm up Spark and the background
-    whole, whole_s = together([-1, end])
+    whole, whole_s = timed(together, [-1, end])
     step = end // batches
-    batched, batch_s = together([-1] + [step * k for k in range(1, batches)] + [end])
-    by_rule, by_rule_s = alone([-1, end])
+    batched, batch_s = timed(together, [-1] + [step * k for k in range(1, batches)] + [end])
+    by_rule, by_rule_s = timed(alone, [-1, end])
     triples = len(batch.elements)
     events = minutes * 60 * per_second
     report = {
@@ -135,7 +130,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
                      "stream_minutes": minutes, "frames": batch.frames, "stream_triples": triples,
                      "events": events},
         "one_batch": {"seconds": round(whole_s[0], 2), "matches": len(whole),
-                      "events_per_second": round(events / whole_s[0]), "spark_jobs": jobs["together"],
+                      "events_per_second": round(events / whole_s[0]), "spark_jobs": profiles["together"].get("jobs"),
                       "ms_per_event": round(1000 * whole_s[0] / events, 2),
                       "paper_ms_per_event": [4, 12],
                       "stream_triples_per_second": round(triples / whole_s[0])},
@@ -146,7 +141,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
                           "stream_triples_per_second": round(triples / sum(batch_s)),
                           "matches": len(batched)},
         "rule_by_rule": {"seconds": round(by_rule_s[0], 2), "events_per_second": round(events / by_rule_s[0]),
-                         "spark_jobs": jobs["alone"],
+                         "spark_jobs": profiles["alone"].get("jobs"),
                          "matches": len(by_rule),
                          "speed_up_of_one_pass": round(by_rule_s[0] / whole_s[0], 1)},
         "same_matches": whole == batched == by_rule,

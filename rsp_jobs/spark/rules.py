@@ -42,6 +42,7 @@ the same rule" only (DOTR §3). A rule alone is a set of one.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Optional, Sequence, Union
@@ -126,9 +127,7 @@ def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, backg
                                   for i, label in event.uses])).alias("_use")
         parts.append(digest.select(use, "ts", "b", "_digest", "_copy")
                      .select("_use.rule", "_use.label", "ts", "b", "_digest", "_copy"))
-    facts = parts[0]
-    for part in parts[1:]:
-        facts = facts.unionByName(part)
+    facts = functools.reduce(DataFrame.unionByName, parts)
     key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"),
                    F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(F.lit("")))
     return facts.select("rule", "label", "ts", "b", key.alias("key")).join(frames, "ts")
@@ -155,10 +154,8 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
     ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
     consumed = list(consumed) or [frozenset()] * len(rules.rules)
     lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
-    groups = [facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment) for g in rules.groups]
-    facts = groups[0]
-    for more in groups[1:]:
-        facts = facts.unionByName(more)
+    facts = functools.reduce(DataFrame.unionByName, [
+        facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment) for g in rules.groups])
     # One job: joins of per-instant solutions shuffle rather than broadcast, since every
     # broadcast of a computed side is a job of its own that computes the instants again (23
     # jobs for DOTR's benchmark rules). The background's explicit broadcasts stay.
@@ -182,10 +179,7 @@ def _collect_all(frames: list[DataFrame]) -> list:
     rows = [frame.select(F.lit(i).alias("rule"),
                          F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"))
             for i, frame in enumerate(frames)]
-    union = rows[0]
-    for more in rows[1:]:
-        union = union.unionByName(more)
-    return union.collect()
+    return functools.reduce(DataFrame.unionByName, rows).collect()
 
 
 # ---------------------------------------------------------------------------- candidates
