@@ -48,9 +48,8 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
 
 def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> DataFrame:
     """The slice's triples of the query's streams, before any window: ``ts`` (µs), ``g, s, p,
-    o, seq``, ``_part`` (which of the query's windows) and ``_once`` (the slice holds the
-    triple once in its graph). ``prune=False`` keeps the triples no pattern names (entailment
-    over the window may derive a named one from them)."""
+    o, seq`` and ``_part`` (which of the query's windows). ``prune=False`` keeps the triples no
+    pattern names (entailment over the window may derive a named one from them)."""
     used = query.predicates if prune else None  # optimize.prune_predicates
     tagged = None
     for i, sw in enumerate(query.windows):
@@ -60,11 +59,7 @@ def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> 
         if used is not None:
             rows = _prune(rows, used)
         tagged = rows if tagged is None else tagged.unionByName(rows)
-    # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
-    # with its latest arrival (what timestamp() reports). Only a triple that the slice read
-    # holds more than once (in one graph) can be twice in a window, so only those go through
-    # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
-    return tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
+    return tagged
 
 
 def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedule,
@@ -78,6 +73,11 @@ def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedul
                      if isinstance(w.window, ast.TimeWindow)), default=None)
     if tagged is None:
         tagged = triples(elements, query, prune)
+    # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
+    # with its latest arrival (what timestamp() reports). Only a triple that the slice read
+    # holds more than once (in one graph) can be twice in a window, so only those go through
+    # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
+    tagged = tagged.withColumn("_once", F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1)
     # Streams under the same time window are windowed in one pass: a pass per stream would put
     # ``tagged``, which reads every stream, into the plan once per stream (CityBench Q10_8's
     # eight streams: 2,358 plan nodes for the window rows, which each triple pattern reads).
@@ -196,9 +196,13 @@ def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
 def with_repeats(spans: Spans, tagged: DataFrame) -> Spans:
     """``spans`` knowing whether the slice (``triples``, cached) repeats a triple: a sensor's
     observations are each new, and without repeats no window needs de-duplicating (one job
-    that stops at the first repeat, against a shuffle of every windowed solution). ``_prune``'s
-    placeholders (NULL triples) match no pattern, so they are no repeat."""
-    return replace(spans, repeats=not tagged.where(~F.col("_once") & F.col("p").isNotNull()).isEmpty())
+    against a shuffle of every windowed solution). Triples are counted by a 64-bit hash of
+    their graph and terms, a hash aggregate of longs rather than a sort of four strings (on a
+    day of CityBench that sort was a second of the run); two triples that share a hash are
+    taken for a repeat, which only costs the de-duplication. ``_prune``'s placeholders (NULL
+    triples) match no pattern, so they are no repeat."""
+    keys = tagged.where(F.col("p").isNotNull()).select(F.xxhash64("g", "s", "p", "o").alias("_h"))
+    return replace(spans, repeats=not keys.groupBy("_h").count().where(F.col("count") > 1).isEmpty())
 
 
 def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
