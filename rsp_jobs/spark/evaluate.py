@@ -9,7 +9,9 @@ where semantics require it (grouping, OPTIONAL against window data, the final re
 what keeps a 44k-triple background from being copied into every window. Under one sliding
 window (``optimize.window_solutions``) a BGP is matched on the slice's triples before any
 window: its solutions carry the span of their triples' times (``SPAN``), join within RANGE of
-each other (``_join_band``) and go to their windows at the BGP's end (``_into_windows``).
+each other (``_join_band``) and go to their windows as late as the operators above allow
+(``_into_windows``): a FILTER or BIND over them, and a GROUP's keys and aggregate arguments,
+are computed once per solution, not once per window holding it (RANGE/STEP times).
 
 A variable ``?x`` is the string column ``v_x`` holding N-Triples text, NULL when unbound.
 Every frame's columns follow from its ``Solutions``: ``_win`` in the window rows (``dep``),
@@ -133,19 +135,33 @@ class Evaluator:
 
     # ------------------------------------------------------------------ dispatch
 
-    def evaluate(self, node: P.Node) -> Solutions:
+    def evaluate(self, node: P.Node, spanned: bool = False) -> Solutions:
+        """``node``'s solutions; ``spanned``: the caller takes them before windows (``SPAN``
+        instead of ``_win``) when they come so: per-solution operators (FILTER, BIND) and GROUP's
+        per-solution columns (``_to_dep_with``)."""
         method = getattr(self, "_" + type(node).__name__.lower().rstrip("_"))
-        return method(node)
+        sols = method(node)
+        return self._into_windows(sols) if sols.spanned and not spanned else sols
 
     def to_dep(self, sols: Solutions) -> DataFrame:
         """All solutions as window rows: window-independent ones are copied to every window."""
+        return self._to_dep_with(sols, {})
+
+    def _to_dep_with(self, sols: Solutions, extra: dict[str, Column]) -> DataFrame:
+        """``to_dep`` with ``extra`` columns (functions of the solution's variables), computed
+        before spanned solutions go to windows: once per solution, not once per window."""
+        def add(frame: DataFrame) -> DataFrame:
+            return frame.select("*", *[column.alias(name) for name, column in extra.items()]) if extra else frame
+
         parts = []
-        if sols.dep is not None:
-            parts.append(sols.dep)
+        if sols.dep is not None and sols.spanned:
+            parts.append(self._into_windows(replace(sols, dep=add(sols.dep)), list(extra)).dep)
+        elif sols.dep is not None:
+            parts.append(add(sols.dep))
         if sols.indep is not None:
-            parts.append(sols.indep.crossJoin(self.active.select(WIN)))
+            parts.append(add(sols.indep).crossJoin(self.active.select(WIN)))
         if not parts:
-            return self._empty(sols.vars, windowed=True)
+            return add(self._empty(sols.vars, windowed=True))
         out = parts[0]
         for part in parts[1:]:
             out = out.unionByName(part)
@@ -161,16 +177,16 @@ class Evaluator:
             return Solutions(None, unit, ())
         # in the order written: optimize.order_joins wrote them in the order to join them
         patterns = [self._pattern(t, node.graph) for t in node.triples]
-        joined = functools.reduce(self._join_solutions, patterns)
-        return self._into_windows(joined) if joined.spanned else joined
+        return functools.reduce(self._join_solutions, patterns)  # spanned: ``evaluate`` windows them
 
-    def _into_windows(self, sols: Solutions) -> Solutions:
+    def _into_windows(self, sols: Solutions, extra: Iterable[str] = ()) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is
         a mapping, and the mapping fixes its triples, so a window has it once, unless the slice
-        holds one of those triples at several times (``Spans.repeats``): then it is made a set."""
+        holds one of those triples at several times (``Spans.repeats``): then it is made a set.
+        ``extra``: columns of ``dep`` to keep (functions of the variables, so the set is the same)."""
         if sols.dep is None:
             return replace(sols, spanned=False)
-        columns = [vcol(v) for v in sols.vars]
+        columns = [vcol(v) for v in sols.vars] + list(extra)
         windowed = self.spans.to_windows(sols.dep, LO, HI, columns).select(WIN, *columns)
         return replace(sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False)
 
@@ -406,7 +422,7 @@ class Evaluator:
         return Solutions(frame, None, sols.vars, sols.maybe, sols.ranked), names
 
     def _filter(self, node: P.Filter) -> Solutions:
-        sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
+        sols, stamps = self._with_timestamps(self.evaluate(node.input, spanned=True), node.expr)
         test = compile_expr(node.expr, self._scope(sols, stamps)).ebv()
         hidden = list(stamps.values()) if stamps else []
 
@@ -418,7 +434,7 @@ class Evaluator:
         return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), maybe=sols.maybe - node.bound)
 
     def _extend(self, node: P.Extend) -> Solutions:
-        sols, stamps = self._with_timestamps(self.evaluate(node.input), node.expr)
+        sols, stamps = self._with_timestamps(self.evaluate(node.input, spanned=True), node.expr)
         if node.var.name in sols.vars:
             raise QueryError(f"{self.query.source}: BIND assigns ?{node.var.name}, which is already bound "
                              "in the group (SPARQL 18.2.1)")
@@ -428,27 +444,26 @@ class Evaluator:
         def apply(frame):
             return None if frame is None else frame.withColumn(vcol(node.var.name), term).drop(*hidden)
 
-        return Solutions(apply(sols.dep), apply(sols.indep), sols.vars + (node.var.name,),
-                         sols.maybe | {node.var.name}, sols.ranked)
+        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=sols.vars + (node.var.name,),
+                       maybe=sols.maybe | {node.var.name})
 
     # ------------------------------------------------------------------ grouping
 
     def _group(self, node: P.Group) -> Solutions:
-        inner = self.evaluate(node.input)
-        frame = self.to_dep(inner)
+        inner = self.evaluate(node.input, spanned=True)
         scope = self._scope(inner)
-        key_cols = []
+        # The keys and each aggregate's argument become plain columns first, per solution
+        # before windows, so that the aggregation and the rendering after it work on columns,
+        # not on copies of the whole expression.
+        extra, key_cols = {}, []
         for expr, var in node.keys:
             if not (isinstance(expr, ast.Var) and expr == var):
-                frame = frame.withColumn(vcol(var.name), compile_expr(expr, scope).term)
+                extra[vcol(var.name)] = compile_expr(expr, scope).term
             key_cols.append(vcol(var.name))
-        # Each aggregate's argument becomes plain columns first, so that the aggregation and
-        # the rendering after it work on columns, not on copies of the whole expression.
         for i, (agg, _) in enumerate(node.aggregates):
             if agg.arg is not None:
-                value = compile_expr(agg.arg, scope)
-                frame = frame.select("*", value.term.alias(f"_a{i}_t"), value.number().alias(f"_a{i}_n"),
-                                     value.number_rank().alias(f"_a{i}_r"))
+                extra.update(aggregate_arguments(agg.name, compile_expr(agg.arg, scope), f"_a{i}"))
+        frame = self._to_dep_with(inner, extra)
         aggs, renders, defaults = [], [], {}
         for i, (agg, var) in enumerate(node.aggregates):
             columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source)
@@ -473,16 +488,17 @@ class Evaluator:
         frame = self.to_dep(inner)
         keys = [vcol(v.name) for v in node.keys]
         name = next(self._names)
+        arguments = {}
         if node.aggregate.arg is not None:
-            value = compile_expr(node.aggregate.arg, self._scope(inner))
-            frame = frame.select("*", value.term.alias(f"{name}_t"), value.number().alias(f"{name}_n"),
-                                 value.number_rank().alias(f"{name}_r"))
+            arguments = aggregate_arguments(node.aggregate.name, compile_expr(node.aggregate.arg, self._scope(inner)),
+                                            name)
+            frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
         columns, render, _ = _aggregate(node.aggregate, name, inner.vars, self.query.source)
         grouped = (frame.groupBy(WIN, *keys).agg(*columns)
                    .select(*[F.col(c).alias("_g" + c) for c in (WIN, *keys)], render.alias(vcol(node.var.name))))
         match = [F.col(c).eqNullSafe(F.col("_g" + c)) for c in (WIN, *keys)]
         extended = (frame.join(grouped, functools.reduce(lambda a, b: a & b, match), "left")
-                    .drop(*["_g" + c for c in (WIN, *keys)], f"{name}_t", f"{name}_n", f"{name}_r"))
+                    .drop(*["_g" + c for c in (WIN, *keys)], *arguments))
         return Solutions(extended, None, inner.vars + (node.var.name,), inner.maybe | {node.var.name}, inner.ranked)
 
     def _tomultiset(self, node: P.ToMultiset) -> Solutions:
@@ -554,10 +570,20 @@ class Evaluator:
         return self.spark.createDataFrame([], T.StructType(fields))
 
 
+def aggregate_arguments(aggregate: str, value, name: str) -> dict[str, Column]:
+    """The per-solution columns ``_aggregate`` reads for the aggregate function ``aggregate``
+    (``count``, ``max``, ...) over ``value`` (a compiled expression), named ``name`` + suffix."""
+    columns = {name + "_t": value.term, name + "_n": value.number(), name + "_r": value.number_rank()}
+    if aggregate in ("min", "max"):
+        columns[name + "_k"] = F.when(value.term.isNotNull(), F.struct(*ST.order_key(value.term)))
+    return columns
+
+
 def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str
                ) -> tuple[list[Column], Column, Optional[str]]:
     """An aggregate (SPARQL 18.5.1) over the pre-computed columns ``<name>_t`` (term), ``_n``
-    (number) and ``_r`` (numeric rank): the Spark aggregate columns, the column that renders
+    (number), ``_r`` (numeric rank) and, for MIN and MAX, ``_k`` (the term's ORDER BY key, NULL
+    when unbound): the Spark aggregate columns, the column that renders
     their result as a term, and the value over an empty group (COUNT and SUM are 0, AVG is 0 as
     18.5.1.4 defines, GROUP_CONCAT is "")."""
     zero = f'"0"^^<{terms.XSD_INTEGER}>'
@@ -582,9 +608,8 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
                                         F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
         return columns, render, zero
     if agg.name in ("min", "max"):
-        key = F.when(term.isNotNull(), F.struct(*ST.order_key(term)))
         pick = F.min_by if agg.name == "min" else F.max_by
-        return [pick(term, key).alias(name + "_v")], c("_v"), None
+        return [pick(term, c("_k")).alias(name + "_v")], c("_v"), None
     if agg.name == "sample":
         return [F.min(term).alias(name + "_v")], c("_v"), None
     if agg.name == "group_concat":

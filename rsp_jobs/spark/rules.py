@@ -58,7 +58,7 @@ from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_quali
 from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
-from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, vcol
+from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.local import materialized, release
 from rsp_jobs.spark.session import settings_while
@@ -335,8 +335,7 @@ def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: Da
     joined = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
               .join(F.broadcast(_side(rule, facts, agg.label)), _in_scope(rule, agg.label, agg.scope))
               .where(_test(rule, exprs))
-              .select("_id", value.term.alias(name + "_t"), value.number().alias(name + "_n"),
-                      value.number_rank().alias(name + "_r")))
+              .select("_id", *[column.alias(c) for c, column in aggregate_arguments(agg.fn, value, name).items()]))
     columns, render, default = _aggregate(ast.Aggregate(agg.fn, ast.Var("x")), name, ("x",), rule.source)
     values = joined.groupBy("_id").agg(*columns).select(F.col("_id").alias("_agg_id"),
                                                           render.alias(agg.placeholder))
