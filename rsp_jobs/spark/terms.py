@@ -54,7 +54,7 @@ def unescape(escaped: Column) -> Column:
     out = F.regexp_replace(out, r"\\n", "\n")
     out = F.regexp_replace(out, r"\\r", "\r")
     out = F.regexp_replace(out, r"\\t", "\t")
-    return F.regexp_replace(out, "\u0001", r"\\\\")
+    return F.regexp_replace(out, "\u0001", r"\\")  # a Java replacement: ``\\`` is one backslash
 
 
 def escape(text: Column) -> Column:
