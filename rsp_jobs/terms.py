@@ -111,6 +111,9 @@ _ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)')
 
 
 def unescape(text: str) -> str:
+    if "\\" not in text:  # most lexical forms: no substitution to look for
+        return text
+
     def one(match: re.Match) -> str:
         code = match.group(1)
         if code[0] in "uU" and len(code) > 1:
