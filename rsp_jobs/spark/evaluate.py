@@ -244,13 +244,17 @@ class Evaluator:
                    a: Solutions, b: Solutions) -> DataFrame:
         """``left ⋈ b_dep (∪ left ⋈ b_indep)`` for spanned solutions: two solutions join when
         compatible and their times lie within RANGE of each other (else no window holds both).
-        A ``left`` row is keyed by its bucket (``Spans.bucket`` of its ``lo``), a ``b_dep`` row
+        A ``b_dep`` row is keyed by its bucket (``Spans.bucket`` of its ``lo``), a ``left`` row
         by its own and the two next to it, so the band is an equi-join plus a filter; as in
-        ``_join_either``, ``b_indep`` rows come in the same join under ANY_WINDOW."""
+        ``_join_either``, ``b_indep`` rows come in the same join under ANY_WINDOW. The copies
+        are of ``left``, the solutions joined so far: ``optimize.order_joins`` joins the most
+        selective patterns first, so these are fewer than one pattern's matches (a day of
+        CityBench: 9 thousand against 45 thousand a pattern)."""
         bucket = self.spans.bucket(LO)
-        left = left.withColumn(KEY, F.explode(F.array(bucket, F.lit(ANY_WINDOW))) if b_indep is not None else bucket)
+        near = [bucket - 1, bucket, bucket + 1] + ([F.lit(ANY_WINDOW)] if b_indep is not None else [])
+        left = left.withColumn(KEY, F.explode(F.array(*near)))
         columns = b.columns(windowed=True)
-        right = b_dep.select(F.explode(F.array(bucket - 1, bucket, bucket + 1)).alias(KEY), *columns)
+        right = b_dep.select(bucket.alias(KEY), *columns)
         if b_indep is not None:
             none = [F.lit(None).cast("long").alias(c) for c in SPAN]
             right = right.unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
