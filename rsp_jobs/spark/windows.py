@@ -179,7 +179,8 @@ class Spans:
         return assign(None, query, self.sched, self.after_us, self.until_us, tagged=tagged)
 
     def active(self, tagged: DataFrame) -> DataFrame:
-        """The windows that hold data (``_win, _open``), from the slice's times alone."""
+        """The windows that hold data (``_win, _open``), from the slice's times alone (the
+        unpruned slice: every time is there without ``_prune``'s placeholders)."""
         times = tagged.select("ts").distinct()
         return self.to_windows(times, "ts", "ts", []).groupBy("_win").agg(F.min("_open").alias("_open"))
 
