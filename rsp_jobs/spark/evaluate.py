@@ -7,7 +7,7 @@ every window, so solutions that come only from it are kept *window-independent* 
 and joined to windowed ones on their variables alone; they are crossed with the windows only
 where semantics require it (grouping, OPTIONAL against window data, the final result). This is
 what keeps a 44k-triple background from being copied into every window. Under one sliding
-window (``optimize.window_solutions``) a BGP is matched on the slice's triples before any
+or tumbling window (``optimize.window_solutions``) a BGP is matched on the slice's triples before any
 window: its solutions carry the span of their triples' times (``SPAN``), join within RANGE of
 each other (``_join_band``) and go to their windows as late as the operators above allow
 (``_into_windows``): a FILTER or BIND over them, and a GROUP's keys and aggregate arguments,

@@ -17,7 +17,7 @@ arrival of the stream (then the arriving frame is included).
 Exploding multiplies every element by RANGE / STEP, so before it the triples no pattern of the
 query can match (by predicate: ``optimize.prune_predicates``) are dropped, and after it only triples that the slice holds more
 than once go through the de-duplication that makes each window's content a set. Under one
-sliding window the optimizer has solutions exploded instead of triples (``Spans``).
+sliding or tumbling window the optimizer has solutions exploded instead of triples (``Spans``).
 
 All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
@@ -188,14 +188,14 @@ class Spans:
 def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
           until_us: Optional[int]) -> Optional[Spans]:
     """``Spans`` for a query the optimizer chose them for (``optimize.window_solutions``: one
-    sliding time window), else None: triples go to windows first (``assign``)."""
+    sliding or tumbling time window), else None: triples go to windows first (``assign``)."""
     if not query.window_solutions:
         return None
     return Spans(query.windows[0].window, sched, after_us, until_us)
 
 
 def with_repeats(spans: Spans, tagged: DataFrame) -> Spans:
-    """``spans`` knowing whether the slice (``triples``, cached) repeats a triple: a sensor's
+    """``spans`` knowing whether the slice (``triples``) repeats a triple: a sensor's
     observations are each new, and without repeats no window needs de-duplicating (one job
     against a shuffle of every windowed solution). Triples are counted by a 64-bit hash of
     their graph and terms, a hash aggregate of longs rather than a sort of four strings (on a

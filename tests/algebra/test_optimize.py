@@ -75,3 +75,18 @@ def test_rsp_explain_plans_several_rules_as_one_set(capsys):
     rule = str(next(case.glob("*.dotr")))
     assert main(["explain", rule, rule]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("window, chosen", [
+    ("[RANGE 1h STEP 5m]", True), ("[RANGE 5m STEP 5m]", True), ("[RANGE 1m STEP 5m]", False),
+    ("[TRIPLES 10]", False)])
+def test_window_solutions_takes_sliding_and_tumbling_windows_only(window, chosen):
+    from rsp_jobs.compiler import compile as compile_text
+
+    text = (FIXTURES / "window_solutions.rsp").read_text().replace("[RANGE 1h STEP 5m]", window)
+    assert compile_text(text, "window_solutions.rsp").window_solutions is chosen
+
+
+def test_a_rules_events_are_not_windowed_so_window_solutions_leaves_them_alone():
+    rule = compiled(FIXTURES / "push_down_conditions.dotr")
+    assert not any(event.query.window_solutions for event in rule.events)

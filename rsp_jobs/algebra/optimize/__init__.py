@@ -20,7 +20,7 @@ from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 
 # rules over a window query's or a pattern's plan
 QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions)
-# rules over a DOTR rule's plan (its event queries get QUERY_RULES too)
+# rules over a DOTR rule's plan (its event queries get QUERY_RULES too, but window_solutions)
 RULE_RULES = (share_event_queries, push_down_conditions)
 # rules over a set of DOTR rules evaluated together (each rule gets RULE_RULES first)
 SET_RULES = (share_events_across_rules,)
@@ -37,7 +37,8 @@ def optimize(plan: Union[P.ContinuousQuery, RulePlan, RuleSetPlan], skip: Iterab
     if isinstance(plan, RuleSetPlan):  # its rules were optimized when each was compiled
         rules = SET_RULES
     elif isinstance(plan, RulePlan):
-        events = tuple(replace(e, query=optimize(e.query, skip)) for e in plan.events)
+        # an event's window is nominal (rules.event_queries): instants are never windowed
+        events = tuple(replace(e, query=optimize(e.query, skip | {"window_solutions"})) for e in plan.events)
         plan = replace(plan, events=events)
         rules = RULE_RULES
     else:
