@@ -13,6 +13,7 @@ answer checked against the engine's. The timings are written as JSON and summari
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import shutil
@@ -112,13 +113,15 @@ def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Seq
     properties = anchors.congestion_properties(Path(repository))
     typed = anchors.write_typed(batch.elements, properties, settings.home_dir() / "bench" / "typed.parquet")
 
+    runs = itertools.count()
+
     def side_by_side(query_text: str, n_days: int) -> dict:
         query = compiler.compile(query_text, str(path))
         window = query.windows[0].window
         after, until = day, day + timedelta(days=n_days)
         range_s, step_s = window.range_ms // 1000, window.step_ms // 1000
         timed = {}
-        with profiled(spark, f"bench-{n_days}d-{range_s // step_s}") as profile:
+        with profiled(spark, f"bench-{n_days}d-{range_s // step_s}-{next(runs)}") as profile:  # a group per run
             t = time.perf_counter()
             engine = anchors.engine_answers(evaluate(query, lake, [repository],
                                                      interval=Interval(to_us(after), to_us(until))))
