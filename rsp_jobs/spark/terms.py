@@ -19,7 +19,6 @@ from pyspark.sql import functions as F
 from rsp_jobs import terms as T
 
 
-
 def is_iri(t: Column) -> Column:
     return t.startswith("<")
 

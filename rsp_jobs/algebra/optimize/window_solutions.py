@@ -15,8 +15,8 @@ matching over the slice does not cache and de-duplicate window rows first (a day
 at RANGE = STEP: 3.2-3.8 s triples first, 2.4-3.0 s at RANGE/STEP 12 this way). Not under
 count windows or windows that differ (no one RANGE bounds a join), nor windows shorter than
 their STEP (most triples are in none: dropping them first is cheaper), nor for EP-SPARQL
-patterns (they read streams whole). The engine also keeps triples first under RDFS entailment, which derives triples per
-window (``rsp_jobs.engine.evaluate``)."""
+patterns (they read streams whole). The engine also keeps triples first under RDFS
+entailment, which derives triples per window (``rsp_jobs.engine.evaluate``)."""
 from __future__ import annotations
 
 from dataclasses import replace
