@@ -169,6 +169,17 @@ class Spans:
     def bucket(self, column: str):
         return _floor_div(F.col(column), self.range_us)
 
+    @property
+    def tumbling(self) -> bool:
+        """The windows tile time (RANGE = the grid's STEP): each time is in one window."""
+        return self.range_us == self.sched.step
+
+    def window_of(self, column: str):
+        """Under ``tumbling`` windows, the index of the one window holding the time ``column``:
+        solutions that share a window share it (closes ``first_close + k*step`` hold
+        ``[close - RANGE, close)``)."""
+        return _floor_div(F.col(column) - F.lit(self.sched.first_close), self.sched.step)
+
     def to_windows(self, rows: DataFrame, lo: str, hi: str, columns: list[str]) -> DataFrame:
         """``rows`` spanning ``lo``..``hi`` → ``_win, _open`` and ``columns``, once per window."""
         return _time_window(rows, self.window, self.sched, self.after_us, self.until_us, self.range_us,
