@@ -23,7 +23,7 @@ from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.results import iter_windows, result_frame
-from rsp_jobs.spark.session import get_spark, settings_while
+from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, get_spark, settings_while
 from rsp_jobs.times import from_us
 
 
@@ -80,7 +80,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         # One job whatever the number of patterns: read from Parquet, a pattern's triples
         # would be broadcast by size, each broadcast a job of its own (and at eight days the
         # largest sides were broadcast). The background's explicit broadcasts stay.
-        with settings_while(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"} if spans else {}):
+        with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
             results = list(iter_windows(frame, query, interval.after))
         yield from results
     finally:

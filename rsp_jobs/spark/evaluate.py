@@ -160,12 +160,7 @@ class Evaluator:
             parts.append(add(sols.dep))
         if sols.indep is not None:
             parts.append(add(sols.indep).crossJoin(self.active.select(WIN)))
-        if not parts:
-            return add(self._empty(sols.vars, windowed=True))
-        out = parts[0]
-        for part in parts[1:]:
-            out = out.unionByName(part)
-        return out
+        return _union_all(parts) if parts else add(self._empty(sols.vars, windowed=True))
 
     # ------------------------------------------------------------------ patterns
 
@@ -646,12 +641,7 @@ def _join_maybe(a: Solutions, b: Solutions) -> frozenset[str]:
 
 
 def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:
-    if not frames:
-        return None
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame)
-    return out
+    return functools.reduce(DataFrame.unionByName, frames) if frames else None
 
 
 def _timestamp_calls(expr) -> list[ast.Timestamp]:

@@ -61,7 +61,7 @@ from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.local import materialized, release
-from rsp_jobs.spark.session import settings_while
+from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, settings_while
 
 __all__ = ["evaluate_rule", "evaluate_rules", "facts_frame", "fact_key"]
 
@@ -159,7 +159,7 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
     # One job: joins of per-instant solutions shuffle rather than broadcast, since every
     # broadcast of a computed side is a job of its own that computes the instants again (23
     # jobs for DOTR's benchmark rules). The background's explicit broadcasts stay.
-    with settings_while(facts.sparkSession, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+    with settings_while(facts.sparkSession, NO_SIZE_BROADCASTS):
         facts = materialized(facts)
     try:
         finals = [_candidates(rule, facts.where(F.col("rule") == i), after_us, until_us)

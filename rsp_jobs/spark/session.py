@@ -110,6 +110,11 @@ SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spa
                     "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold")
 
 
+# Joins shuffle rather than broadcast by size, for one action whose sides are computed or read
+# from Parquet: each such broadcast is a Spark job of its own (explicit broadcasts stay).
+NO_SIZE_BROADCASTS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
 @contextmanager
 def settings_while(session, settings: dict[str, str]):
     """``settings`` on ``session`` for the block, then what they were: a query's SQL settings
