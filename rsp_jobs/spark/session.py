@@ -45,6 +45,9 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
         for key, value in {**settable, **(conf or {})}.items():
             _SESSION.conf.set(key, value)
         return _SESSION
+    from rsp_jobs.spark.jvm_names import cache_jvm_names
+
+    cache_jvm_names()
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in engine_conf(home).items():
         builder = builder.config(key, value)

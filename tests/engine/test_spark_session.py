@@ -22,16 +22,12 @@ def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
 
 
-def test_building_a_column_makes_no_call_site_round_trips(spark):
-    """PySpark's DataFrame debugging (the Python call site of every function, set in the JVM)
-    is off: ``F.col("x") + F.lit(1)`` costs the calls that build it, not five more per call."""
+def _round_trips(block) -> list[str]:
+    """The py4j commands the driver sends while ``block()`` runs."""
     import py4j.clientserver
     import py4j.java_gateway
-    from pyspark.sql import functions as F
 
-    F.col("x") + F.lit(1)  # PySpark reads the setting once
-    calls = []
-    originals = {}
+    calls, originals = [], {}
     for cls in (py4j.clientserver.ClientServerConnection, py4j.java_gateway.GatewayConnection):
         originals[cls] = cls.send_command
 
@@ -40,9 +36,34 @@ def test_building_a_column_makes_no_call_site_round_trips(spark):
             return _original(self, command, *args, **kwargs)
         cls.send_command = counted
     try:
-        F.col("x") + F.lit(1)
+        block()
     finally:
         for cls, original in originals.items():
             cls.send_command = original
+    return calls
+
+
+def test_building_a_column_makes_no_call_site_round_trips(spark):
+    """PySpark's DataFrame debugging (the Python call site of every function, set in the JVM)
+    is off: ``F.col("x") + F.lit(1)`` costs the calls that build it, not five more per call."""
+    from pyspark.sql import functions as F
+
+    F.col("x") + F.lit(1)  # PySpark reads the setting once
+    calls = _round_trips(lambda: F.col("x") + F.lit(1))
     assert len(calls) <= 8, [c.splitlines()[:3] for c in calls]
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+
+
+def test_jvm_names_are_looked_up_once_and_field_values_every_time(spark):
+    """``jvm_names``: a function call is one round trip once its class and method are known,
+    not three (two reflective lookups of what ``functions`` and ``lit`` are); a static field
+    is read from the JVM at every use."""
+    from pyspark.sql import functions as F
+
+    F.col("x") + F.lit(1)
+    calls = _round_trips(lambda: F.col("x") + F.lit(1))
+    assert [c.splitlines()[0] for c in calls] == ["c"] * 3, [c.splitlines()[:3] for c in calls]
+    jvm = spark.sparkContext._jvm
+    assert jvm.java.lang.Integer.MAX_VALUE == 2 ** 31 - 1
+    reads = _round_trips(lambda: jvm.java.lang.Integer.MAX_VALUE)
+    assert len(reads) == 1 and reads[0].startswith("r\nm\njava.lang.Integer\nMAX_VALUE")
