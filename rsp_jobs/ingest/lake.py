@@ -117,6 +117,20 @@ class Lake:
             frame = frame.where((F.col("hour") <= hour_of(end)) & (F.col("ts") < F.lit(end)))
         return frame.select(*COLUMNS)
 
+    def rows(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None) -> int:
+        """How many rows a ``read`` of the same span scans: the rows of the partitions (stream x
+        hour) it touches, counted from their Parquet footers (no Spark job). An upper bound of
+        what it returns, as an hour is read whole."""
+        import pyarrow.parquet as pq
+
+        first, last = (None if t is None else f"hour={hour_of(t)}" for t in (start, end))
+        total = 0
+        for key in {stream_key(s) for s in streams}:
+            for hour in (self.root / f"stream_key={key}").glob("hour=*"):
+                if (first is None or hour.name >= first) and (last is None or hour.name <= last):
+                    total += sum(pq.read_metadata(part).num_rows for part in hour.glob("*.parquet"))
+        return total
+
 
 COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq", "start")  # what a read returns
 

@@ -118,6 +118,25 @@ SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spa
 NO_SIZE_BROADCASTS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
+# Spark compiles Java for every stage of a plan (whole-stage code generation) and for the
+# expressions in it, before a row runs: on a few thousand rows the compiling is most of the work.
+# DOTR's benchmark scenario (6,000 stream triples, 94 stages) took 40 s with it and 25 s with
+# Spark's interpreted expressions, and a 15-minute CityBench micro-batch 10-20% less; a day of
+# CityBench (188k triples) took 1.4 times as long interpreted, eight days 2.6 times. So an action
+# over fewer rows than this runs interpreted (``codegen_for``); RSP_INTERPRETED_BELOW_ROWS sets it.
+INTERPRETED_BELOW_ROWS = 50_000
+NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false",
+              # marked internal (Spark's tests choose with it), the one switch for expressions
+              "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+def codegen_for(rows: int) -> dict[str, str]:
+    """The settings for an action that reads ``rows`` stream rows (``Lake.rows``): none (Spark's
+    generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``NO_CODEGEN`` below."""
+    below = int(os.environ.get("RSP_INTERPRETED_BELOW_ROWS", INTERPRETED_BELOW_ROWS))
+    return NO_CODEGEN if rows < below else {}
+
+
 @contextmanager
 def settings_while(session, settings: dict[str, str]):
     """``settings`` on ``session`` for the block, then what they were: a query's SQL settings

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rsp_jobs.spark.session import JVM_OPTIONS, cluster_conf, engine_conf
+from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS, JVM_OPTIONS, NO_CODEGEN, cluster_conf, codegen_for, engine_conf
 
 
 def test_the_driver_jvm_runs_with_the_engines_jit_and_collector_and_without_adaptive_execution(spark):
@@ -20,6 +20,14 @@ def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     assert cluster_conf()["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC"
     monkeypatch.setenv("RSP_JVM_OPTIONS", "")  # the JVM's own defaults
     assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
+
+
+def test_few_rows_run_interpreted_and_many_on_generated_code(monkeypatch):
+    monkeypatch.delenv("RSP_INTERPRETED_BELOW_ROWS", raising=False)
+    assert codegen_for(INTERPRETED_BELOW_ROWS - 1) == NO_CODEGEN
+    assert codegen_for(INTERPRETED_BELOW_ROWS) == {}
+    monkeypatch.setenv("RSP_INTERPRETED_BELOW_ROWS", "0")  # always generated code
+    assert codegen_for(0) == {}
 
 
 def _round_trips(block) -> list[str]:
