@@ -23,7 +23,7 @@ from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.results import iter_windows, result_frame
-from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, codegen_for, get_spark, settings_while
+from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
 from rsp_jobs.times import from_us
 
 
@@ -51,7 +51,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     start = None if after is None or lookback is None else from_us(after - lookback)
     end = None if interval.until is None else from_us(interval.until)
     elements = lake.read(spark, [w.stream for w in query.windows], start, end)
-    codegen = codegen_for(lake.rows([w.stream for w in query.windows], start, end))
+    batch = batch_settings(lake.rows([w.stream for w in query.windows], start, end))
     background = Background.for_query(query.graphs, background_files, query.source)
     spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
     if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
@@ -70,7 +70,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         from pyspark.sql import functions as F
 
         if spans is not None:
-            with settings_while(spark, codegen):
+            with settings_while(spark, batch):
                 spans = windows.with_repeats(spans, triples)
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
@@ -82,7 +82,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         # One job whatever the number of patterns: read from Parquet, a pattern's triples
         # would be broadcast by size, each broadcast a job of its own (and at eight days the
         # largest sides were broadcast). The background's explicit broadcasts stay.
-        with settings_while(spark, {**(NO_SIZE_BROADCASTS if spans else {}), **codegen}):
+        with settings_while(spark, {**(NO_SIZE_BROADCASTS if spans else {}), **batch}):
             results = list(iter_windows(frame, query, interval.after))
         yield from results
     finally:
@@ -115,7 +115,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)
     elements = _events(lake, pattern_streams(pattern), start, end)
-    codegen = codegen_for(lake.rows(pattern_streams(pattern), start, end))
+    batch = batch_settings(lake.rows(pattern_streams(pattern), start, end))
     background = Background.for_query(pattern.graphs, background_files, pattern.source)
     if check_regime(entailment) != "simple":
         background, schema = background.closed(entailment)
@@ -124,7 +124,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     try:
         from rsp_jobs.spark.events import evaluate_events
 
-        with settings_while(get_spark(), codegen):
+        with settings_while(get_spark(), batch):
             found = evaluate_events(pattern, elements, background, interval.after, interval.until, partials=partials)
         if retention_us is not None:
             found = [m for m in found if m.end_us - m.start_us <= retention_us]
@@ -152,7 +152,7 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
     try:
         from rsp_jobs.spark.rules import evaluate_rules
 
-        with settings_while(get_spark(), codegen_for(lake.rows(streams, start, end))):
+        with settings_while(get_spark(), batch_settings(lake.rows(streams, start, end))):
             return evaluate_rules(rules, elements, backgrounds, interval.after, interval.until, consumed, entailment)
     finally:
         elements.unpersist()

@@ -123,18 +123,27 @@ NO_SIZE_BROADCASTS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
 # DOTR's benchmark scenario (6,000 stream triples, 94 stages) took 40 s with it and 25 s with
 # Spark's interpreted expressions, and a 15-minute CityBench micro-batch 10-20% less; a day of
 # CityBench (188k triples) took 1.4 times as long interpreted, eight days 2.6 times. So an action
-# over fewer rows than this runs interpreted (``codegen_for``); RSP_INTERPRETED_BELOW_ROWS sets it.
+# over fewer rows than this runs interpreted (``batch_settings``), and on one shuffle partition a
+# core (a stage's task over a few rows costs more than it computes: the same scenario then took
+# 18 s instead of 24 s, the micro-batch 6-7% less). RSP_INTERPRETED_BELOW_ROWS sets the bound.
 INTERPRETED_BELOW_ROWS = 50_000
-NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false",
-              # marked internal (Spark's tests choose with it), the one switch for expressions
-              "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+SMALL_BATCH_PARTITIONS = 2  # the two cores of the machine this is tuned for
 
 
-def codegen_for(rows: int) -> dict[str, str]:
-    """The settings for an action that reads ``rows`` stream rows (``Lake.rows``): none (Spark's
-    generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``NO_CODEGEN`` below."""
+def small_batch() -> dict[str, str]:
+    """The settings of a small batch's actions: interpreted expressions, few partitions."""
+    configured = int(os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"))
+    return {"spark.sql.codegen.wholeStage": "false",
+            # marked internal (Spark's tests choose with it), the one switch for expressions
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+            "spark.sql.shuffle.partitions": str(min(configured, SMALL_BATCH_PARTITIONS))}
+
+
+def batch_settings(rows: int) -> dict[str, str]:
+    """The settings for an action that reads ``rows`` stream rows (``Lake.rows``): none (the
+    session's: Spark's generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``small_batch()`` below."""
     below = int(os.environ.get("RSP_INTERPRETED_BELOW_ROWS", INTERPRETED_BELOW_ROWS))
-    return NO_CODEGEN if rows < below else {}
+    return small_batch() if rows < below else {}
 
 
 @contextmanager

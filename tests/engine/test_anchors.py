@@ -2,7 +2,7 @@
 congestion_by_segment's answers alike, window by window, over three hours of the 33 Aarhus
 traffic streams: at RANGE 1h and 15m (solutions go to windows, ``optimize.window_solutions``),
 with that rule left out (triples go to windows first), and tumbling both ways; on Spark's
-interpreted expressions and on its generated code (``session.codegen_for``). The anchors share no code
+interpreted expressions and on its generated code (``session.batch_settings``). The anchors share no code
 with the engine's windows or joins, so this is a second reference beside rdflib's."""
 from __future__ import annotations
 

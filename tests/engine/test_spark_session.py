@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS, JVM_OPTIONS, NO_CODEGEN, cluster_conf, codegen_for, engine_conf
+from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS, JVM_OPTIONS, batch_settings, cluster_conf, engine_conf
 
 
 def test_the_driver_jvm_runs_with_the_engines_jit_and_collector_and_without_adaptive_execution(spark):
@@ -22,16 +22,22 @@ def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
 
 
-def test_few_rows_run_interpreted_and_many_on_generated_code(monkeypatch):
+def test_few_rows_run_interpreted_on_a_partition_a_core_and_many_on_generated_code(monkeypatch):
     monkeypatch.delenv("RSP_INTERPRETED_BELOW_ROWS", raising=False)
-    assert codegen_for(INTERPRETED_BELOW_ROWS - 1) == NO_CODEGEN
-    assert codegen_for(INTERPRETED_BELOW_ROWS) == {}
+    monkeypatch.delenv("RSP_SHUFFLE_PARTITIONS", raising=False)
+    assert batch_settings(INTERPRETED_BELOW_ROWS - 1) == {
+        "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.shuffle.partitions": "2"}
+    assert batch_settings(INTERPRETED_BELOW_ROWS) == {}
+    monkeypatch.setenv("RSP_SHUFFLE_PARTITIONS", "1")  # never more partitions than the session's
+    assert batch_settings(0)["spark.sql.shuffle.partitions"] == "1"
     monkeypatch.setenv("RSP_INTERPRETED_BELOW_ROWS", "0")  # always generated code
-    assert codegen_for(0) == {}
+    assert batch_settings(0) == {}
 
 
 def _round_trips(block) -> list[str]:
-    """The py4j commands the driver sends while ``block()`` runs."""
+    """The py4j commands the driver sends while ``block()`` runs. Not py4j's memory commands
+    (``m``): its finalizer thread releases collected objects whenever it runs, not for the block."""
     import py4j.clientserver
     import py4j.java_gateway
 
@@ -48,7 +54,7 @@ def _round_trips(block) -> list[str]:
     finally:
         for cls, original in originals.items():
             cls.send_command = original
-    return calls
+    return [c for c in calls if not c.startswith("m\n")]
 
 
 def test_building_a_column_makes_no_call_site_round_trips(spark):

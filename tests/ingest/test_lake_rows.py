@@ -1,5 +1,5 @@
 """``Lake.rows``: what a read of a span scans, from the Parquet footers, without Spark (it
-chooses between Spark's interpreted and generated code, ``session.codegen_for``)."""
+chooses between Spark's interpreted and generated code, ``session.batch_settings``)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone

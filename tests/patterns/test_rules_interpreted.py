@@ -1,5 +1,5 @@
 """A small batch runs on Spark's interpreted expressions, a large one on its generated code
-(``session.codegen_for``, by the rows ``Lake.rows`` counts): DOTR's benchmark rules
+(``session.batch_settings``, by the rows ``Lake.rows`` counts): DOTR's benchmark rules
 (``rsp_jobs.bench.patterns``, Margara et al. 2018 §5) find the same matches either way, and
 so does a rule evaluated on its own."""
 from __future__ import annotations
