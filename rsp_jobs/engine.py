@@ -50,8 +50,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     lookback = windows.lookback_us(query)
     start = None if after is None or lookback is None else from_us(after - lookback)
     end = None if interval.until is None else from_us(interval.until)
-    elements = lake.read(spark, [w.stream for w in query.windows], start, end)
-    batch = batch_settings(lake.rows([w.stream for w in query.windows], start, end))
+    streams = [w.stream for w in query.windows]
+    elements = lake.read(spark, streams, start, end)
+    batch = batch_settings(lake.rows(streams, start, end))
     background = Background.for_query(query.graphs, background_files, query.source)
     spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
     if spans is not None:  # solutions, not triples, go to windows: see windows.Spans

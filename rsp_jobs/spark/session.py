@@ -73,6 +73,11 @@ def jvm_options() -> str:
     return os.environ.get("RSP_JVM_OPTIONS", JVM_OPTIONS)
 
 
+def shuffle_partitions() -> int:
+    """The session's shuffle partitions (``RSP_SHUFFLE_PARTITIONS``, default 4)."""
+    return int(os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"))
+
+
 def engine_conf(home: Path) -> dict[str, str]:
     """The Spark settings of every session the engine runs on (in this process, or the Spark
     Connect server's, ``rsp_jobs.spark.connect_server``): the semantics (module docstring), two
@@ -84,7 +89,7 @@ def engine_conf(home: Path) -> dict[str, str]:
     return {
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.ansi.enabled": "false",
-        "spark.sql.shuffle.partitions": os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.shuffle.partitions": str(shuffle_partitions()),
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -132,11 +137,10 @@ SMALL_BATCH_PARTITIONS = 2  # the two cores of the machine this is tuned for
 
 def small_batch() -> dict[str, str]:
     """The settings of a small batch's actions: interpreted expressions, few partitions."""
-    configured = int(os.environ.get("RSP_SHUFFLE_PARTITIONS", "4"))
     return {"spark.sql.codegen.wholeStage": "false",
             # marked internal (Spark's tests choose with it), the one switch for expressions
             "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-            "spark.sql.shuffle.partitions": str(min(configured, SMALL_BATCH_PARTITIONS))}
+            "spark.sql.shuffle.partitions": str(min(shuffle_partitions(), SMALL_BATCH_PARTITIONS))}
 
 
 def batch_settings(rows: int) -> dict[str, str]:
