@@ -30,6 +30,7 @@ class Value:
     duration: Optional[Column] = None  # µs, for xsd:duration constants and getDURATION()
     months: int = 0  # a duration constant's years and months (its µs are the rest)
     anchor: Optional[Column] = None  # getDURATION()'s start, µs: where months are counted from
+    iri: bool = False  # a constant IRI: compared with anything by term identity alone
 
     @staticmethod
     def of_number(num: Column, rank: Column) -> "Value":
@@ -80,7 +81,7 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         return Value(col if col is not None else F.lit(None).cast("string"))
     if isinstance(expr, (ast.IRI, ast.Literal)):
         text = T.ast_to_nt(expr)
-        value = Value(F.lit(text))
+        value = Value(F.lit(text), iri=isinstance(expr, ast.IRI))
         rdf = T.ast_to_rdflib(expr)
         number = T.numeric_value(rdf)
         if number is not None:
@@ -99,10 +100,13 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         return Value.of_number(-num if expr.op == "-" else num, rank)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
-        tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
-        result = F.lit(False)
-        for test in tests:
-            result = result | test
+        if expr.options and all(isinstance(o, ast.IRI) for o in expr.options):
+            # = with an IRI is term identity (see _compare); unbound stays an error
+            result = left.term.isin([T.ast_to_nt(o) for o in expr.options])
+        else:
+            result = F.lit(False)
+            for test in [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]:
+                result = result | test
         return Value.of_boolean(~result if expr.negated else result)
     if isinstance(expr, ast.FunctionCall):
         return _call(expr, scope)
@@ -149,6 +153,12 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
         != is true); Spark's own NaN equals itself and sorts above every number."""
         return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
+    if left.iri or right.iri:
+        # RDFterm-equal (17.4.1.7): an IRI is equal to itself only, a literal or another IRI is
+        # a different term (no type error: that is for two literals); IRIs have no order
+        if op in ("=", "!="):
+            return ordered(lt, rt)
+        return F.lit(None).cast("boolean")
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"

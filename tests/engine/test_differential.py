@@ -93,6 +93,9 @@ CASES = {
     "background_optional": ("SELECT ?x ?label", "{ ?x ex:p2 ?o OPTIONAL { ?x ex:label ?label } }", ""),
     "functions": ("SELECT ?x ?o", '{ ?x ?p ?o FILTER(isLiteral(?o) && (regex(str(?o), "^x") || lang(?o) = "en" '
                   '|| datatype(?o) = xsd:decimal)) }', ""),
+    # = and != with an IRI are term identity, IN over IRIs is one test, < with an IRI an error
+    "iri_compare": ("SELECT ?x ?o ?z", "{ ?x ?p ?o OPTIONAL { ?o ex:p1 ?z } FILTER(?o = ex:a1 || ?o != ex:a2 && "
+                    "?o IN (ex:a3, ex:a0) || ?z IN (ex:a1, ex:a4) || ?o < ex:a3 || ?z NOT IN (ex:a0)) }", ""),
     "minus": ("SELECT ?x ?y", "{ ?x ex:p0 ?y MINUS { ?x ex:p2 ?z } }", ""),
     "timestamp": ("SELECT ?x ?v ?t", "{ ?x ex:val ?v BIND(f:timestamp(?x, ex:val, ?v) AS ?t) }", ""),
     "construct": ("CONSTRUCT { ?y ex:inverse ?x . ?x ex:seen true }", "{ ?x ex:p0 ?y }", ""),
