@@ -15,7 +15,8 @@ from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan, plan_rule_set
+from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
+from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
@@ -107,7 +108,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     stream. Either way: no duplicates across batches and no matches lost at their borders
     (../shared/DESIGN.md, "Windows and micro-batches")."""
     if isinstance(pattern, RulePlan):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
-        return match_rules(plan_rule_set([pattern]), lake, background_files, interval, entailment, [consumed])[0]
+        return match_rules(compile_rule_set([pattern]), lake, background_files, interval, entailment, [consumed])[0]
     lookback = pattern_lookback_us(pattern, retention_us)
     if pattern.bound_us is None and partials is not None and retention_us is None:
         start = None if partials.cut_us is None else from_us(partials.cut_us + 1)

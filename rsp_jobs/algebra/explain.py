@@ -18,7 +18,10 @@ def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan]) -> str:
         for group in compiled.groups:
             lines.append("  Instants of " + " ".join(compiled.rules[i].name for i in group.rules))
             for event in group.events:
-                lines.append("    Event " + " ".join(f"{compiled.rules[i].name}.{label}" for i, label in event.uses))
+                uses = [f"{compiled.rules[i].name}.{label}" for i, label in event.uses]
+                if event.split:  # optimize.share_events_differing_in_an_iri
+                    uses = [f"{use}={iri}" for use, iri in zip(uses, event.iris)] + [f"split by ?{event.split}"]
+                lines.append("    Event " + " ".join(uses))
                 lines += ["    " + line for line in explain(event.query).splitlines()[1:]]
         return "\n".join(lines) + "\n"
     if isinstance(compiled, RulePlan):

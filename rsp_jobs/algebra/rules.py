@@ -5,7 +5,7 @@ conditions are placed where the temporal combination tests them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Optional, Sequence
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.translate import translate
@@ -65,6 +65,10 @@ class SharedEvent:
 
     uses: tuple[tuple[int, str], ...]
     query: P.ContinuousQuery
+    # ``optimize.share_events_differing_in_an_iri``: the variable standing where the merged
+    # SELECTs had different IRIs, and per use the IRI (N-Triples) its solutions hold there
+    split: Optional[str] = None
+    iris: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

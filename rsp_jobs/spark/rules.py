@@ -51,7 +51,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.algebra.rules import FactGroup, RulePlan, RuleSetPlan, plan_rule_set
+from rsp_jobs.algebra.rules import FactGroup, RulePlan, RuleSetPlan
+from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.language import ast
 from rsp_jobs.results import RuleMatch
 from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
@@ -59,7 +60,7 @@ from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol
-from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.expressions import Scope, Value, compile_expr
 from rsp_jobs.spark.local import materialized, release
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, settings_while
 
@@ -112,25 +113,40 @@ def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, backg
         query = event.query
         evaluator = Evaluator(query, instants, active, background)
         solutions = evaluator.to_dep(evaluator.evaluate(query.plan))
-        names = sorted(v.name for v in query.variables)
+        # a split event's variable says which events a solution is for, and is not a binding
+        names = sorted(v.name for v in query.variables if v.name != event.split)
+        split = [F.col(vcol(event.split)).alias("_iri")] if event.split else []
         entries = F.filter(F.array(*[F.struct(F.lit(n).alias("k"), F.col(vcol(n)).alias("v")) for n in names]),
                            lambda e: e["v"].isNotNull()) if names else F.array().cast("array<struct<k:string,v:string>>")
         text = F.concat_ws("\n", *[F.when(F.col(vcol(n)).isNotNull(), F.concat(F.lit(n + "="), F.col(vcol(n))))
                                    for n in names]) if names else F.lit("")
-        digest = solutions.select(F.col(WIN).alias("ts"), F.map_from_entries(entries).alias("b"),
+        digest = solutions.select(F.col(WIN).alias("ts"), *split, F.map_from_entries(entries).alias("b"),
                                   F.substring(F.sha1(text), 1, 12).alias("_digest"))
         # one fact per solution: equal ones are counted, then numbered (see the module doc)
-        digest = (digest.groupBy("ts", "_digest").agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
-                  .select("ts", "b", "_digest", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
-        # the solutions of an evaluation are labelled once per rule and event that shares it
-        use = F.explode(F.array(*[F.struct(F.lit(i).alias("rule"), F.lit(label).alias("label"))
-                                  for i, label in event.uses])).alias("_use")
-        parts.append(digest.select(use, "ts", "b", "_digest", "_copy")
+        by = ["ts", *(["_iri"] if split else []), "_digest"]
+        digest = (digest.groupBy(*by).agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
+                  .select(*by, "b", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
+        parts.append(digest.select(_uses(event), "ts", "b", "_digest", "_copy")
                      .select("_use.rule", "_use.label", "ts", "b", "_digest", "_copy"))
     facts = functools.reduce(DataFrame.unionByName, parts)
     key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"),
                    F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(F.lit("")))
     return facts.select("rule", "label", "ts", "b", key.alias("key")).join(frames, "ts")
+
+
+def _uses(event) -> Column:
+    """The solutions of an evaluation are labelled once per rule and event that shares it; a
+    split event's, once per rule and event that asked for the IRI in their ``_iri``."""
+    def use(i: int, label: str) -> Column:
+        return F.struct(F.lit(i).alias("rule"), F.lit(label).alias("label"))
+
+    if not event.split:
+        return F.explode(F.array(*[use(i, label) for i, label in event.uses])).alias("_use")
+    wanted: dict[str, list[Column]] = {}
+    for (i, label), iri in zip(event.uses, event.iris):
+        wanted.setdefault(iri, []).append(use(i, label))
+    table = F.create_map(*[c for iri, uses in wanted.items() for c in (F.lit(iri), F.array(*uses))])
+    return F.explode(table[F.col("_iri")]).alias("_use")
 
 
 def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
@@ -139,8 +155,9 @@ def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
     """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
     and the fact keys they newly consumed. ``elements`` must cover
     ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
-    ``entailment``: the run's regime (see ``facts_frame``)."""
-    return evaluate_rules(plan_rule_set([rule]), elements, [background], after_us, until_us, [consumed],
+    ``entailment``: the run's regime (see ``facts_frame``). A rule alone is a set of one,
+    optimized as a set (``optimize.SET_RULES``: its events may share an evaluation)."""
+    return evaluate_rules(compile_rule_set([rule]), elements, [background], after_us, until_us, [consumed],
                           entailment)[0]
 
 
@@ -162,7 +179,8 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
     with settings_while(facts.sparkSession, NO_SIZE_BROADCASTS):
         facts = materialized(facts)
     try:
-        finals = [_candidates(rule, facts.where(F.col("rule") == i), after_us, until_us)
+        cache: dict = {}  # see _value
+        finals = [_candidates(rule, facts.where(F.col("rule") == i), after_us, until_us, cache)
                   for i, rule in enumerate(rules.rules)]
         rows: list[list[dict]] = [[] for _ in rules.rules]
         for r in _collect_all([final for final, _ in finals]):
@@ -188,14 +206,14 @@ def _c(label: str, what: str) -> str:
     return f"{label}__{what}"
 
 
-def _side(rule: RulePlan, facts: DataFrame, label: str) -> DataFrame:
+def _side(rule: RulePlan, facts: DataFrame, label: str, cache: dict) -> DataFrame:
     """The facts of ``label`` that satisfy the conditions mentioning ``label`` alone (pushed
     below the joins: fewer candidates and small generated code per condition)."""
     side = facts.where(F.col("label") == label).select(
         F.col("ts").alias(_c(label, "ts")), F.col("b").alias(_c(label, "b")),
         F.col("key").alias(_c(label, "key")), F.col("frames").alias(_c(label, "frames")),
         *[F.col("b")[var].alias(_c(label, "v_" + var)) for var in _read(rule).get(label, ())])
-    return side.where(_test(rule, [c.expr for c in _own(rule, label)]))
+    return side.where(_test(rule, [c.expr for c in _own(rule, label)], cache))
 
 
 def _read(rule: RulePlan) -> dict[str, list[str]]:
@@ -230,7 +248,7 @@ def _scope(rule: RulePlan) -> Scope:
     return Scope(column, source=rule.source)
 
 
-def _test(rule: RulePlan, exprs) -> Column:
+def _test(rule: RulePlan, exprs, cache: dict) -> Column:
     """The conjunction of ``exprs``. Each ``L.?a = M.?b`` between two events also compares
     their ``_join_key``s: a necessary condition Spark can hash-join on, where the SPARQL
     comparison alone makes it test every pair of facts (a nested-loop join)."""
@@ -240,8 +258,18 @@ def _test(rule: RulePlan, exprs) -> Column:
         left, right = _equated_events(expr)
         if left is not None:
             out = out & (_join_key(scope.columns(left)) == _join_key(scope.columns(right)))
-        out = out & F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False))
+        out = out & F.coalesce(_value(rule, expr, cache).ebv(), F.lit(False))
     return out
+
+
+def _value(rule: RulePlan, expr, cache: dict) -> Value:
+    """``expr`` compiled once per evaluation of a rule set: its rules often say the same
+    (``A.?area = B.?area``), and a SPARQL comparison of two variables is some 400 py4j calls.
+    Keyed by the expression alone: the columns it reads are named by label and variable in
+    every rule, a rule's source only names a failure, and a failure is not kept."""
+    if expr not in cache:
+        cache[expr] = compile_expr(expr, _scope(rule))
+    return cache[expr]
 
 
 def _equated_events(expr) -> tuple[Optional[str], Optional[str]]:
@@ -271,7 +299,7 @@ def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Colu
     return (t >= ref - F.lit(scope.us)) & (t < ref)
 
 
-def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us) -> tuple[DataFrame, list[str]]:
+def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dict) -> tuple[DataFrame, list[str]]:
     """The rule's candidates as one frame (collected with the other rules', ``_collect_all``),
     and the order of its labels (trigger, then the positive events).
 
@@ -289,17 +317,17 @@ def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us) -> tuple[D
     def conditions_at(i: int):
         return [c.expr for c in plain if max((level_of[l] for l in c.labels), default=0) == i]
 
-    cur = _side(rule, facts, trigger)
+    cur = _side(rule, facts, trigger, cache)
     t = F.col(_c(trigger, "ts"))
     if after_us is not None:
         cur = cur.where(t > after_us)
     if until_us is not None:
         cur = cur.where(t <= until_us)
-    cur = cur.where(_test(rule, conditions_at(0)))
+    cur = cur.where(_test(rule, conditions_at(0), cache))
     for i, p in enumerate(positives, 1):
         on = (F.col(_c(order[i - 1], "key")).isNotNull() & _in_scope(rule, p.label, p.within)
-              & _test(rule, conditions_at(i)))
-        cur = cur.join(F.broadcast(_side(rule, facts, p.label)), on, "left")
+              & _test(rule, conditions_at(i), cache))
+        cur = cur.join(F.broadcast(_side(rule, facts, p.label, cache)), on, "left")
         if i == 1:  # a trigger with no candidate for the first event can neither fire nor consume
             cur = cur.where(F.col(_c(p.label, "key")).isNotNull())
     complete = F.col(_c(order[-1], "key")).isNotNull()
@@ -310,31 +338,30 @@ def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us) -> tuple[D
     for n in (p for p in rule.predicates if p.kind == "negative"):
         exprs = [c.expr for c in rule.conditions if n.label in c.labels and c not in rule.pushed]
         hits = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-                .join(F.broadcast(_side(rule, facts, n.label)), _in_scope(rule, n.label, n.scope))
-                .where(_test(rule, exprs)).select(F.col("_id").alias("_hit_id")).distinct()
+                .join(F.broadcast(_side(rule, facts, n.label, cache)), _in_scope(rule, n.label, n.scope))
+                .where(_test(rule, exprs, cache)).select(F.col("_id").alias("_hit_id")).distinct()
                 .withColumn(f"_neg_{n.label}", F.lit(True)))
         cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
         ok = ok & F.col(f"_neg_{n.label}").isNull()
     for agg in rule.aggregates:
-        cur = _attach_aggregate(rule, cur, full, facts, agg)
-    ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates])
-    scope = _scope(rule)
-    outputs = [compile_expr(a.expr, scope).term.alias(f"_out_{a.var}") for a in rule.assignments]
+        cur = _attach_aggregate(rule, cur, full, facts, agg, cache)
+    ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates], cache)
+    outputs = [_value(rule, a.expr, cache).term.alias(f"_out_{a.var}") for a in rule.assignments]
     final = cur.select(*[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
                        F.when(complete, ok).alias("_ok"), *outputs)
     return final, order
 
 
-def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg) -> DataFrame:
+def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg,
+                      cache: dict) -> DataFrame:
     """``fn(G.?v within d from R)`` per candidate: over the G facts in scope that satisfy the
     conditions mentioning G (SPARQL 18.5.1 aggregate semantics, empty COUNT/SUM/AVG = 0)."""
     exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c not in rule.pushed]
-    scope = _scope(rule)
-    value = compile_expr(ast.Var(f"{agg.label}{SEP}{agg.var}"), scope)
+    value = _value(rule, ast.Var(f"{agg.label}{SEP}{agg.var}"), cache)
     name = f"_a_{agg.placeholder}"
     joined = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-              .join(F.broadcast(_side(rule, facts, agg.label)), _in_scope(rule, agg.label, agg.scope))
-              .where(_test(rule, exprs))
+              .join(F.broadcast(_side(rule, facts, agg.label, cache)), _in_scope(rule, agg.label, agg.scope))
+              .where(_test(rule, exprs, cache))
               .select("_id", *[column.alias(c) for c, column in aggregate_arguments(agg.fn, value, name).items()]))
     columns, render, default = _aggregate(ast.Aggregate(agg.fn, ast.Var("x")), name, ("x",), rule.source)
     values = joined.groupBy("_id").agg(*columns).select(F.col("_id").alias("_agg_id"),

@@ -14,10 +14,10 @@ import pytest
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
-from rsp_jobs.compiler import compile
+from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.language.rules import parse_rule
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.rules import evaluate_rule
+from rsp_jobs.spark.rules import evaluate_rule, evaluate_rules
 from tests.patterns import dotr_reference as ref
 
 EX = "http://ex.org/"
@@ -209,6 +209,26 @@ def test_negation_and_aggregate_match_brute_force(lake, spark):
     for m in matches:
         (line,) = [l for l in m["triples"] if f"<{EX}mean>" in l]
         assert float(line.split('"')[1]) == pytest.approx(means[(m["time_us"], tuple(sorted(m["facts"].items())))])
+
+
+def test_selects_differing_in_a_type_are_one_evaluation_with_the_same_matches(lake, spark):
+    """``optimize.share_events_differing_in_an_iri``: three rules whose six events are Smoke,
+    Rain and Temp SELECTs alike but for the type evaluate one SELECT per instant, and every
+    rule's matches and consumed facts are those of the three SELECTs evaluated apart (against
+    the brute-force reference: ``NEGATION_AGGREGATE`` above, whose S and R are merged so)."""
+    plain_temp = "[SELECT ?area WHERE { ?e a ex:Temp ; ex:area ?area }]"
+    pairs = [(SMOKE, "last", RAIN, ""), (RAIN, "each", plain_temp, "consuming B\n"), (plain_temp, "first", SMOKE, "")]
+    rules = [compile(HEAD.replace("{stream}", GENERATED) + f"define P{i} {{ [] a ex:Pair ; ex:area ?area }}\n"
+                     f"from A = {a}\nand {policy} B = {b} within 10 s from A\n"
+                     f"with A.?area = B.?area, ?area = A.?area\n{tail}", f"pair{i}.dotr")
+             for i, (a, policy, b, tail) in enumerate(pairs)]
+    frame = lake.read(spark, rules[0].streams)
+    merged = compile_rule_set(rules)
+    apart = compile_rule_set(rules, skip=["share_events_differing_in_an_iri"])
+    assert [len(g.events) for g in merged.groups] == [1] and [len(g.events) for g in apart.groups] == [3]
+    got, want = (evaluate_rules(plan, frame, [Background()] * 3) for plan in (merged, apart))
+    assert all(matches for matches, _ in want) and any(consumed for _, consumed in want)
+    assert [([m.to_json() for m in ms], c) for ms, c in got] == [([m.to_json() for m in ms], c) for ms, c in want]
 
 
 def test_batches_give_the_same_matches_as_one_interval(lake, spark):
