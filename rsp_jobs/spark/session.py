@@ -69,6 +69,10 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# Memory pages of 4 MB, not the 64 MB Spark derives from a 4 GB driver on two cores (``engine_conf``)
+PAGE_SIZE = "4m"
+
+
 def jvm_options() -> str:
     return os.environ.get("RSP_JVM_OPTIONS", JVM_OPTIONS)
 
@@ -100,6 +104,10 @@ def engine_conf(home: Path) -> dict[str, str]:
             " ".join(filter(None, [jvm_options(), f"-Dderby.system.home={home / 'derby'}",
                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"])),
         "spark.sql.adaptive.enabled": "false",
+        # Tungsten's memory pages: Spark sizes them from the heap and cores, 64 MB here, and
+        # every broadcast hash relation and aggregation map takes at least one; a small batch's
+        # tiny broadcasts then held gigabytes of zeroed pages until a GC (README, "Spark settings")
+        "spark.buffer.pageSize": PAGE_SIZE,
         # the lake's folders (stream x hour) are listed by the driver, not by a Spark job of a task
         # per folder: over 32 of them (Spark's default) a week of DART data ran two listing jobs
         # of ~90 tasks at every read

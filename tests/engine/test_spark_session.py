@@ -13,6 +13,13 @@ def test_the_driver_jvm_runs_with_the_engines_jit_and_collector_and_without_adap
     assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
 
 
+def test_memory_pages_are_small_for_batches_of_thousands_of_rows(spark):
+    """The page size the memory manager hands out (README, "Spark settings"): 4 MB, where
+    Spark's own choice for this heap and two cores is 64 MB a broadcast."""
+    manager = spark.sparkContext._jsc.sc().env().memoryManager()
+    assert manager.pageSizeBytes() == 4 << 20
+
+
 def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     monkeypatch.setenv("RSP_JVM_OPTIONS", "-XX:+UseG1GC")
     driver = engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"]
