@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--skip", action="append", default=[], metavar="RULE",
                     help="an optimizer rule to leave out (order_joins, bound_join_keys, prune_predicates, "
                          "window_solutions, share_event_queries, push_down_conditions, "
-                         "share_events_across_rules, share_events_differing_in_an_iri); repeatable")
+                         "share_events_across_rules, share_events_differing_in_an_iri, "
+                         "share_candidates_across_alike_rules); repeatable")
     ex.set_defaults(run=cmd_explain)
 
     store = sub.add_parser("store", help="manage the frame store")

@@ -23,6 +23,8 @@ def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan]) -> str:
                     uses = [f"{use}={iri}" for use, iri in zip(uses, event.iris)] + [f"split by ?{event.split}"]
                 lines.append("    Event " + " ".join(uses))
                 lines += ["    " + line for line in explain(event.query).splitlines()[1:]]
+        for ids in compiled.candidates:
+            lines.append("  Candidates of " + " ".join(compiled.rules[i].name for i in ids))
         return "\n".join(lines) + "\n"
     if isinstance(compiled, RulePlan):
         lines = [f"Rule {compiled.name}"]

@@ -89,6 +89,9 @@ class RuleSetPlan:
 
     rules: tuple[RulePlan, ...]
     groups: tuple[FactGroup, ...]
+    # the rules whose candidates one plan combines, the rule part of every join key
+    # (``optimize.share_candidates_across_alike_rules``); as planned, each rule alone
+    candidates: tuple[tuple[int, ...], ...] = ()
 
 
 def instants_key(rule: RulePlan) -> tuple:
@@ -112,4 +115,4 @@ def plan_rule_set(rules: Sequence[RulePlan]) -> RuleSetPlan:
     groups = tuple(FactGroup(tuple(ids), tuple(SharedEvent(tuple((i, label) for label in e.labels), e.query)
                                                for i in ids for e in rules[i].events))
                    for ids in members)
-    return RuleSetPlan(tuple(rules), groups)
+    return RuleSetPlan(tuple(rules), groups, tuple((i,) for i in range(len(rules))))

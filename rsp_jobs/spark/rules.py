@@ -167,7 +167,7 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
                    ) -> list[tuple[list[RuleMatch], set[str]]]:
     """``evaluate_rule`` for each rule of a set: one Spark job computes the facts of every
     group, one collect the candidates of every rule (beside a small broadcast job per event
-    side joined). ``backgrounds`` and
+    side joined, once for alike rules: ``RuleSetPlan.candidates``). ``backgrounds`` and
     ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
     consumed = list(consumed) or [frozenset()] * len(rules.rules)
     lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
@@ -180,23 +180,27 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
         facts = materialized(facts)
     try:
         cache: dict = {}  # see _value
-        finals = [_candidates(rule, facts.where(F.col("rule") == i), after_us, until_us, cache)
-                  for i, rule in enumerate(rules.rules)]
+        finals, orders = [], {}
+        for ids in rules.candidates:  # the first rule stands for its alike ones
+            final, order = _candidates(rules.rules[ids[0]], facts.where(F.col("rule").isin(list(ids))),
+                                       after_us, until_us, cache)
+            finals.append(final)
+            orders.update(dict.fromkeys(ids, order))
         rows: list[list[dict]] = [[] for _ in rules.rules]
-        for r in _collect_all([final for final, _ in finals]):
+        for r in _collect_all(finals):
             rows[r["rule"]].append(json.loads(r["row"]))
-        return [_select(rule, order, rule_rows, frozenset(done))
-                for rule, (_, order), rule_rows, done in zip(rules.rules, finals, rows, consumed)]
+        return [_select(rule, orders[i], rows[i], frozenset(done))
+                for i, (rule, done) in enumerate(zip(rules.rules, consumed))]
     finally:
         release(facts)
 
 
 def _collect_all(frames: list[DataFrame]) -> list:
-    """The rows of frames of different shapes in one job: each row as JSON text, nulls kept
-    (``_select`` reads a missing key as a prefix with no extension)."""
-    rows = [frame.select(F.lit(i).alias("rule"),
-                         F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"))
-            for i, frame in enumerate(frames)]
+    """The rows of frames of different shapes in one job: each row's ``rule`` and the rest as
+    JSON text, nulls kept (``_select`` reads a missing key as a prefix with no extension)."""
+    rows = [frame.select("rule", F.to_json(F.struct(*[c for c in frame.columns if c != "rule"]),
+                                           {"ignoreNullFields": "false"}).alias("row"))
+            for frame in frames]
     return functools.reduce(DataFrame.unionByName, rows).collect()
 
 
@@ -210,7 +214,7 @@ def _side(rule: RulePlan, facts: DataFrame, label: str, cache: dict) -> DataFram
     """The facts of ``label`` that satisfy the conditions mentioning ``label`` alone (pushed
     below the joins: fewer candidates and small generated code per condition)."""
     side = facts.where(F.col("label") == label).select(
-        F.col("ts").alias(_c(label, "ts")), F.col("b").alias(_c(label, "b")),
+        F.col("rule").alias(_c(label, "rule")), F.col("ts").alias(_c(label, "ts")), F.col("b").alias(_c(label, "b")),
         F.col("key").alias(_c(label, "key")), F.col("frames").alias(_c(label, "frames")),
         *[F.col("b")[var].alias(_c(label, "v_" + var)) for var in _read(rule).get(label, ())])
     return side.where(_test(rule, [c.expr for c in _own(rule, label)], cache))
@@ -289,6 +293,10 @@ def _join_key(term: Column) -> Column:
     return F.when(term.startswith("<") | term.startswith("_:"), term).otherwise(F.lit('"'))
 
 
+def _same_rule(trigger: str, label: str) -> Column:
+    return F.col(_c(trigger, "rule")) == F.col(_c(label, "rule"))
+
+
 def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Column:
     """``within d from R``: ``t_R - d <= t < t_R``; ``between X and Y``: ``min <= t < max``."""
     t = F.col(_c(label, "ts"))
@@ -301,7 +309,9 @@ def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Colu
 
 def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dict) -> tuple[DataFrame, list[str]]:
     """The rule's candidates as one frame (collected with the other rules', ``_collect_all``),
-    and the order of its labels (trigger, then the positive events).
+    and the order of its labels (trigger, then the positive events). ``facts`` may hold those
+    of rules alike (``RuleSetPlan.candidates``): every join is within one rule's facts, and
+    each row says its ``rule``.
 
     The trigger facts are left-joined with each positive event in turn, so one frame holds
     every candidate prefix: a row whose keys stop at level ``i`` is a prefix with no
@@ -325,29 +335,34 @@ def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dic
         cur = cur.where(t <= until_us)
     cur = cur.where(_test(rule, conditions_at(0), cache))
     for i, p in enumerate(positives, 1):
-        on = (F.col(_c(order[i - 1], "key")).isNotNull() & _in_scope(rule, p.label, p.within)
-              & _test(rule, conditions_at(i), cache))
+        on = (F.col(_c(order[i - 1], "key")).isNotNull() & _same_rule(trigger, p.label)
+              & _in_scope(rule, p.label, p.within) & _test(rule, conditions_at(i), cache))
         cur = cur.join(F.broadcast(_side(rule, facts, p.label, cache)), on, "left")
         if i == 1:  # a trigger with no candidate for the first event can neither fire nor consume
             cur = cur.where(F.col(_c(p.label, "key")).isNotNull())
     complete = F.col(_c(order[-1], "key")).isNotNull()
-    cur = cur.withColumn("_id", F.when(complete, F.concat_ws("|", *[F.col(_c(l, "key")) for l in order])))
+    # a fact's key names its event and instant, not its rule: alike rules' facts may share one
+    cur = cur.withColumn("_id", F.when(complete, F.concat_ws(
+        "|", F.col(_c(trigger, "rule")).cast("string"), *[F.col(_c(l, "key")) for l in order])))
     full = cur.where(complete)
+    kept = ["_id", _c(trigger, "rule"), *[c for c in full.columns if "__v_" in c or c.endswith("__ts")]]
 
     ok = F.lit(True)
     for n in (p for p in rule.predicates if p.kind == "negative"):
         exprs = [c.expr for c in rule.conditions if n.label in c.labels and c not in rule.pushed]
-        hits = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-                .join(F.broadcast(_side(rule, facts, n.label, cache)), _in_scope(rule, n.label, n.scope))
+        hits = (full.select(*kept)
+                .join(F.broadcast(_side(rule, facts, n.label, cache)),
+                      _same_rule(trigger, n.label) & _in_scope(rule, n.label, n.scope))
                 .where(_test(rule, exprs, cache)).select(F.col("_id").alias("_hit_id")).distinct()
                 .withColumn(f"_neg_{n.label}", F.lit(True)))
         cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
         ok = ok & F.col(f"_neg_{n.label}").isNull()
     for agg in rule.aggregates:
-        cur = _attach_aggregate(rule, cur, full, facts, agg, cache)
+        cur = _attach_aggregate(rule, cur, full.select(*kept), facts, agg, cache)
     ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates], cache)
     outputs = [_value(rule, a.expr, cache).term.alias(f"_out_{a.var}") for a in rule.assignments]
-    final = cur.select(*[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
+    final = cur.select(F.col(_c(trigger, "rule")).alias("rule"),
+                       *[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
                        F.when(complete, ok).alias("_ok"), *outputs)
     return final, order
 
@@ -359,8 +374,8 @@ def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: Da
     exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c not in rule.pushed]
     value = _value(rule, ast.Var(f"{agg.label}{SEP}{agg.var}"), cache)
     name = f"_a_{agg.placeholder}"
-    joined = (full.select("_id", *[c for c in full.columns if "__v_" in c or c.endswith("__ts")])
-              .join(F.broadcast(_side(rule, facts, agg.label, cache)), _in_scope(rule, agg.label, agg.scope))
+    joined = (full.join(F.broadcast(_side(rule, facts, agg.label, cache)),
+                        _same_rule(rule.trigger.label, agg.label) & _in_scope(rule, agg.label, agg.scope))
               .where(_test(rule, exprs, cache))
               .select("_id", *[column.alias(c) for c, column in aggregate_arguments(agg.fn, value, name).items()]))
     columns, render, default = _aggregate(ast.Aggregate(agg.fn, ast.Var("x")), name, ("x",), rule.source)

@@ -24,6 +24,7 @@ EX = "http://ex.org/"
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 INT = "http://www.w3.org/2001/XMLSchema#integer"
 GENERATED, FIRE, ONTO = EX + "stream/generated", EX + "stream/fire", EX + "stream/onto"
+TWINS = EX + "stream/twins"
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 T0_US = int(T0.timestamp() * 1_000_000)
 SEC = 1_000_000
@@ -96,7 +97,7 @@ def reference_facts(frames) -> list[ref.Fact]:
 def lake(tmp_path_factory, spark):
     lake = Lake(tmp_path_factory.mktemp("dotr") / "lake")
     generated = [f for seed in SEEDS for f in generate(seed)]
-    for stream, frames in ((GENERATED, generated), (FIRE, FIRE_FRAMES), (ONTO, ONTO_FRAMES)):
+    for stream, frames in ((GENERATED, generated), (FIRE, FIRE_FRAMES), (ONTO, ONTO_FRAMES), (TWINS, TWIN_FRAMES)):
         batch = StreamBatch(stream=stream, source="generated")
         batch.elements.extend(elements(stream, frames))
         lake.write(batch, batch_id=stream.rsplit("/", 1)[-1])
@@ -211,24 +212,66 @@ def test_negation_and_aggregate_match_brute_force(lake, spark):
         assert float(line.split('"')[1]) == pytest.approx(means[(m["time_us"], tuple(sorted(m["facts"].items())))])
 
 
-def test_selects_differing_in_a_type_are_one_evaluation_with_the_same_matches(lake, spark):
-    """``optimize.share_events_differing_in_an_iri``: three rules whose six events are Smoke,
-    Rain and Temp SELECTs alike but for the type evaluate one SELECT per instant, and every
-    rule's matches and consumed facts are those of the three SELECTs evaluated apart (against
+SET_RULES_APART = ["share_events_differing_in_an_iri", "share_candidates_across_alike_rules"]
+
+
+def together_and_apart(lake, spark, texts, stream=GENERATED):
+    """The rules' matches and consumed facts evaluated as one optimized set, and with the set
+    rules that merge SELECTs and candidates left out; and the optimized set's plan."""
+    rules = [compile(HEAD.replace("{stream}", stream) + text, f"rule{i}.dotr") for i, text in enumerate(texts)]
+    frame = lake.read(spark, rules[0].streams)
+    merged, apart = compile_rule_set(rules), compile_rule_set(rules, skip=SET_RULES_APART)
+    got, want = ([([m.to_json() for m in ms], c) for ms, c in evaluate_rules(plan, frame, [Background()] * len(rules))]
+                 for plan in (merged, apart))
+    return got, want, merged
+
+
+def test_selects_differing_in_a_type_and_alike_rules_are_evaluated_once_with_the_same_matches(lake, spark):
+    """``optimize.share_events_differing_in_an_iri`` and ``share_candidates_across_alike_rules``:
+    three rules whose six events are Smoke, Rain and Temp SELECTs alike but for the type, with
+    different policies and consumption, evaluate one SELECT per instant and one candidates plan,
+    and every rule's matches and consumed facts are those of the rules evaluated apart (against
     the brute-force reference: ``NEGATION_AGGREGATE`` above, whose S and R are merged so)."""
     plain_temp = "[SELECT ?area WHERE { ?e a ex:Temp ; ex:area ?area }]"
     pairs = [(SMOKE, "last", RAIN, ""), (RAIN, "each", plain_temp, "consuming B\n"), (plain_temp, "first", SMOKE, "")]
-    rules = [compile(HEAD.replace("{stream}", GENERATED) + f"define P{i} {{ [] a ex:Pair ; ex:area ?area }}\n"
-                     f"from A = {a}\nand {policy} B = {b} within 10 s from A\n"
-                     f"with A.?area = B.?area, ?area = A.?area\n{tail}", f"pair{i}.dotr")
-             for i, (a, policy, b, tail) in enumerate(pairs)]
-    frame = lake.read(spark, rules[0].streams)
-    merged = compile_rule_set(rules)
-    apart = compile_rule_set(rules, skip=["share_events_differing_in_an_iri"])
-    assert [len(g.events) for g in merged.groups] == [1] and [len(g.events) for g in apart.groups] == [3]
-    got, want = (evaluate_rules(plan, frame, [Background()] * 3) for plan in (merged, apart))
+    texts = [f"define P{i} {{ [] a ex:Pair ; ex:area ?area }}\nfrom A = {a}\nand {policy} B = {b} within 10 s from A\n"
+             f"with A.?area = B.?area, ?area = A.?area\n{tail}" for i, (a, policy, b, tail) in enumerate(pairs)]
+    got, want, merged = together_and_apart(lake, spark, texts)
+    assert [len(g.events) for g in merged.groups] == [1] and merged.candidates == ((0, 1, 2),)
     assert all(matches for matches, _ in want) and any(consumed for _, consumed in want)
-    assert [([m.to_json() for m in ms], c) for ms, c in got] == [([m.to_json() for m in ms], c) for ms, c in want]
+    assert got == want
+
+
+def test_alike_rules_with_negation_and_aggregates_keep_their_own_candidates(lake, spark):
+    """Two rules alike but for which of Smoke and Rain triggers and which is negated: one
+    candidates plan; the first is checked against the brute-force reference too."""
+    swapped = NEGATION_AGGREGATE.replace(SMOKE, "SMOKE").replace(RAIN, SMOKE).replace("SMOKE", RAIN)
+    texts = [t[len(HEAD):] for t in (NEGATION_AGGREGATE, swapped.replace("define Alarm", "define Alarm2"))]
+    got, want, merged = together_and_apart(lake, spark, texts)
+    assert merged.candidates == ((0, 1),)
+    assert got == want and all(matches for matches, _ in got)
+    expected, _ = ref.evaluate(NEGATION_AGGREGATE_SPEC, list(generated_facts()))
+    assert as_comparable(got[0][0]) == sorted((t, sorted(keys.items())) for t, keys, _ in expected)
+
+
+# Smoke and Rain in one frame: the two rules below have facts with equal keys (a key names the
+# event's label, instant and bindings, not its rule), which one candidates plan must keep apart.
+TWIN_FRAMES = [(10, [("Temp", "a1", 50)]), (11, [("Rain", "a1", 0)]), (12, [("Smoke", "a1", 0), ("Rain", "a1", 0)])]
+
+
+def test_equal_fact_keys_of_alike_rules_do_not_meet_in_one_candidates_plan(lake, spark):
+    """Smoke after a reading with no Rain in the 3 s before it, and Rain after one with no
+    Smoke before it: the Smoke at 12 s has the Rain at 11 s before it (no match); the Rains at
+    11 and 12 s have no Smoke in their scope (two matches), though the 12 s Rain's candidate
+    has the same fact keys as the Smoke's, whose negation holds."""
+    template = ("define {name} {{ [] a ex:Alone ; ex:area ?area }}\nfrom S = {s}\nand last T = {temp} within 5 s from S\n"
+                "and not R = {r} within 3 s from S\nwith S.?area = T.?area, R.?area = S.?area, ?area = S.?area\n")
+    texts = [template.format(name="SmokeAlone", s=SMOKE, r=RAIN, temp=TEMP),
+             template.format(name="RainAlone", s=RAIN, r=SMOKE, temp=TEMP)]
+    got, want, merged = together_and_apart(lake, spark, texts, TWINS)
+    assert merged.candidates == ((0, 1),)
+    assert [sorted(m["time_us"] for m in matches) for matches, _ in got] == [[], [us(11), us(12)]]
+    assert got == want
 
 
 def test_batches_give_the_same_matches_as_one_interval(lake, spark):
