@@ -44,6 +44,14 @@ def _page(report: dict, plot: str) -> str:
         lines.append(f"| {name} | {q['windows']} | {q['engine']['seconds']} | {q['engine']['seconds_per_window']} | "
                      f"{rdflib.get('seconds_per_window', '-')} | {q.get('engine_vs_rdflib_per_window', '-')}x | "
                      f"{q.get('same_results', '-')} |")
+    micro = report.get("micro_batches")
+    if micro:
+        lines += ["", f"## A {micro['minutes']}-minute micro-batch (from the lake to the results, {micro['batches']} "
+                  "consecutive batches, Spark warm)", "",
+                  "| query | median s | max s | windows | Spark jobs | stages | py4j calls |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {name} | {q['median_seconds']} | {q['max_seconds']} | {q['windows_per_batch']} | "
+                  f"{q['jobs_per_batch']} | {q['stages_per_batch']} | {q['py4j_calls_per_batch']:,} |"
+                  for name, q in micro["queries"].items()]
     for key, title in (("by_days", f"{anchors['query']} over 1 to {work['days']} days, [RANGE 1h STEP 5m]"),
                        ("by_range_over_step", f"{anchors['query']} over one day as RANGE/STEP grows (STEP 5m)")):
         lines += ["", f"## {title}", "",
