@@ -35,9 +35,10 @@ nodes and unassigned variables, and is timestamped with its trigger's time.
 
 Several rules are evaluated together as a ``RuleSetPlan`` (``evaluate_rules``): one Spark job
 computes the facts of all of them (each group of rules with alike instants in one pass, an
-event SELECT several rules share evaluated once), one collect their candidates (each event
-side a rule joins is broadcast, a small job of its own over the computed facts), and the driver
-selects and consumes per rule, since a rule's consumption concerns "subsequent evaluations of
+event SELECT several rules share evaluated once, SELECTs that differ in an IRI evaluated as
+one), one collect their candidates (alike rules joined by one plan; each event side joined is
+broadcast, a small job of its own over the computed facts), and the driver selects and
+consumes per rule, since a rule's consumption concerns "subsequent evaluations of
 the same rule" only (DOTR §3). A rule alone is a set of one.
 """
 from __future__ import annotations
