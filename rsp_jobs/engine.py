@@ -10,7 +10,7 @@ back to the driver.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
@@ -72,8 +72,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         from pyspark.sql import functions as F
 
         if spans is not None:
-            with settings_while(spark, batch):
-                spans = windows.with_repeats(spans, triples)
+            # a small batch's files are read (pyarrow) sooner than Spark runs a job over them
+            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if batch else \
+                windows.with_repeats(spans, triples)
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:

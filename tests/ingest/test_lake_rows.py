@@ -1,7 +1,9 @@
 """``Lake.rows``: what a read of a span scans, from the Parquet footers, without Spark (it
-chooses between Spark's interpreted and generated code, ``session.batch_settings``)."""
+chooses between Spark's interpreted and generated code, ``session.batch_settings``); and
+``Lake.repeats``, whether it holds a triple twice, from the files, without Spark."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from rsp_jobs.ingest.lake import Lake
@@ -30,3 +32,20 @@ def test_rows_counts_the_hours_a_read_touches(tmp_path):
     assert lake.rows([A], T0 + timedelta(minutes=65)) == 3  # hours 11 and 12
     assert lake.rows([A], None, T0 + timedelta(minutes=5)) == 3  # hour 10 whole: an upper bound
     assert lake.rows(["http://ex.org/none"]) == 0
+
+
+def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_path):
+    """``Lake.repeats`` (a small batch's ``windows.with_repeats``, without Spark): never no where
+    a triple repeats; yes for a repeat anywhere in the hours read, though the read's own span
+    may hold it once (a de-duplication is all that costs)."""
+    lake = Lake(tmp_path / "lake")
+    lake.write(_batch(A, [0, 10, 70]), batch_id="one")  # hours 10, 10, 11: all different
+    lake.write(_batch(B, [0]), batch_id="one")
+    assert not lake.repeats([A]) and not lake.repeats([A, B]) and not lake.repeats(["http://ex.org/none"])
+    again = _batch(A, [0])  # the 10:00 triple again at 11:15, in another file
+    again.elements = [replace(e, ts=T0 + timedelta(minutes=75), frame=f"{A}/f75") for e in again.elements]
+    lake.write(again, batch_id="two")
+    assert lake.repeats([A]) and lake.repeats([A, B])
+    assert not lake.repeats([A], T0 + timedelta(minutes=65))  # hour 11 alone holds it once
+    assert not lake.repeats([A], None, T0 + timedelta(minutes=5))  # hour 10 alone
+    assert lake.repeats([A], None, T0 + timedelta(minutes=65))  # hours 10 and 11 whole, though 11:15 is past the end
