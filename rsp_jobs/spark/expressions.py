@@ -100,13 +100,10 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         return Value.of_number(-num if expr.op == "-" else num, rank)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
-        if expr.options and all(isinstance(o, ast.IRI) for o in expr.options):
-            # = with an IRI is term identity (see _compare); unbound stays an error
-            result = left.term.isin([T.ast_to_nt(o) for o in expr.options])
-        else:
-            result = F.lit(False)
-            for test in [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]:
-                result = result | test
+        tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
+        result = F.lit(False)
+        for test in tests:
+            result = result | test
         return Value.of_boolean(~result if expr.negated else result)
     if isinstance(expr, ast.FunctionCall):
         return _call(expr, scope)
@@ -145,20 +142,20 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     """SPARQL's operator mapping for comparisons: numbers by value, strings, booleans and
     times by value, any other pair by term identity (only = and !=)."""
     lt, rt = left.term, right.term
-    ln, rn = left.number(), right.number()
     ordered = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
                ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}[op]
-
-    def numeric(a: Column, b: Column) -> Column:
-        """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
-        != is true); Spark's own NaN equals itself and sorts above every number."""
-        return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
     if left.iri or right.iri:
         # RDFterm-equal (17.4.1.7): an IRI is equal to itself only, a literal or another IRI is
         # a different term (no type error: that is for two literals); IRIs have no order
         if op in ("=", "!="):
             return ordered(lt, rt)
         return F.lit(None).cast("boolean")
+    ln, rn = left.number(), right.number()
+
+    def numeric(a: Column, b: Column) -> Column:
+        """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
+        != is true); Spark's own NaN equals itself and sorts above every number."""
+        return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
