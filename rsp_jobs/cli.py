@@ -510,6 +510,10 @@ def cmd_explain(args) -> int:
         raise InputError(str(err)) from None
     compiled = compiled[0]
     sys.stdout.write(explain(compiled))
+    if isinstance(compiled, RulePlan):  # a rule alone is evaluated as a set of one (engine.match)
+        alone = compile_rule_set([compiled], args.skip)
+        if any(event.split for group in alone.groups for event in group.events):
+            sys.stdout.write("As evaluated, a set of one:\n" + explain(alone))
     return 0
 
 

@@ -64,6 +64,22 @@ def test_rsp_explain_prints_the_plan_and_names_a_wrong_rule(capsys):
     assert "unknown optimizer rule(s) no_such_rule" in capsys.readouterr().err
 
 
+def test_rsp_explain_of_a_rule_alone_shows_its_events_merged_as_it_runs(capsys):
+    """A rule alone runs as a set of one (``engine.match``): where its own SELECTs differ in an
+    IRI, explain shows them merged too, after the rule's plan."""
+    from rsp_jobs.cli import main
+
+    rule = FIXTURES / "share_events_differing_in_an_iri" / "fire.dotr"
+    assert main(["explain", str(rule)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Rule Fire\n") and "As evaluated, a set of one:\nRuleSet Fire\n" in out
+    assert "Event Fire.H=<http://example.org/HighTemp> Fire.S=<http://example.org/Smoke> split by ?_iri" in out
+    assert main(["explain", str(rule), "--skip", "share_events_differing_in_an_iri"]) == 0
+    assert "As evaluated" not in capsys.readouterr().out
+    assert main(["explain", str(FIXTURES / "share_event_queries.dotr")]) == 0
+    assert "As evaluated" not in capsys.readouterr().out  # nothing merged: the rule's plan is what runs
+
+
 def test_rsp_explain_plans_several_rules_as_one_set(capsys):
     from rsp_jobs.cli import main
 
