@@ -43,7 +43,7 @@ def _alert(station: str, moment: datetime) -> Alert:
 
 
 @pytest.mark.gx  # the raw DART file is ingested through the input gate
-def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatch):
+def test_a_dart_plot_shows_its_own_station_within_the_range(tmp_path, monkeypatch, data_dir):
     home = tmp_path / "home"
     monkeypatch.setenv("RSP_HOME", str(home))
     monkeypatch.setenv("RSP_STORE_URL", f"sqlite:///{home / 'store.sqlite'}")

@@ -22,7 +22,7 @@ def stamp(second: int) -> str:
     return f'"2014-08-01T07:50:{second:02d}Z"^^{DT}'
 
 
-def test_landing_files_that_share_a_time_merge_into_one_frame(home, spark):
+def test_landing_files_that_share_a_time_merge_into_one_frame(home, spark, data_dir):
     landing = registry.stream_config(STREAM).landing_dir
     landing.mkdir(parents=True)
     (landing / "a-0001.nq").write_text(f"""<http://ex.org/f/a0> {AT} {stamp(0)} .

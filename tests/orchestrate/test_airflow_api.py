@@ -129,7 +129,7 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
 
 @needs_chromium
 @pytest.mark.browser
-def test_what_a_user_sees_in_the_ui_without_network(airflow, tmp_path):
+def test_what_a_user_sees_in_the_ui_without_network(airflow, tmp_path, data_dir):
     """After the replay above, in headless Chromium with no network beyond this machine, as
     the README's Airflow section walks through it: the login form, the DAG list, a DAG's
     description, the replay's run and its task log in the project's words, the output stream's

@@ -22,7 +22,7 @@ def landing():
     return folder
 
 
-def test_a_loaded_file_leaves_for_loaded_and_a_second_delivery_is_skipped_and_leaves_too(home):
+def test_a_loaded_file_leaves_for_loaded_and_a_second_delivery_is_skipped_and_leaves_too(home, data_dir):
     folder = landing()
     (folder / "a.nq").write_text(frame("a", 0, 1))
     assert [f.status for f in ingest_landing(STREAM).files] == ["loaded"]
@@ -33,7 +33,7 @@ def test_a_loaded_file_leaves_for_loaded_and_a_second_delivery_is_skipped_and_le
     assert ingest_landing(STREAM).files == []  # nothing is hashed again
 
 
-def test_loaded_files_can_be_deleted_instead(home, monkeypatch):
+def test_loaded_files_can_be_deleted_instead(home, monkeypatch, data_dir):
     monkeypatch.setenv("RSP_LANDING_LOADED", "delete")
     folder = landing()
     (folder / "a.nq").write_text(frame("a", 0, 1))
