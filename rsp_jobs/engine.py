@@ -75,6 +75,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             # a small batch's files are read (pyarrow) sooner than Spark runs a job over them
             spans = replace(spans, repeats=lake.repeats(streams, start, end)) if batch else \
                 windows.with_repeats(spans, triples)
+            spans = replace(spans, vocabulary=lake.vocabulary(streams, start, end))
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:

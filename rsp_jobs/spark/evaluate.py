@@ -207,10 +207,15 @@ class Evaluator:
                 names.append(name)
         if graph_var and graph_var not in names:
             names.append(graph_var)
-        dep = match(self.rows if self.spans is None else self.triples, True)
         indep = None
         if self.background.may_match(triple, graph):
             indep = F.broadcast(match(self.background.frame(self.spark), False))
+        if self.spans is None or self.spans.may_match(triple):
+            dep = match(self.rows if self.spans is None else self.triples, True)
+        elif indep is None:  # matches nothing; an operator's other side may still need a frame
+            dep = self._empty(names, windowed=True, spanned=True)
+        else:  # the slice holds no triple the pattern names: it matches the background only
+            dep = None
         return Solutions(dep, indep, tuple(names), spanned=self.spans is not None)
 
     # ------------------------------------------------------------------ joins
@@ -570,8 +575,9 @@ class Evaluator:
 
     # ------------------------------------------------------------------ helpers
 
-    def _empty(self, vars_: Iterable[str], windowed: bool) -> DataFrame:
-        fields = ([T.StructField(WIN, T.LongType())] if windowed else []) + [
+    def _empty(self, vars_: Iterable[str], windowed: bool, spanned: bool = False) -> DataFrame:
+        window = SPAN if spanned else (WIN,)
+        fields = ([T.StructField(c, T.LongType()) for c in window] if windowed else []) + [
             T.StructField(vcol(v), T.StringType()) for v in vars_]
         return self.spark.createDataFrame([], T.StructType(fields))
 

@@ -18,7 +18,7 @@ from datetime import datetime
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from rdflib import Graph, Literal, URIRef
+from rdflib import RDF, Graph, Literal, URIRef
 
 from rsp_jobs import compiler
 from rsp_jobs.algebra.optimize import QUERY_RULES
@@ -34,16 +34,20 @@ PREFIXES = (f"PREFIX ex: <{EX}>\nPREFIX xsd: <http://www.w3.org/2001/XMLSchema#>
             "PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>\n")
 
 SUBJECTS = [f"<{EX}a{i}>" for i in range(5)]
-PREDICATES = [f"<{EX}p{i}>" for i in range(3)] + [f"<{EX}val>"]
+RDF_TYPE = f"<{RDF.type}>"
+PREDICATES = [f"<{EX}p{i}>" for i in range(3)] + [f"<{EX}val>", RDF_TYPE]
+CLASSES = [f"<{EX}{c}>" for c in ("Even", "Odd", "Thing")]
 LITERALS = [to_nt(Literal(i)) for i in (0, 1, 3, 7, 12, 20)] + [
     to_nt(Literal("2.5", datatype=URIRef("http://www.w3.org/2001/XMLSchema#decimal"))),
     to_nt(Literal("x1")), to_nt(Literal("y2")), to_nt(Literal("xen", lang="en"))]
 
-# A small background graph: labels and classes for some of the subjects.
+# A small background graph: labels, kinds and classes for some of the subjects (the stream
+# types subjects too, with the same classes and another).
 BACKGROUND = Graph()
 for i in (0, 1, 3):
     BACKGROUND.add((URIRef(f"{EX}a{i}"), URIRef(EX + "label"), Literal(f"thing {i}")))
     BACKGROUND.add((URIRef(f"{EX}a{i}"), URIRef(EX + "kind"), URIRef(EX + ("Even" if i % 2 == 0 else "Odd"))))
+    BACKGROUND.add((URIRef(f"{EX}a{i}"), RDF.type, URIRef(EX + ("Even" if i % 2 == 0 else "Odd"))))
 
 # Gaps between consecutive graphs (ms): 0 puts a graph at the time of the one before, as sensors
 # on one clock do; the others are uneven, some shorter than a STEP, some longer than a RANGE.
@@ -64,7 +68,8 @@ def streams(draw, names=(S1,)):
             for _ in range(draw(st.integers(1, 4))):
                 s = draw(st.sampled_from(SUBJECTS))
                 p = draw(st.sampled_from(PREDICATES))
-                o = draw(st.sampled_from(SUBJECTS + LITERALS) if p != f"<{EX}val>" else st.sampled_from(LITERALS[:7]))
+                o = draw(st.sampled_from(LITERALS[:7] if p == f"<{EX}val>" else CLASSES if p == RDF_TYPE
+                                         else SUBJECTS + LITERALS))
                 elements.append(Elem(stream, t, s, p, o, graph=graph))
     return in_delivery_order(elements)
 
@@ -90,6 +95,8 @@ CASES = {
     "distinct_unbound": ("SELECT DISTINCT ?x ?label", "{ ?x ex:p0 ?o OPTIONAL { ?x ex:label ?label } }", ""),
     "order_limit": ("SELECT ?x ?v", "{ ?x ex:val ?v }", "ORDER BY DESC(?v) ?x LIMIT 3"),
     "background_join": ("SELECT ?x ?label ?kind", "{ ?x ex:p0 ?y . ?y ex:label ?label ; ex:kind ?kind }", ""),
+    # a class the slice's rdf:type triples may not name: then only the background matches it
+    "background_classes": ("SELECT ?x ?y ?c", "{ ?x a ex:Even . ?x ex:p0 ?y . ?y a ex:Odd OPTIONAL { ?y a ?c } }", ""),
     "background_optional": ("SELECT ?x ?label", "{ ?x ex:p2 ?o OPTIONAL { ?x ex:label ?label } }", ""),
     "functions": ("SELECT ?x ?o", '{ ?x ?p ?o FILTER(isLiteral(?o) && (regex(str(?o), "^x") || lang(?o) = "en" '
                   '|| datatype(?o) = xsd:decimal)) }', ""),
@@ -235,6 +242,22 @@ def test_a_triple_at_several_times_is_one_solution_in_each_window_that_holds_the
         Elem(S1, 600, a0, val, LITERALS[1]), Elem(S1, 1300, a0, val, LITERALS[1]), Elem(S1, 1300, a0, val, LITERALS[2])])
     monkeypatch.setattr(sys.modules[__name__], "_OPTIMIZER", itertools.repeat(()))  # every rule on
     check_case(tmp_path, case, elements, lambda s: "[RANGE 2000ms STEP 500ms]", [WindowSpec(S1, 2000, 500)])
+
+
+@pytest.mark.parametrize("case", ["background_classes", "background_join"])
+def test_a_pattern_the_slice_cannot_match_reads_the_background_alone(case, tmp_path, background_file, spark,
+                                                                    monkeypatch):
+    """The slice's triples name ex:p0 and rdf:type with ex:Odd only (``Lake.vocabulary``), so
+    ``?x a ex:Even``, ``ex:label`` and ``ex:kind`` match the background alone, ``?y a ex:Odd``
+    and ``?y a ?c`` both (ex:a2 is Odd in the stream only): the answers are rdflib's over each
+    window with the background."""
+    a0, a1, a2, a3, p0 = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "a3", "p0"))
+    elements = in_delivery_order([
+        Elem(S1, 0, a0, p0, a1), Elem(S1, 0, a1, RDF_TYPE, f"<{EX}Odd>"), Elem(S1, 700, a0, p0, a3),
+        Elem(S1, 1500, a2, RDF_TYPE, f"<{EX}Odd>"), Elem(S1, 1500, a0, p0, a2), Elem(S1, 2600, a1, p0, a0)])
+    monkeypatch.setattr(sys.modules[__name__], "_OPTIMIZER", itertools.repeat(()))  # solutions to windows
+    check_case(tmp_path, case, elements, lambda s: "[RANGE 2000ms STEP 500ms]", [WindowSpec(S1, 2000, 500)],
+               background_file)
 
 
 AGGREGATE_CLAUSES = {

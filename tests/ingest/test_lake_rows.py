@@ -1,12 +1,13 @@
 """``Lake.rows``: what a read of a span scans, from the Parquet footers, without Spark (it
-chooses between Spark's interpreted and generated code, ``session.batch_settings``); and
-``Lake.repeats``, whether it holds a triple twice, from the files, without Spark."""
+chooses between Spark's interpreted and generated code, ``session.batch_settings``);
+``Lake.repeats``, whether it holds a triple twice, and ``Lake.vocabulary``, the predicates and
+classes it names, from the files, without Spark."""
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.ingest.lake import RDF_TYPE, Lake, Vocabulary
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 
 A, B = "http://ex.org/a", "http://ex.org/b"
@@ -49,3 +50,23 @@ def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_p
     assert not lake.repeats([A], T0 + timedelta(minutes=65))  # hour 11 alone holds it once
     assert not lake.repeats([A], None, T0 + timedelta(minutes=5))  # hour 10 alone
     assert lake.repeats([A], None, T0 + timedelta(minutes=65))  # hours 10 and 11 whole, though 11:15 is past the end
+
+
+def test_vocabulary_names_the_predicates_and_classes_of_the_hours_a_read_touches(tmp_path):
+    """``Lake.vocabulary``: a pattern naming a predicate, or rdf:type with a class, that the
+    hours read do not hold matches only the background (``windows.Spans.may_match``)."""
+    lake = Lake(tmp_path / "lake")
+    lake.write(_batch(A, [0, 70]), batch_id="one")  # <http://ex.org/p> at 10:00 and 11:10
+    typed = _batch(A, [80])
+    typed.elements = [replace(e, p=RDF_TYPE, o="<http://ex.org/Car>") for e in typed.elements]
+    lake.write(typed, batch_id="two")  # 11:20: a Car
+    everything = lake.vocabulary([A])
+    assert everything == Vocabulary(frozenset({"<http://ex.org/p>", RDF_TYPE}), frozenset({"<http://ex.org/Car>"}))
+    assert lake.vocabulary([A], None, T0 + timedelta(minutes=5)) == Vocabulary(frozenset({"<http://ex.org/p>"}),
+                                                                              frozenset())
+    assert lake.vocabulary([B]) == lake.vocabulary(["http://ex.org/none"]) == Vocabulary(frozenset(), frozenset())
+    assert everything.may_match("<http://ex.org/p>", None) and everything.may_match(None, "<http://ex.org/Bus>")
+    assert everything.may_match(RDF_TYPE, "<http://ex.org/Car>") and everything.may_match(RDF_TYPE, None)
+    assert not everything.may_match(RDF_TYPE, "<http://ex.org/Bus>")
+    assert not everything.may_match("<http://ex.org/q>", None)
+    assert not lake.vocabulary([B]).may_match(None, None)  # nothing at all
