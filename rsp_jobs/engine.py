@@ -75,12 +75,13 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             # a small batch's files are read (pyarrow) sooner than Spark runs a job over them
             spans = replace(spans, repeats=lake.repeats(streams, start, end)) if batch else \
                 windows.with_repeats(spans, triples)
-            spans = replace(spans, vocabulary=lake.vocabulary(streams, start, end))
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:
             active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
-        evaluator = Evaluator(query, rows, active, background, spans, triples)
+        # under entailment a window's graph may hold what its triples do not name
+        vocabulary = lake.vocabulary(streams, start, end) if check_regime(entailment) == "simple" else None
+        evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary)
         solutions = evaluator.evaluate(query.plan)
         frame = result_frame(query, evaluator, solutions, sched)
         # One job whatever the number of patterns: read from Parquet, a pattern's triples

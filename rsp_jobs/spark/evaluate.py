@@ -35,6 +35,7 @@ from rsp_jobs import terms
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import var_name
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
+from rsp_jobs.ingest.lake import Vocabulary
 from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
@@ -114,7 +115,8 @@ class Solutions:
 
 class Evaluator:
     def __init__(self, query: P.ContinuousQuery, window_rows: Optional[DataFrame], active: DataFrame,
-                 background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None):
+                 background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None,
+                 vocabulary: Optional[Vocabulary] = None):
         self.query = query
         self._rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
@@ -122,6 +124,9 @@ class Evaluator:
         # with ``spans``, BGPs match ``triples`` (the slice's, ``windows.triples``) and window
         # their solutions; ``rows`` is then made only where a window's triples themselves matter
         self.spans, self.triples = spans, triples
+        # what the slice's triples name (None: anything, as under entailment): a pattern that
+        # names something else matches the background alone
+        self.vocabulary = vocabulary
         self.spark = active.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
 
@@ -210,10 +215,10 @@ class Evaluator:
         indep = None
         if self.background.may_match(triple, graph):
             indep = F.broadcast(match(self.background.frame(self.spark), False))
-        if self.spans is None or self.spans.may_match(triple):
+        if self.vocabulary is None or self.vocabulary.may_match(_constant(triple.predicate), _constant(triple.object)):
             dep = match(self.rows if self.spans is None else self.triples, True)
         elif indep is None:  # matches nothing; an operator's other side may still need a frame
-            dep = self._empty(names, windowed=True, spanned=True)
+            dep = self._empty(names, windowed=True, spanned=self.spans is not None)
         else:  # the slice holds no triple the pattern names: it matches the background only
             dep = None
         return Solutions(dep, indep, tuple(names), spanned=self.spans is not None)
@@ -644,6 +649,11 @@ def _join_maybe(a: Solutions, b: Solutions) -> frozenset[str]:
                 (in_b and not in_a and v in b.maybe):
             out.add(v)
     return frozenset(out)
+
+
+def _constant(term) -> Optional[str]:
+    """A pattern's term in N-Triples, as the lake holds it; None for a variable."""
+    return None if isinstance(term, (ast.Var, ast.BNode)) else terms.ast_to_nt(term)
 
 
 def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:

@@ -33,8 +33,6 @@ from pyspark.sql import functions as F
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
-from rsp_jobs.ingest.lake import Vocabulary
-from rsp_jobs.terms import ast_to_nt
 from rsp_jobs.times import US_PER_MS as MS
 
 __all__ = ["Schedule", "schedule", "lookback_us", "triples", "assign", "Spans", "spans", "with_repeats"]
@@ -163,17 +161,6 @@ class Spans:
     until_us: Optional[int]
     # whether the slice holds a triple at several times (then one mapping can come from each)
     repeats: bool = True
-    # what the slice's triples may name (None: anything): a pattern naming something else
-    # matches only the background (``Evaluator._pattern``)
-    vocabulary: Optional[Vocabulary] = None
-
-    def may_match(self, triple: ast.TriplePattern) -> bool:
-        """Whether ``triple`` may match a triple of the slice (``vocabulary``)."""
-        if self.vocabulary is None:
-            return True
-        predicate, obj = (None if isinstance(t, (ast.Var, ast.BNode)) else ast_to_nt(t)
-                          for t in (triple.predicate, triple.object))
-        return self.vocabulary.may_match(predicate, obj)
 
     @property
     def range_us(self) -> int:

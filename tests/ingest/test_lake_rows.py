@@ -54,7 +54,7 @@ def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_p
 
 def test_vocabulary_names_the_predicates_and_classes_of_the_hours_a_read_touches(tmp_path):
     """``Lake.vocabulary``: a pattern naming a predicate, or rdf:type with a class, that the
-    hours read do not hold matches only the background (``windows.Spans.may_match``)."""
+    hours read do not hold matches only the background (``Evaluator._pattern``)."""
     lake = Lake(tmp_path / "lake")
     lake.write(_batch(A, [0, 70]), batch_id="one")  # <http://ex.org/p> at 10:00 and 11:10
     typed = _batch(A, [80])
