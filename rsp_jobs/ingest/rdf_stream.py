@@ -33,6 +33,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from operator import attrgetter
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -496,7 +497,7 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
                 continue
             triples.add(st.nt)
             batch.elements.append(Element(batch.stream, ts, frame, *st.nt, *st.values, pos))
-    batch.elements.sort(key=lambda e: (e.ts, e.pos))
+    batch.elements.sort(key=attrgetter("ts", "pos"))
     if collect is not None:
         collect.extend(outside)
     elif outside:
