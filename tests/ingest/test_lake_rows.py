@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from rsp_jobs.ingest.lake import RDF_TYPE, Lake, Vocabulary
+import pyarrow.parquet as pq
+
+from rsp_jobs.ingest.lake import RDF_TYPE, VOCABULARY_KEY, Lake, Vocabulary
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 
 A, B = "http://ex.org/a", "http://ex.org/b"
@@ -70,3 +72,19 @@ def test_vocabulary_names_the_predicates_and_classes_of_the_hours_a_read_touches
     assert not everything.may_match(RDF_TYPE, "<http://ex.org/Bus>")
     assert not everything.may_match("<http://ex.org/q>", None)
     assert not lake.vocabulary([B]).may_match(None, None)  # nothing at all
+
+
+def test_vocabulary_is_read_from_the_footers_and_from_the_rows_of_older_files(tmp_path):
+    """A part file's footer names its batch's vocabulary; a file written before that (no such
+    footer) is read for its ``p`` and ``o`` columns, with the same answer."""
+    lake = Lake(tmp_path / "lake")
+    typed = _batch(A, [0, 10])
+    typed.elements[1] = replace(typed.elements[1], p=RDF_TYPE, o="<http://ex.org/Car>")
+    lake.write(typed, batch_id="one")
+    [part] = lake._parts([A], None, None)
+    assert Vocabulary.from_json(pq.read_schema(part).metadata[VOCABULARY_KEY]) == lake.vocabulary([A])
+    expected = Vocabulary(frozenset({"<http://ex.org/p>", RDF_TYPE}), frozenset({"<http://ex.org/Car>"}))
+    assert lake.vocabulary([A]) == expected
+    pq.write_table(pq.read_table(part).replace_schema_metadata(None), part)  # as an older lake wrote it
+    assert VOCABULARY_KEY not in (pq.read_schema(part).metadata or {})
+    assert lake.vocabulary([A]) == expected
