@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from operator import attrgetter
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -25,6 +26,7 @@ from rdflib import RDF
 
 from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
                                         read_stream_file)
+from rsp_jobs.times import to_us
 
 SCHEMA = pa.schema([
     ("stream", pa.string()),
@@ -129,12 +131,14 @@ class Lake:
         """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
         batch's place among the stream's files (see the module doc on ``seq``)."""
         elements = list(elements)
-        columns = {name: [getattr(e, name) for e in elements]
+        columns = {name: list(map(attrgetter(name), elements))
                    for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")}
         columns["seq"] = [(order << 32) + e.pos for e in elements]
         hours = {ts: hour_of(ts) for ts in set(columns["ts"])}
-        columns["hour"] = [hours[ts] for ts in columns["ts"]]
+        columns["hour"] = list(map(hours.__getitem__, columns["ts"]))
         columns["stream_key"] = [stream_key(stream)] * len(elements)
+        for name in ("ts", "o_time", "start"):
+            columns[name] = _timestamps(columns[name])
         return pa.table(columns, schema=SCHEMA)
 
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
@@ -212,6 +216,13 @@ class Lake:
 
 
 COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq", "start")  # what a read returns
+
+
+def _timestamps(values: list[Optional[datetime]]) -> pa.Array:
+    """Aware datetimes (or None) as a µs timestamp column: a batch has a few thousand times
+    for a million rows, and pyarrow converts an int ten times as fast as a datetime."""
+    us = {t: to_us(t) for t in set(values) if t is not None}
+    return pa.array([None if t is None else us[t] for t in values], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
 def _spark_schema(partitions: bool = False):

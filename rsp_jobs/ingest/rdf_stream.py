@@ -189,17 +189,21 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
     statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt, batch)
-    return _storable(statements, batch)
+    # a term holds U+0000 only where the text does, as it is or escaped (\u0000, \U00000000)
+    return _storable(statements, batch, may_hold_nul="\x00" in text or "\\u0000" in text or "\\U00000000" in text)
 
 
 NUL_TERM = "a term holds U+0000 (NUL), which the store cannot keep (PostgreSQL text excludes it)"
 
 
-def _storable(statements: list["Statement"], batch: StreamBatch) -> list["Statement"]:
+def _storable(statements: list["Statement"], batch: StreamBatch, may_hold_nul: bool = True) -> list["Statement"]:
     """The statements the store can keep alike on every backend; each other one is rejected:
     a term with U+0000 (SQLite would store it, PostgreSQL refuse it), a literal longer than
-    ``RSP_MAX_LITERAL_BYTES``."""
+    ``RSP_MAX_LITERAL_BYTES``. ``may_hold_nul``: False when the file's text cannot give a
+    term U+0000, and then, unless a literal is long, the statements are all kept at once."""
     limit = settings.max_literal_bytes()
+    if not may_hold_nul and not any(isinstance(st.o, Literal) and len(st.o) > limit // 4 for st in statements):
+        return statements
     kept = []
     for st in statements:
         s, p, o = st.nt  # N-Triples keeps U+0000 as it is (only \\, ", \n and \r are escaped)
