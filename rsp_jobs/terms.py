@@ -29,6 +29,7 @@ XSD_DATE = XSD + "date"
 # TA-RDF's data stream vocabulary (§4): dsv:belongsTo, dsv:hasTimestamp, dsv:Nil
 DSV = "http://purl.org/dsv#"
 RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+RDF_TYPE_NT = f"<{ast.RDF_TYPE}>"  # rdf:type as the lake, facts and alerts hold it
 
 INTEGER_TYPES = frozenset(XSD + t for t in (
     "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",

@@ -20,11 +20,11 @@ from rsp_jobs.store.models import Alert as AlertRow
 from rsp_jobs.store.models import Frame
 from rsp_jobs.store.provenance import ActivityRecord, write_activity
 from rsp_jobs.store.results import frames_named
+from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
 from rsp_jobs.terms import nt_to_rdflib, numeric_value, time_value, to_nt
 from rsp_jobs.times import datetime_lexical, parse_datetime
 
 AL = "urn:rsp:ns:alert/"
-RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 
 
 def alert_stream(query_iri: str) -> str:

@@ -22,10 +22,10 @@ from typing import Iterable, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as pads
-from rdflib import RDF
 
 from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
                                         read_stream_file)
+from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
 from rsp_jobs.times import to_us
 
 SCHEMA = pa.schema([
@@ -42,7 +42,6 @@ SCHEMA = pa.schema([
     ("stream_key", pa.string()),
     ("hour", pa.string()),
 ])
-RDF_TYPE = f"<{RDF.type}>"
 
 
 @dataclass(frozen=True)

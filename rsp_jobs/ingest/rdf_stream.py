@@ -196,7 +196,7 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
 NUL_TERM = "a term holds U+0000 (NUL), which the store cannot keep (PostgreSQL text excludes it)"
 
 
-def _storable(statements: list["Statement"], batch: StreamBatch, may_hold_nul: bool = True) -> list["Statement"]:
+def _storable(statements: list["Statement"], batch: StreamBatch, may_hold_nul: bool) -> list["Statement"]:
     """The statements the store can keep alike on every backend; each other one is rejected:
     a term with U+0000 (SQLite would store it, PostgreSQL refuse it), a literal longer than
     ``RSP_MAX_LITERAL_BYTES``. ``may_hold_nul``: False when the file's text cannot give a

@@ -36,7 +36,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.language.datalog import DatalogRule
 
 Triple = tuple[str, str, str]
-RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+RDF_TYPE = terms.RDF_TYPE_NT
 SAME_AS = "<http://www.w3.org/2002/07/owl#sameAs>"
 
 
