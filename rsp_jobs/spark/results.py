@@ -5,6 +5,7 @@ Only results reach the driver, as ``rsp_jobs.results.WindowResult``.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Iterator, Optional
 
@@ -128,10 +129,20 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
         elif query.form in ("CONSTRUCT", "DESCRIBE"):
             yield replace(window, triples=tuple(sorted(r["line"] for r in row["_rows"] or ())))
         else:
-            items = list(row["_rows"] or ())
-            if items and RANK in items[0].asDict():
-                items.sort(key=lambda r: r[RANK])
+            # by position: a Row's field by name is a list search, and a day of CityBench has
+            # 37 thousand values to read
+            items = [tuple(r) for r in row["_rows"] or ()]
+            if items and len(items[0]) > len(names):  # _rank first (result_frame)
+                items.sort(key=lambda r: r[0])
+                items = [r[1:] for r in items]
             else:
-                items.sort(key=lambda r: tuple(r[vcol(n)] or "" for n in names))
-            yield replace(window, bindings=tuple({n: terms.nt_to_json(r[vcol(n)]) for n in names
-                                                  if r[vcol(n)] is not None} for r in items))
+                items.sort(key=lambda r: tuple(v or "" for v in r))
+            yield replace(window, bindings=tuple({n: dict(_json(v)) for n, v in zip(names, r) if v is not None}
+                                                 for r in items))
+
+
+@functools.lru_cache(maxsize=65536)
+def _json(text: str) -> dict:
+    """``terms.nt_to_json`` once per distinct term (a sensor's IRI is in every window of a
+    run); its callers get a copy each."""
+    return terms.nt_to_json(text)
