@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, replace
-from typing import Iterable, Optional
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
@@ -44,6 +44,7 @@ from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
 
 WIN, RANK = "_win", "_rank"
+COUNT_RANK = 0  # a COUNT is an xsd:integer (SPARQL 18.5.1.2)
 # a BGP's solutions over the slice's triples, before windows (``windows.Spans``): the earliest
 # and latest time of their triples
 LO, HI = "_lo", "_hi"
@@ -102,6 +103,10 @@ class Solutions:
     maybe: frozenset[str] = frozenset()
     ranked: bool = False  # a _rank column carries ORDER BY position (in dep; indep is None then)
     spanned: bool = False  # dep rows carry SPAN instead of _win (inside a BGP under windows.Spans)
+    # variables whose number is a column of ``dep`` beside their term (a COUNT's): a HAVING or
+    # BIND over them compares that number instead of parsing the rendered term back. Only
+    # FILTER and BIND keep it (they keep every column); any other operator starts without.
+    numbers: Mapping[str, str] = field(default_factory=dict)
 
     def columns(self, windowed: bool, rank: bool = True) -> list[str]:
         """The columns of ``dep`` (``windowed``) or of ``indep``; ``rank``: with ``_rank`` if ranked."""
@@ -404,7 +409,8 @@ class Evaluator:
         def timestamp(call: ast.Timestamp) -> Column:
             return F.col(timestamps[call])
 
-        return Scope(column, timestamp if timestamps is not None else None, self.query.source)
+        numbers = {name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()}
+        return Scope(column, timestamp if timestamps is not None else None, self.query.source, numbers=numbers)
 
     def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, Optional[dict]]:
         """Join in, for each timestamp(s, p, o) call, the time (ms) of the latest window
@@ -460,8 +466,11 @@ class Evaluator:
         def apply(frame):
             return None if frame is None else frame.withColumn(vcol(node.var.name), term).drop(*hidden)
 
+        numbers = dict(sols.numbers)  # BIND(?count AS ?readings): the same number
+        if isinstance(node.expr, ast.Var) and node.expr.name in numbers:
+            numbers[node.var.name] = numbers[node.expr.name]
         return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=sols.vars + (node.var.name,),
-                       maybe=sols.maybe | {node.var.name})
+                       maybe=sols.maybe | {node.var.name}, numbers=numbers)
 
     # ------------------------------------------------------------------ grouping
 
@@ -478,23 +487,26 @@ class Evaluator:
             key_cols.append(vcol(var.name))
         for i, (agg, _) in enumerate(node.aggregates):
             if agg.arg is not None:
-                extra.update(aggregate_arguments(agg.name, compile_expr(agg.arg, scope), f"_a{i}"))
+                extra.update(aggregate_arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
         frame = self._to_dep_with(inner, extra)
-        aggs, renders, defaults = [], [], {}
+        aggs, renders, defaults, numbers = [], [], {}, {}
         for i, (agg, var) in enumerate(node.aggregates):
             columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source)
             aggs += columns
             renders.append(render.alias(vcol(var.name)))
             if default is not None:
                 defaults[vcol(var.name)] = default
+            if agg.name == "count":
+                numbers[var.name] = f"_a{i}_c"
         grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
-        grouped = grouped.select(WIN, *key_cols, *renders)
+        grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         if not node.keys:  # the implicit group exists in every window, even without solutions
             grouped = self.active.select(WIN).join(grouped, WIN, "left")
+            defaults.update({number: 0 for number in numbers.values()})
             for name, default in defaults.items():
                 grouped = grouped.withColumn(name, F.coalesce(F.col(name), F.lit(default)))
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
-        return Solutions(grouped, None, vars_, frozenset(vars_))
+        return Solutions(grouped, None, vars_, frozenset(vars_), numbers=numbers)
 
     def _groupextend(self, node: P.GroupExtend) -> Solutions:
         """C-SPARQL's AGGREGATE clause: the aggregate per window and group, joined back to every
@@ -506,7 +518,7 @@ class Evaluator:
         name = next(self._names)
         arguments = {}
         if node.aggregate.arg is not None:
-            arguments = aggregate_arguments(node.aggregate.name, compile_expr(node.aggregate.arg, self._scope(inner)),
+            arguments = aggregate_arguments(node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)),
                                             name)
             frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
         columns, render, _ = _aggregate(node.aggregate, name, inner.vars, self.query.source)
@@ -587,21 +599,30 @@ class Evaluator:
         return self.spark.createDataFrame([], T.StructType(fields))
 
 
-def aggregate_arguments(aggregate: str, value, name: str) -> dict[str, Column]:
-    """The per-solution columns ``_aggregate`` reads for the aggregate function ``aggregate``
-    (``count``, ``max``, ...) over ``value`` (a compiled expression), named ``name`` + suffix."""
-    columns = {name + "_t": value.term, name + "_n": value.number(), name + "_r": value.number_rank()}
-    if aggregate in ("min", "max"):
-        columns[name + "_k"] = F.when(value.term.isNotNull(), F.struct(*ST.order_key(value.term)))
-    return columns
+def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Column]:
+    """The per-solution columns ``_aggregate`` reads for ``agg`` over ``value`` (a compiled
+    expression), named ``name`` + suffix: only what that aggregate reads, so that the rows
+    copied into every window holding their solution (RANGE/STEP copies under sliding windows)
+    and sorted or hashed by the aggregation carry no term they do not need (a COUNT's IRIs,
+    the values an AVG has as numbers)."""
+    term = value.term
+    if agg.name == "count" and not agg.distinct:
+        return {name + "_t": F.when(term.isNotNull(), F.lit(True))}  # counted where bound
+    if agg.name in ("sum", "avg"):
+        return {name + "_n": value.number(), name + "_r": value.number_rank(),
+                name + "_bad": F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)}
+    if agg.name in ("min", "max"):  # the term is a field of its key
+        return {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
+    return {name + "_t": term}
 
 
 def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str
                ) -> tuple[list[Column], Column, Optional[str]]:
-    """An aggregate (SPARQL 18.5.1) over the pre-computed columns ``<name>_t`` (term), ``_n``
-    (number), ``_r`` (numeric rank) and, for MIN and MAX, ``_k`` (the term's ORDER BY key, NULL
-    when unbound): the Spark aggregate columns, the column that renders
-    their result as a term, and the value over an empty group (COUNT and SUM are 0, AVG is 0 as
+    """An aggregate (SPARQL 18.5.1) over the pre-computed columns of ``aggregate_arguments``:
+    ``<name>_t`` (term; for COUNT without DISTINCT, true where bound), ``_n`` (number), ``_r``
+    (numeric rank), ``_bad`` (1 where bound but not a number) and, for MIN and MAX, ``_k``
+    (the term's ORDER BY key with the term in it, NULL when unbound): the Spark aggregate
+    columns, the column that renders their result as a term, and the value over an empty group (COUNT and SUM are 0, AVG is 0 as
     18.5.1.4 defines, GROUP_CONCAT is "")."""
     zero = f'"0"^^<{terms.XSD_INTEGER}>'
     term, num, rank = F.col(name + "_t"), F.col(name + "_n"), F.col(name + "_r")
@@ -612,11 +633,11 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
             count = F.size(F.collect_set(row)) if agg.distinct else F.count(F.lit(1))
         else:
             count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
-        return [count.cast("double").alias(name + "_c")], ST.numeric_literal(c("_c"), F.lit(0)), zero
+        return [count.cast("double").alias(name + "_c")], ST.count_literal(c("_c")), zero
     if agg.name in ("sum", "avg"):
         total, count = (F.sum_distinct(num), F.count_distinct(num)) if agg.distinct else (F.sum(num), F.count(num))
         columns = [total.alias(name + "_s"), count.alias(name + "_c"), F.max(rank).alias(name + "_r"),
-                   F.max(F.when(term.isNotNull() & num.isNull(), 1).otherwise(0)).alias(name + "_bad")]
+                   F.max(c("_bad")).alias(name + "_bad")]
         ok = c("_bad") == 0
         if agg.name == "sum":
             render = ST.numeric_literal(F.when(ok, F.coalesce(c("_s"), F.lit(0.0))), F.coalesce(c("_r"), F.lit(0)))
@@ -625,8 +646,13 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
                                         F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
         return columns, render, zero
     if agg.name in ("min", "max"):
-        pick = F.min_by if agg.name == "min" else F.max_by
-        return [pick(term, c("_k")).alias(name + "_v")], c("_v"), None
+        # The least or greatest key of the group's list, not ``min_by``/``max_by``: their string
+        # buffer keeps the whole aggregation off Spark's hash aggregate, and sorting every
+        # solution copied into its windows (RANGE/STEP copies) was most of CityBench's window
+        # job. ``collect_list`` makes the aggregation a hash one on objects (``engine_conf``
+        # lets it keep 64k groups a task before it sorts); a group's list is its solutions' keys.
+        pick = F.array_min if agg.name == "min" else F.array_max
+        return [pick(F.collect_list(c("_k"))).alias(name + "_v")], c("_v").getField(ST.ORDER_TERM), None
     if agg.name == "sample":
         return [F.min(term).alias(name + "_v")], c("_v"), None
     if agg.name == "group_concat":

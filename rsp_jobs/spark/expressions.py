@@ -68,16 +68,20 @@ class Scope:
 
     def __init__(self, columns: Callable[[str], Optional[Column]],
                  timestamp: Optional[Callable[[ast.Timestamp], Column]] = None, source: str = "<query>",
-                 interval: Optional[Callable[[], tuple[Column, Column]]] = None):
+                 interval: Optional[Callable[[], tuple[Column, Column]]] = None,
+                 numbers: Optional[dict[str, tuple[Column, Column]]] = None):
         self.columns = columns
         self.timestamp = timestamp
         self.source = source
         self.interval = interval
+        self.numbers = numbers or {}  # a variable's number and rank where a column holds them
 
 
 def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
     if isinstance(expr, ast.Var):
         col = scope.columns(expr.name)
+        if col is not None and expr.name in scope.numbers:
+            return Value(col, *scope.numbers[expr.name])
         return Value(col if col is not None else F.lit(None).cast("string"))
     if isinstance(expr, (ast.IRI, ast.Literal)):
         text = T.ast_to_nt(expr)

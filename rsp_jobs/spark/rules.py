@@ -375,11 +375,12 @@ def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: Da
     exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c not in rule.pushed]
     value = _value(rule, ast.Var(f"{agg.label}{SEP}{agg.var}"), cache)
     name = f"_a_{agg.placeholder}"
+    aggregate = ast.Aggregate(agg.fn, ast.Var("x"))
     joined = (full.join(F.broadcast(_side(rule, facts, agg.label, cache)),
                         _same_rule(rule.trigger.label, agg.label) & _in_scope(rule, agg.label, agg.scope))
               .where(_test(rule, exprs, cache))
-              .select("_id", *[column.alias(c) for c, column in aggregate_arguments(agg.fn, value, name).items()]))
-    columns, render, default = _aggregate(ast.Aggregate(agg.fn, ast.Var("x")), name, ("x",), rule.source)
+              .select("_id", *[column.alias(c) for c, column in aggregate_arguments(aggregate, value, name).items()]))
+    columns, render, default = _aggregate(aggregate, name, ("x",), rule.source)
     values = joined.groupBy("_id").agg(*columns).select(F.col("_id").alias("_agg_id"),
                                                           render.alias(agg.placeholder))
     cur = cur.join(values, F.col("_id") == F.col("_agg_id"), "left").drop("_agg_id")

@@ -118,12 +118,17 @@ def engine_conf(home: Path) -> dict[str, str]:
         # The engine's plans are generated, so the call site would name the engine, not the query;
         # errors name the query's file, line and column already (``language.diagnostics``).
         "spark.python.sql.dataFrameDebugging.enabled": "false",
+        # an aggregation with a list in it (MIN, MAX, COUNT DISTINCT, GROUP_CONCAT) hashes its
+        # groups; past this many in a task Spark sorts the rest instead (its default, 128, is a
+        # fraction of one day's CityBench windows x sensors in a task)
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
     }
 
 
 # what a Connect client may set on its own session (the rest is fixed when the server starts)
 SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.shuffle.partitions",
-                    "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold")
+                    "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold",
+                    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold")
 
 
 # Joins shuffle rather than broadcast by size, for one action whose sides are computed or read

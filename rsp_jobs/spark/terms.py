@@ -130,6 +130,12 @@ def numeric_literal(value: Column, rank: Column) -> Column:
             .otherwise(F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_DOUBLE}>'))))
 
 
+def count_literal(count: Column) -> Column:
+    """Render a count (a whole number, as a double) as an xsd:integer: ``numeric_literal``
+    without the cases a count never is (NaN, infinite, fractional, another type)."""
+    return F.concat(F.lit('"'), count.cast("bigint").cast("string"), F.lit(f'"^^<{T.XSD_INTEGER}>'))
+
+
 def _double_lexical(value: Column) -> Column:
     return (F.when(F.isnan(value), F.lit("NaN"))
             .when(value == float("inf"), F.lit("INF"))
@@ -139,6 +145,17 @@ def _double_lexical(value: Column) -> Column:
 
 def datetime_value(t: Column) -> Column:
     return F.when(datatype(t) == T.XSD_DATETIME, F.to_timestamp(lexical(t)))
+
+
+ORDER_TERM = "term"  # the field of ``order_struct`` that holds the term
+
+
+def order_struct(t: Column) -> Column:
+    """``order_key`` as one struct, compared field by field as ORDER BY sorts; its last field,
+    ``ORDER_TERM``, is ``t`` itself (MIN and MAX keep the struct and read the term from it)."""
+    kind, number, time, text, term = order_key(t)
+    return F.struct(kind.alias("kind"), number.alias("number"), time.alias("time"), text.alias("text"),
+                    term.alias(ORDER_TERM))
 
 
 def order_key(t: Column) -> list[Column]:
