@@ -28,6 +28,11 @@ from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark
 from rsp_jobs.times import from_us
 
 
+# From this many stream rows on, Spark tells whether the slice repeats a triple; below, pyarrow
+# does (``Lake.repeats``), faster, in the driver's memory: three string columns of the span
+REPEATS_IN_SPARK_FROM_ROWS = 5_000_000
+
+
 @dataclass(frozen=True)
 class Interval:
     """Evaluate the window closes ``c`` with ``after < c <= until`` (µs; None: unbounded)."""
@@ -53,7 +58,8 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     end = None if interval.until is None else from_us(interval.until)
     streams = [w.stream for w in query.windows]
     elements = lake.read(spark, streams, start, end)
-    batch = batch_settings(lake.rows(streams, start, end))
+    stream_rows = lake.rows(streams, start, end)
+    batch = batch_settings(stream_rows)
     background = Background.for_query(query.graphs, background_files, query.source)
     spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
     if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
@@ -72,9 +78,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         from pyspark.sql import functions as F
 
         if spans is not None:
-            # a small batch's files are read (pyarrow) sooner than Spark runs a job over them
-            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if batch else \
-                windows.with_repeats(spans, triples)
+            # the files are read (pyarrow) sooner than Spark runs a job over them, up to a size
+            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if stream_rows < REPEATS_IN_SPARK_FROM_ROWS \
+                else windows.with_repeats(spans, triples)
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:
