@@ -1,6 +1,6 @@
-"""N-Quads lines of plain tokens are read in one regular-expression match; every other line
-goes through rdflib's tokenizer. The two must read every line alike: the same terms, or the
-same rejection. Checked on crafted lines at the edges of the token grammar, on generated
+"""N-Quads lines of plain tokens between single spaces are split on the spaces, other lines
+of plain tokens are read in one regular-expression match; every other line goes through
+rdflib's tokenizer. The three must read every line alike: the same terms, or the same rejection. Checked on crafted lines at the edges of the token grammar, on generated
 lines, and on the real streams (``data``)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rsp_jobs.ingest import rdf_stream
-from rsp_jobs.ingest.rdf_stream import _PLAIN_QUAD, _QuadLine
+from rsp_jobs.ingest.rdf_stream import _PLAIN_QUAD, _PLAIN_TOKEN, _QuadLine
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EDGES = [
@@ -60,16 +60,41 @@ def outcome(line: str):
     return statement and replace(statement, values=tuple(map(repr, statement.values)))
 
 
+NEVER = re.compile(r"(?!)")
+
+
 def tokenized(line: str):
     """The same, by rdflib's tokenizer alone."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rdf_stream, "_PLAIN_QUAD", re.compile(r"(?!)"))
+        patch.setattr(rdf_stream, "_PLAIN_QUAD", NEVER)
+        patch.setattr(rdf_stream, "_PLAIN_TOKEN", NEVER)
+        return outcome(line)
+
+
+def matched(line: str):
+    """The same, without the split: the one match, else the tokenizer."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rdf_stream, "_PLAIN_TOKEN", NEVER)
         return outcome(line)
 
 
 @pytest.mark.parametrize("line", EDGES)
 def test_an_edge_of_the_grammar_reads_as_the_tokenizer_reads_it(line):
-    assert outcome(line) == tokenized(line)
+    assert outcome(line) == tokenized(line) == matched(line)
+
+
+def test_lines_of_single_spaces_are_split_and_others_are_not():
+    """The split takes a line whose tokens are whole between single spaces (and must read it
+    alone: without the one match it still reads as the tokenizer does); it leaves a line with
+    tabs, runs of spaces, a comment, no spaces or a broken token to the paths after it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rdf_stream, "_PLAIN_QUAD", NEVER)
+        split = [outcome(line) for line in EDGES]
+    assert split == [tokenized(line) for line in EDGES]
+    taken = [line for line in EDGES if 4 <= len(line.split(" ")) <= 5 and line.split(" ")[-1] == "."
+             and all(_PLAIN_TOKEN.fullmatch(t) for t in line.split(" ")[:-1])]
+    assert EDGES[0] in taken and EDGES[1] in taken and EDGES[2] in taken and EDGES[3] in taken
+    assert not any(t in taken for t in (EDGES[5], EDGES[6], EDGES[12], EDGES[19]))
 
 
 def test_plain_lines_take_the_one_match_path_and_escaped_ones_do_not():
@@ -93,7 +118,7 @@ TOKEN = st.sampled_from(["<urn:a>", "<http://ex.org/b#c>", "_:n1", "_:n.", '"v"'
                                                                       min_size=7, max_size=7))
 def test_any_line_of_tokens_reads_as_the_tokenizer_reads_it(tokens, spaces):
     line = "".join(s + t for s, t in zip(spaces, tokens + ["."])) + spaces[-1]
-    assert outcome(line) == tokenized(line)
+    assert outcome(line) == tokenized(line) == matched(line)
 
 
 def test_the_real_streams_read_alike_line_by_line(data_dir, tmp_path):
@@ -102,4 +127,5 @@ def test_the_real_streams_read_alike_line_by_line(data_dir, tmp_path):
     lines = csrbench.write_stream(tmp_path / "csrbench.nq").read_text(encoding="utf-8").splitlines()
     assert len(lines) > 10_000
     assert sum(bool(_PLAIN_QUAD.match(line)) for line in lines) > 0.9 * len(lines)
+    assert sum(4 <= len(line.split(" ")) <= 5 for line in lines) > 0.9 * len(lines)  # the split's
     assert [outcome(line) for line in lines] == [tokenized(line) for line in lines]
