@@ -79,8 +79,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
 
         if spans is not None:
             # the files are read (pyarrow) sooner than Spark runs a job over them, up to a size
-            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if stream_rows < REPEATS_IN_SPARK_FROM_ROWS \
-                else windows.with_repeats(spans, triples)
+            small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
+            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if small else \
+                windows.with_repeats(spans, triples)
             active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
             # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
         else:

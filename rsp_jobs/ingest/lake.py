@@ -139,8 +139,9 @@ class Lake:
         pool = _memory_pool()
         for name in ("ts", "o_time", "start"):
             columns[name] = _timestamps(columns[name], pool)
-        return pa.table({field.name: columns[field.name] if field.name in ("ts", "o_time", "start") else
-                         pa.array(columns[field.name], field.type, memory_pool=pool) for field in SCHEMA}, schema=SCHEMA)
+        arrays = {field.name: columns[field.name] if field.name in ("ts", "o_time", "start") else
+                  pa.array(columns[field.name], field.type, memory_pool=pool) for field in SCHEMA}
+        return pa.table(arrays, schema=SCHEMA)
 
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)

@@ -622,8 +622,8 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
     ``<name>_t`` (term; for COUNT without DISTINCT, true where bound), ``_n`` (number), ``_r``
     (numeric rank), ``_bad`` (1 where bound but not a number) and, for MIN and MAX, ``_k``
     (the term's ORDER BY key with the term in it, NULL when unbound): the Spark aggregate
-    columns, the column that renders their result as a term, and the value over an empty group (COUNT and SUM are 0, AVG is 0 as
-    18.5.1.4 defines, GROUP_CONCAT is "")."""
+    columns, the column that renders their result as a term, and the value over an empty
+    group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is "")."""
     zero = f'"0"^^<{terms.XSD_INTEGER}>'
     term, num, rank = F.col(name + "_t"), F.col(name + "_n"), F.col(name + "_r")
     c = lambda suffix: F.col(name + suffix)  # noqa: E731 - the aggregated columns by suffix

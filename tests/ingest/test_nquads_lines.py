@@ -1,7 +1,8 @@
 """N-Quads lines of plain tokens between single spaces are split on the spaces, other lines
 of plain tokens are read in one regular-expression match; every other line goes through
-rdflib's tokenizer. The three must read every line alike: the same terms, or the same rejection. Checked on crafted lines at the edges of the token grammar, on generated
-lines, and on the real streams (``data``)."""
+rdflib's tokenizer. The three must read every line alike: the same terms, or the same
+rejection. Checked on crafted lines at the edges of the token grammar, on generated lines,
+and on the real streams (``data``)."""
 from __future__ import annotations
 
 import re
