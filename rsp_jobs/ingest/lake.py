@@ -137,11 +137,8 @@ class Lake:
         columns["hour"] = list(map(hours.__getitem__, columns["ts"]))
         columns["stream_key"] = [stream_key(stream)] * len(elements)
         pool = _memory_pool()
-        for name in ("ts", "o_time", "start"):
-            columns[name] = _timestamps(columns[name], pool)
-        arrays = {field.name: columns[field.name] if field.name in ("ts", "o_time", "start") else
-                  pa.array(columns[field.name], field.type, memory_pool=pool) for field in SCHEMA}
-        return pa.table(arrays, schema=SCHEMA)
+        return pa.table({f.name: _timestamps(columns[f.name], pool) if pa.types.is_timestamp(f.type)
+                         else pa.array(columns[f.name], f.type, memory_pool=pool) for f in SCHEMA}, schema=SCHEMA)
 
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
@@ -194,6 +191,8 @@ class Lake:
         if not parts:
             return False
         table = pa.concat_tables(parts)
+        if table.num_rows == 0:
+            return False
         key = None
         for name in ("s", "p", "o"):
             encoded = pc.dictionary_encode(table.column(name))  # one dictionary across the chunks

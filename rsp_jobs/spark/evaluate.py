@@ -611,7 +611,8 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     if agg.name in ("sum", "avg"):
         # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
         # from it, so asking would render every solution's term for nothing
-        bad = F.lit(0) if value.num is not None else F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
+        bad = F.lit(0) if value.num is not None else \
+            F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
         return {name + "_n": value.number(), name + "_r": value.number_rank(), name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
         return {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
