@@ -57,9 +57,21 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     start = None if after is None or lookback is None else from_us(after - lookback)
     end = None if interval.until is None else from_us(interval.until)
     streams = [w.stream for w in query.windows]
-    elements = lake.read(spark, streams, start, end)
     stream_rows = lake.rows(streams, start, end)
-    batch = batch_settings(stream_rows)
+    # The batch's settings hold while the evaluation makes any plan, not only for its last
+    # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
+    # moment (a small batch's cached window rows were compiled to Java all the same)
+    with settings_while(spark, batch_settings(stream_rows)):
+        results = _window_results(query, lake, background_files, sched, after, interval, entailment,
+                                  streams, start, end, stream_rows)
+    yield from results
+
+
+def _window_results(query: ContinuousQuery, lake: Lake, background_files: Sequence[str], sched, after,
+                    interval: Interval, entailment: str, streams, start, end, stream_rows: int) -> list[WindowResult]:
+    """``evaluate``'s reported windows, under the batch's settings."""
+    spark = get_spark()
+    elements = lake.read(spark, streams, start, end)
     background = Background.for_query(query.graphs, background_files, query.source)
     spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
     if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
@@ -94,9 +106,8 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
         # One job whatever the number of patterns: read from Parquet, a pattern's triples
         # would be broadcast by size, each broadcast a job of its own (and at eight days the
         # largest sides were broadcast). The background's explicit broadcasts stay.
-        with settings_while(spark, {**(NO_SIZE_BROADCASTS if spans else {}), **batch}):
-            results = list(iter_windows(frame, query, interval.after))
-        yield from results
+        with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
+            return list(iter_windows(frame, query, interval.after))
     finally:
         if rows is not None:
             rows.unpersist()
@@ -126,23 +137,22 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         partials = None
         start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)
-    elements = _events(lake, pattern_streams(pattern), start, end)
-    batch = batch_settings(lake.rows(pattern_streams(pattern), start, end))
-    background = Background.for_query(pattern.graphs, background_files, pattern.source)
-    if check_regime(entailment) != "simple":
-        background, schema = background.closed(entailment)
-        elements = entail(elements, schema)
-    elements = elements.cache()
-    try:
-        from rsp_jobs.spark.events import evaluate_events
+    with settings_while(get_spark(), batch_settings(lake.rows(pattern_streams(pattern), start, end))):
+        elements = _events(lake, pattern_streams(pattern), start, end)
+        background = Background.for_query(pattern.graphs, background_files, pattern.source)
+        if check_regime(entailment) != "simple":
+            background, schema = background.closed(entailment)
+            elements = entail(elements, schema)
+        elements = elements.cache()  # planned now, under the batch's settings (``evaluate``)
+        try:
+            from rsp_jobs.spark.events import evaluate_events
 
-        with settings_while(get_spark(), batch):
             found = evaluate_events(pattern, elements, background, interval.after, interval.until, partials=partials)
-        if retention_us is not None:
-            found = [m for m in found if m.end_us - m.start_us <= retention_us]
-        return found, set()
-    finally:
-        elements.unpersist()
+        finally:
+            elements.unpersist()
+    if retention_us is not None:
+        found = [m for m in found if m.end_us - m.start_us <= retention_us]
+    return found, set()
 
 
 def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
@@ -159,15 +169,15 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
     start = None if interval.after is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)
     streams = sorted({s for r in rules.rules for s in pattern_streams(r)})
-    elements = _events(lake, streams, start, end).cache()
     backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
-    try:
-        from rsp_jobs.spark.rules import evaluate_rules
+    with settings_while(get_spark(), batch_settings(lake.rows(streams, start, end))):
+        elements = _events(lake, streams, start, end).cache()  # planned under the batch's settings
+        try:
+            from rsp_jobs.spark.rules import evaluate_rules
 
-        with settings_while(get_spark(), batch_settings(lake.rows(streams, start, end))):
             return evaluate_rules(rules, elements, backgrounds, interval.after, interval.until, consumed, entailment)
-    finally:
-        elements.unpersist()
+        finally:
+            elements.unpersist()
 
 
 def _events(lake: Lake, streams: Sequence[str], start, end):
