@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rsp_jobs import settings
+from rsp_jobs.spark import class_archive
 
 _SESSION = None
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -101,7 +102,8 @@ def engine_conf(home: Path) -> dict[str, str]:
         "spark.local.dir": str(home / "spark-tmp"),
         "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
         "spark.driver.extraJavaOptions":
-            " ".join(filter(None, [jvm_options(), f"-Dderby.system.home={home / 'derby'}",
+            " ".join(filter(None, [jvm_options(), class_archive.java_options(),  # the driver's classes
+                                   f"-Dderby.system.home={home / 'derby'}",
                                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"])),
         "spark.sql.adaptive.enabled": "false",
         # Tungsten's memory pages: Spark sizes them from the heap and cores, 64 MB here, and

@@ -1,8 +1,14 @@
 """The engine's Spark settings (README, "Spark settings") reach the JVM that runs the jobs."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
+from rsp_jobs.spark import class_archive
 from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS, JVM_OPTIONS, batch_settings, cluster_conf, engine_conf
 
 
@@ -26,7 +32,36 @@ def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     assert driver.startswith("-XX:+UseG1GC ") and "TieredStopAtLevel" not in driver
     assert cluster_conf()["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC"
     monkeypatch.setenv("RSP_JVM_OPTIONS", "")  # the JVM's own defaults
+    monkeypatch.setenv("RSP_CLASS_ARCHIVE", "off")
     assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
+
+
+def test_the_class_archive_is_named_for_the_driver_only_when_it_exists(monkeypatch, tmp_path):
+    archive = tmp_path / "spark-classes.jsa"
+    monkeypatch.setattr(class_archive, "archive_path", lambda: archive)
+    monkeypatch.delenv("RSP_CLASS_ARCHIVE", raising=False)
+    assert class_archive.java_options() == ""  # not written (yet): Spark loads from its jars
+    archive.write_bytes(b"")
+    driver = engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={archive}" in driver.split()
+    assert "SharedArchiveFile" not in cluster_conf()["spark.executor.extraJavaOptions"]  # another class path
+    monkeypatch.setenv("RSP_CLASS_ARCHIVE", "off")
+    assert class_archive.java_options() == ""
+
+
+@pytest.mark.spark
+def test_a_driver_jvm_loads_sparks_classes_from_the_archive_setup_wrote(tmp_path):
+    """A driver in a process of its own (as an ``rsp`` call or an Airflow task starts one) maps
+    Spark's classes from the archive ``make setup`` writes, not from the jars."""
+    if not class_archive.archive_path().is_file():
+        pytest.skip(f"no class archive at {class_archive.archive_path()}: `make setup` writes it")
+    log = tmp_path / "classes.log"
+    env = {**os.environ, "RSP_HOME": str(tmp_path),
+           "RSP_JVM_OPTIONS": f"{JVM_OPTIONS} -Xlog:class+load=info:file={log}"}
+    code = "from rsp_jobs.spark.session import get_spark; get_spark().range(3).count()"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, timeout=300)
+    loaded = [line for line in log.read_text().splitlines() if " org.apache.spark.SparkContext " in line]
+    assert loaded and "shared objects file (top)" in loaded[0], loaded
 
 
 def test_few_rows_run_interpreted_on_a_partition_a_core_and_many_on_generated_code(monkeypatch):
@@ -88,3 +123,34 @@ def test_jvm_names_are_looked_up_once_and_field_values_every_time(spark):
     assert jvm.java.lang.Integer.MAX_VALUE == 2 ** 31 - 1
     reads = _round_trips(lambda: jvm.java.lang.Integer.MAX_VALUE)
     assert len(reads) == 1 and reads[0].startswith("r\nm\njava.lang.Integer\nMAX_VALUE")
+
+
+def test_an_evaluation_plans_what_it_caches_under_its_batchs_settings(spark, tmp_path, monkeypatch):
+    """Spark plans a DataFrame when ``cache()`` is called: a small batch's cached window rows
+    and active windows must be planned interpreted too, not only its last action (``engine``)."""
+    from datetime import datetime, timezone
+
+    from rsp_jobs import compiler
+    from rsp_jobs.engine import evaluate
+    from rsp_jobs.ingest.lake import Lake
+    from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+
+    stream, ex = "http://example.org/s", "http://example.org/#"
+    batch = StreamBatch(stream=stream, source="settings-probe")
+    for second in range(1, 9):
+        ts = datetime.fromtimestamp(second, tz=timezone.utc)
+        batch.elements.append(Element(stream, ts, f"{stream}/{second}", f"<{ex}a{second}>", f"<{ex}p>", f"<{ex}b>",
+                                      None, None))
+    lake = Lake(tmp_path / "lake")
+    lake.write(batch, batch_id="probe")
+    planned, frames = [], type(spark.range(1))  # PySpark's classic DataFrame
+    cache = frames.cache
+    monkeypatch.setattr(frames, "cache", lambda self: planned.append(
+        spark.conf.get("spark.sql.codegen.wholeStage")) or cache(self))
+    one_window = f"SELECT ?s FROM STREAM <{stream}> [RANGE 4s STEP 2s] WHERE {{ ?s <{ex}p> ?o }}"
+    two_windows = (f"SELECT ?s FROM STREAM <{stream}> [RANGE 4s STEP 2s] FROM STREAM <{stream}> [RANGE 2s STEP 2s] "
+                   f"WHERE {{ ?s <{ex}p> ?o }}")
+    for text in (one_window, two_windows):  # solutions to windows (Spans), triples to windows
+        assert sum(len(w.bindings) for w in evaluate(compiler.compile(text), lake)) > 0
+    assert planned and set(planned) == {"false"}
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"  # and only while it runs
