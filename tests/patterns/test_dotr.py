@@ -19,6 +19,7 @@ from rsp_jobs.language.rules import parse_rule
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule, evaluate_rules
 from tests.patterns import dotr_reference as ref
+from tests.support.batches import as_a_batch
 
 EX = "http://ex.org/"
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -109,7 +110,8 @@ def run(lake, spark, text, after=None, until=None, consumed=frozenset(), backgro
     start = None if after is None else T0 + timedelta(microseconds=after - rule.bound_us - T0_US)
     end = None if until is None else T0 + timedelta(microseconds=until - T0_US + 1)
     frame = lake.read(spark, rule.streams, start, end)
-    found, consumed = evaluate_rule(rule, frame, background or Background(), after, until, consumed)
+    with as_a_batch(spark, lake.rows(rule.streams, start, end)):
+        found, consumed = evaluate_rule(rule, frame, background or Background(), after, until, consumed)
     return [m.to_json() for m in found], consumed  # the shape the brute-force reference gives
 
 
@@ -221,8 +223,10 @@ def together_and_apart(lake, spark, texts, stream=GENERATED):
     rules = [compile(HEAD.replace("{stream}", stream) + text, f"rule{i}.dotr") for i, text in enumerate(texts)]
     frame = lake.read(spark, rules[0].streams)
     merged, apart = compile_rule_set(rules), compile_rule_set(rules, skip=SET_RULES_APART)
-    got, want = ([([m.to_json() for m in ms], c) for ms, c in evaluate_rules(plan, frame, [Background()] * len(rules))]
-                 for plan in (merged, apart))
+    with as_a_batch(spark, lake.rows(rules[0].streams, None, None)):
+        got, want = ([([m.to_json() for m in ms], c)
+                      for ms, c in evaluate_rules(plan, frame, [Background()] * len(rules))]
+                     for plan in (merged, apart))
     return got, want, merged
 
 

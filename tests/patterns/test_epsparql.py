@@ -20,6 +20,7 @@ from rsp_jobs.spark.local import local_frame
 from rdflib import Literal
 
 from tests.conformance.epsparql import brute_force as ref
+from tests.support.batches import as_a_batch
 
 EX = "http://ex.org/"
 STREAM = EX + "stocks"
@@ -97,7 +98,8 @@ def check(spark, text: str, events: list[ref.Event], rules_text: tuple[str, ...]
 
     query = compiler.compile(text, "q.rsp")
     rules = tuple(compiler.compile(r, f"rule{i}.rsp") for i, r in enumerate(rules_text))
-    got = ours(evaluate_events(query, frame_of(spark, events), Background(), rules=rules, **kw))
+    with as_a_batch(spark, len(events)):
+        got = ours(evaluate_events(query, frame_of(spark, events), Background(), rules=rules, **kw))
     expected = ref.evaluate(query, shifted(events), rules=rules, **kw)
     assert got == expected
     return got
@@ -239,8 +241,9 @@ def test_answers_are_never_withdrawn(spark, operator_matches):
              and not ("x" in m["bindings"] and "y" in m["bindings"])]
     for cut in sorted({m["end_us"] + 1 for m in alone})[::7]:
         before = [e for e in events if e.t < cut]
-        early = ours(evaluate_events(compiler.compile(OPERATORS, "q.rsp"), frame_of(spark, unshifted(before)),
-                                     Background(), until_us=cut - 1))
+        with as_a_batch(spark, len(before)):
+            early = ours(evaluate_events(compiler.compile(OPERATORS, "q.rsp"), frame_of(spark, unshifted(before)),
+                                         Background(), until_us=cut - 1))
         assert early == ref.evaluate(compiler.compile(OPERATORS, "q.rsp"), before, until_us=cut - 1)
         assert early == [m for m in operator_matches if m["end_us"] < cut]
 
@@ -263,7 +266,8 @@ def test_batches_give_the_matches_of_one_run(spark, operator_matches):
     batched = []
     for after, until in zip(borders, borders[1:]):
         part = [e for e in events if (after is None or e.t >= after - bound) and (until is None or e.t <= until)]
-        got = ours(evaluate_events(query, frame_of(spark, unshifted(part)), Background(), after, until))
+        with as_a_batch(spark, len(part)):
+            got = ours(evaluate_events(query, frame_of(spark, unshifted(part)), Background(), after, until))
         assert got == ref.evaluate(query, part, after_us=after, until_us=until)
         if after is not None:
             no_lookback = [e for e in part if e.t > after]

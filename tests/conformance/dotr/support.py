@@ -20,6 +20,7 @@ from rsp_jobs.compiler import compile
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule
 from rsp_jobs.terms import to_nt
+from tests.support.batches import as_a_batch
 from rsp_jobs.spark.local import local_frame
 from tests.conformance.dotr import brute_force as ref
 
@@ -76,7 +77,8 @@ def run(spark, r: Rule, stream: dict[float, str], knowledge: str = "", unit: int
     lo = None if after is None else at(after, unit)
     hi = None if until is None else at(until, unit)
     read = {t: g for t, g in graphs.items() if (lo is None or t >= lo - r.bound_us) and (hi is None or t <= hi)}
-    got, got_consumed = evaluate_rule(r, elements(spark, read), bg, lo, hi, consumed, entailment)
+    with as_a_batch(spark, sum(len(g) for g in read.values())):
+        got, got_consumed = evaluate_rule(r, elements(spark, read), bg, lo, hi, consumed, entailment)
     got = [m.to_json() for m in got]
     expected, expected_consumed = ref.evaluate(r, graphs, bg_triples, lo, hi, consumed,
                                                regime=_strongest(r.entailment, entailment))

@@ -17,6 +17,7 @@ from rsp_jobs.spark.rules import evaluate_rules
 from tests.conformance.dotr import brute_force as ref
 from tests.conformance.dotr.support import at, background, elements, instants, outputs, rule
 from tests.conformance.dotr.test_batches import RULE, SENSORS, stream
+from tests.support.batches import as_a_batch
 
 PAIR = """:area(?x, ?a) :- :by(?x, ?s), :in(?s, ?a).
 define Pair = [dotr_id1 :area ?a; :temp ?v]
@@ -45,7 +46,8 @@ def together(spark, after: float, until: float, consumed) -> list:
     bound = max(r.bound_us for r in rule_set.rules)
     read = {t: g for t, g in graphs.items() if lo - bound <= t <= hi}
     bg, _ = background(SENSORS)
-    return evaluate_rules(rule_set, elements(spark, read), [bg] * 3, lo, hi, consumed)
+    with as_a_batch(spark, sum(len(g) for g in read.values())):
+        return evaluate_rules(rule_set, elements(spark, read), [bg] * 3, lo, hi, consumed)
 
 
 def alone(r, after: float, until: float, consumed):

@@ -16,6 +16,7 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.terms import to_nt
 from rsp_jobs.spark.local import local_frame
 from tests.conformance.epsparql import brute_force as ref
+from tests.support.batches import as_a_batch
 
 EX = "http://ex.org/"
 STREAM = EX + "stream"
@@ -56,7 +57,8 @@ def run(spark, text: str, events: list[ref.Event], rules: tuple[str, ...] = (), 
 
     query = compiler.compile(prefixes + text, "q.rsp")
     compiled_rules = tuple(compiler.compile(prefixes + r, f"rule{i}.rsp") for i, r in enumerate(rules))
-    got = evaluate_events(query, elements(spark, events), Background(), rules=compiled_rules, **interval)
+    with as_a_batch(spark, len(events)):
+        got = evaluate_events(query, elements(spark, events), Background(), rules=compiled_rules, **interval)
     got = [{k: v for k, v in m.to_json().items() if k not in ("start", "end")} for m in got]
     expected = ref.evaluate(query, events, rules=compiled_rules, **interval)
     assert got == expected
