@@ -84,7 +84,10 @@ def _window_results(query: ContinuousQuery, lake: Lake, background_files: Sequen
         triples, rows = None, entail(windows.assign(elements, query, sched, after, interval.until, prune=False),
                                      schema, WINDOW_KEY).cache()
     else:
-        triples, rows = None, windows.assign(elements, query, sched, after, interval.until).cache()
+        # a stream two windows read is in the slice twice (a window may hold both, as one triple)
+        repeats = (stream_rows >= REPEATS_IN_SPARK_FROM_ROWS or len(set(streams)) < len(streams)
+                   or lake.repeats(streams, start, end))
+        triples, rows = None, windows.assign(elements, query, sched, after, interval.until, repeats=repeats).cache()
     active = None
     try:
         from pyspark.sql import functions as F

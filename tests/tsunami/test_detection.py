@@ -246,3 +246,16 @@ def test_filter_bound_makes_a_computed_key_a_join_key(tmp_path, spark):
     assert answers[0] == answers[1] == [[(str(n), str(n + 2)) for n in range(1, 7)]]
     assert maybe == [(True, True), (False, False)]
     assert "isnull(v_k" in conditions[0] and "isnull(v_k" not in conditions[1]
+
+
+def test_a_stream_two_windows_read_holds_each_triple_once(tmp_path, spark):
+    """Two windows over one stream both hold a recent triple: the window's graph holds it once
+    (a slice without repeats skips the de-duplication only when no stream is read twice)."""
+    p = f"<{EX}p>"
+    lake = small_lake(tmp_path / "lake", [(n, [(f"<{EX}e{n}>", p, f"<{EX}x>")]) for n in range(1, 9)])
+    text = (f"SELECT ?s FROM STREAM <{STREAM}> [RANGE 4s STEP 2s] FROM STREAM <{STREAM}> [RANGE 2s STEP 2s] "
+            f"WHERE {{ ?s {p} ?o }}")
+    got = {w.close_us // 1_000_000: sorted(b["s"]["value"] for b in w.bindings)
+           for w in evaluate(compiler.compile(text), lake)}
+    assert {4, 6, 8} <= set(got)
+    assert got == {close: sorted(f"{EX}e{n}" for n in range(max(1, close - 4), min(close, 9))) for close in got}
