@@ -80,9 +80,9 @@ ensure_browser() {
 
 ensure_spark_classes() {
   # a class-data-sharing archive of a Spark driver's classes: each JVM then starts in half the
-  # time (rsp_jobs/spark/class_archive.py); written once per Spark version, in about 20 s
+  # time (rsp_jobs/spark/class_archive.py); written once per Spark version, in about 30 s
   "$VENV/bin/python" -c 'import sys; from rsp_jobs.spark.class_archive import archive_path as a; sys.exit(0 if a().is_file() else 1)' && return 0
-  say "writing the Spark class archive (once, about 20 s)"
+  say "writing the Spark class archive (once, about 30 s)"
   "$VENV/bin/python" -m rsp_jobs.write_class_archive > "$VENV/class-archive.log" 2>&1 ||
     { say "the class archive failed (Spark still works, from its jars): see $VENV/class-archive.log"; }
 }
