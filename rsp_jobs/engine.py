@@ -58,64 +58,59 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     end = None if interval.until is None else from_us(interval.until)
     streams = [w.stream for w in query.windows]
     stream_rows = lake.rows(streams, start, end)
+    # whether a triple repeats is read from the files (pyarrow) sooner than Spark runs a job over
+    # them, up to a size
+    small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
     with settings_while(spark, batch_settings(stream_rows)):
-        results = _window_results(query, lake, background_files, sched, after, interval, entailment,
-                                  streams, start, end, stream_rows)
-    yield from results
-
-
-def _window_results(query: ContinuousQuery, lake: Lake, background_files: Sequence[str], sched, after,
-                    interval: Interval, entailment: str, streams, start, end, stream_rows: int) -> list[WindowResult]:
-    """``evaluate``'s reported windows, under the batch's settings."""
-    spark = get_spark()
-    elements = lake.read(spark, streams, start, end)
-    background = Background.for_query(query.graphs, background_files, query.source)
-    spans = windows.spans(query, sched, after, interval.until) if check_regime(entailment) == "simple" else None
-    if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
-        # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
-        # hand-written job would. Caching the slice cost more than those reads (a day of
-        # CityBench: 3.6-4.4 s against 2.8-3.3 s; eight days 15-16 s against 10-13 s).
-        triples, rows = windows.triples(elements, query), None
-    elif check_regime(entailment) != "simple":
-        background, schema = background.closed(entailment)
-        triples, rows = None, entail(windows.assign(elements, query, sched, after, interval.until, prune=False),
-                                     schema, WINDOW_KEY).cache()
-    else:
-        # a stream two windows read is in the slice twice (a window may hold both, as one triple)
-        repeats = (stream_rows >= REPEATS_IN_SPARK_FROM_ROWS or len(set(streams)) < len(streams)
-                   or lake.repeats(streams, start, end))
-        triples, rows = None, windows.assign(elements, query, sched, after, interval.until, repeats=repeats).cache()
-    active = None
-    try:
-        from pyspark.sql import functions as F
-
-        if spans is not None:
-            # the files are read (pyarrow) sooner than Spark runs a job over them, up to a size
-            small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
-            spans = replace(spans, repeats=lake.repeats(streams, start, end)) if small else \
-                windows.with_repeats(spans, triples)
-            active = spans.active(windows.triples(elements, query, prune=False)).cache()  # times only: no pruning
-            # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
+        elements = lake.read(spark, streams, start, end)
+        background = Background.for_query(query.graphs, background_files, query.source)
+        simple = check_regime(entailment) == "simple"
+        spans = windows.spans(query, sched, after, interval.until) if simple else None
+        if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
+            # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
+            # hand-written job would. Caching the slice cost more than those reads (a day of
+            # CityBench: 3.6-4.4 s against 2.8-3.3 s; eight days 15-16 s against 10-13 s).
+            triples, rows = windows.triples(elements, query), None
+        elif not simple:
+            background, schema = background.closed(entailment)
+            window_rows = windows.assign(elements, query, sched, after, interval.until, prune=False)
+            triples, rows = None, entail(window_rows, schema, WINDOW_KEY).cache()
         else:
-            active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
-        # under entailment a window's graph may hold what its triples do not name
-        vocabulary = lake.vocabulary(streams, start, end) if check_regime(entailment) == "simple" else None
-        evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary)
-        solutions = evaluator.evaluate(query.plan)
-        frame = result_frame(query, evaluator, solutions, sched)
-        # One job whatever the number of patterns: read from Parquet, a pattern's triples
-        # would be broadcast by size, each broadcast a job of its own (and at eight days the
-        # largest sides were broadcast). The background's explicit broadcasts stay.
-        with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
-            return list(iter_windows(frame, query, interval.after))
-    finally:
-        if rows is not None:
-            rows.unpersist()
-        if active is not None:
-            active.unpersist()
+            # a stream two windows read is in the slice twice (a window may hold both, as one triple)
+            repeats = not small or len(set(streams)) < len(streams) or lake.repeats(streams, start, end)
+            rows = windows.assign(elements, query, sched, after, interval.until, repeats=repeats).cache()
+            triples = None
+        active = None
+        try:
+            from pyspark.sql import functions as F
+
+            if spans is not None:
+                spans = replace(spans, repeats=lake.repeats(streams, start, end)) if small else \
+                    windows.with_repeats(spans, triples)
+                # times only: no pruning
+                active = spans.active(windows.triples(elements, query, prune=False)).cache()
+                # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
+            else:
+                active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
+            # under entailment a window's graph may hold what its triples do not name
+            vocabulary = lake.vocabulary(streams, start, end) if simple else None
+            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary)
+            solutions = evaluator.evaluate(query.plan)
+            frame = result_frame(query, evaluator, solutions, sched)
+            # One job whatever the number of patterns: read from Parquet, a pattern's triples
+            # would be broadcast by size, each broadcast a job of its own (and at eight days the
+            # largest sides were broadcast). The background's explicit broadcasts stay.
+            with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
+                results = list(iter_windows(frame, query, interval.after))
+        finally:
+            if rows is not None:
+                rows.unpersist()
+            if active is not None:
+                active.unpersist()
+    yield from results
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),

@@ -128,21 +128,13 @@ def test_jvm_names_are_looked_up_once_and_field_values_every_time(spark):
 def test_an_evaluation_plans_what_it_caches_under_its_batchs_settings(spark, tmp_path, monkeypatch):
     """Spark plans a DataFrame when ``cache()`` is called: a small batch's cached window rows
     and active windows must be planned interpreted too, not only its last action (``engine``)."""
-    from datetime import datetime, timezone
-
     from rsp_jobs import compiler
     from rsp_jobs.engine import evaluate
-    from rsp_jobs.ingest.lake import Lake
-    from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+    from tests.support.lakes import STREAM as stream
+    from tests.support.lakes import small_lake
 
-    stream, ex = "http://example.org/s", "http://example.org/#"
-    batch = StreamBatch(stream=stream, source="settings-probe")
-    for second in range(1, 9):
-        ts = datetime.fromtimestamp(second, tz=timezone.utc)
-        batch.elements.append(Element(stream, ts, f"{stream}/{second}", f"<{ex}a{second}>", f"<{ex}p>", f"<{ex}b>",
-                                      None, None))
-    lake = Lake(tmp_path / "lake")
-    lake.write(batch, batch_id="probe")
+    ex = "http://example.org/#"
+    lake = small_lake(tmp_path / "lake", [(n, [(f"<{ex}a{n}>", f"<{ex}p>", f"<{ex}b>")]) for n in range(1, 9)])
     planned, frames = [], type(spark.range(1))  # PySpark's classic DataFrame
     cache = frames.cache
     monkeypatch.setattr(frames, "cache", lambda self: planned.append(

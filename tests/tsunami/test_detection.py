@@ -27,13 +27,14 @@ from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import dart
 from rsp_jobs.ingest.citybench import write_trig
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.ingest.rdf_stream import Element, StreamBatch, read_stream_file
+from rsp_jobs.ingest.rdf_stream import Element, read_stream_file
 from rsp_jobs.orchestrate.registry import load_query, queries_dir
 from rsp_jobs.times import to_us
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.store.results import result_batch
+from tests.support.lakes import STREAM, small_lake
 from tests.tsunami import reference
 
 CHAIN = ("dart_mean10", "dart_prediction", "dart_pairs", "tsunami_detection")
@@ -190,18 +191,6 @@ def results(rows: list[dict]) -> list[dict]:
 
 EX = "http://example.org/t#"
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
-STREAM = "http://example.org/t/stream"
-
-
-def small_lake(root: Path, frames: list[tuple[int, list[tuple[str, str, str]]]]) -> Lake:
-    lake = Lake(root)
-    batch = StreamBatch(stream=STREAM, source="engine-probe")
-    for second, triples in frames:
-        ts = datetime.fromtimestamp(second, tz=UTC)
-        for s, p, o in triples:
-            batch.elements.append(Element(STREAM, ts, f"{STREAM}/frame/{second}", s, p, o, None, None))
-    lake.write(batch, batch_id="probe")
-    return lake
 
 
 def test_window_contents_stay_sets_and_windows_with_only_unused_triples_still_report(tmp_path, spark):
