@@ -172,8 +172,23 @@ class Spans:
     def range_us(self) -> int:
         return self.window.range_ms * MS
 
-    def bucket(self, column: str):
-        return _floor_div(F.col(column), self.range_us)
+    def bucket(self, column: str, wide: bool = False):
+        """The stretch of time ``column`` is in: RANGE long, or twice that when ``wide``."""
+        return _floor_div(F.col(column), self.range_us * (2 if wide else 1))
+
+    def near(self, column: str, wide: bool = False) -> list:
+        """The ``bucket``s that hold every time within RANGE of ``column``: its own and both
+        next to it, or for a ``wide`` one, its own and the one on the side ``column`` lies in
+        (a time in the first half of a 2·RANGE stretch is within RANGE of the stretch before,
+        never of the one after). Wide buckets copy a row twice rather than three times and
+        make each row meet the rows of 4·RANGE rather than 3·RANGE: the better trade where
+        the join has a variable to match on, the worse where it has none (every pair within
+        RANGE is a candidate)."""
+        own = self.bucket(column, wide)
+        if not wide:
+            return [own - 1, own, own + 1]
+        first_half = F.col(column) - own * F.lit(2 * self.range_us) < F.lit(self.range_us)
+        return [own, F.when(first_half, own - 1).otherwise(own + 1)]
 
     @property
     def tumbling(self) -> bool:

@@ -272,6 +272,30 @@ def test_a_count_is_an_integer_in_arithmetic_having_and_the_empty_group(tmp_path
                        "02.000": [{"n": ("0", integer), "odd": ("-1", integer)}], "03.000": []}
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["range", "twice_range"])
+def test_a_band_joins_bucket_meets_every_time_within_range(wide, spark):
+    """``Spans.near``: the buckets a row is copied to hold every time within RANGE of its own
+    (else a pair of solutions a window holds would never meet), at and around every bucket
+    edge; two of them for wide buckets, three otherwise. Checked against floor division."""
+    from pyspark.sql import functions as F
+    from rsp_jobs.algebra.schedule import schedule
+    from rsp_jobs.spark import windows
+
+    query = compiler.compile(f"REGISTER QUERY q AS {PREFIXES}SELECT ?x FROM STREAM <{S1}> [RANGE 1s STEP 250ms] "
+                             "WHERE { ?x ex:p0 ?y . ?y ex:p1 ?z }")
+    spans = windows.spans(query, schedule(query, 0), None, None)
+    r = spans.range_us
+    width = r * (2 if wide else 1)
+    times = sorted({t for edge in range(-3 * width, 4 * width, width) for t in (edge - 1, edge, edge + 1)}
+                   | {edge + r // 2 for edge in range(-3 * width, 4 * width, width)} | {r - 1, r, r + 1})
+    rows = spark.createDataFrame([(t,) for t in times], "lo long").select(
+        "lo", F.array(*spans.near("lo", wide)).alias("near")).collect()
+    for row in rows:
+        needed = set(range((row.lo - r + 1) // width, (row.lo + r - 1) // width + 1))  # of (lo - r, lo + r)
+        assert needed <= set(row.near), (row.lo, row.near)
+        assert len(row.near) == (2 if wide else 3)
+
+
 def test_min_and_max_are_the_least_and_greatest_by_order_by(tmp_path, spark):
     """MIN and MAX (SPARQL 18.5.1.6-7) order a group's values as ORDER BY does (15.1): blank
     nodes, then IRIs, then literals; the engine's decision where 15.1 leaves literals unordered
