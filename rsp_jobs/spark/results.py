@@ -116,11 +116,13 @@ def _delta(items: DataFrame, columns: list[str], active: DataFrame, sched: Sched
 
 
 def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[WindowResult]:
-    """The reported windows in time order (one ``collect``: a run's results are small, and
+    """The reported windows in time order (one action: a run's results are small, and
     ``toLocalIterator`` costs a job per partition; sorted here, as Spark's ORDER BY would sample
     the data with a job of its own first)."""
     names = [v.name for v in query.variables]
-    for row in sorted(frame.collect(), key=lambda row: row[WIN]):
+    # as Arrow, not pickled Rows: eight days of CityBench (2,304 windows, 74 thousand results)
+    # reached Python in 0.2 s instead of 0.56 s, and ``to_pylist`` leaves no Row to convert
+    for row in sorted(frame.toArrow().to_pylist(), key=lambda row: row[WIN]):
         if after_us is not None and row[WIN] <= after_us:
             continue
         window = WindowResult(open_us=row["_open"], close_us=row[WIN], form=query.form)
@@ -129,9 +131,7 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
         elif query.form in ("CONSTRUCT", "DESCRIBE"):
             yield replace(window, triples=tuple(sorted(r["line"] for r in row["_rows"] or ())))
         else:
-            # by position: a Row's field by name is a list search, and a day of CityBench has
-            # 37 thousand values to read
-            items = [tuple(r) for r in row["_rows"] or ()]
+            items = [tuple(r.values()) for r in row["_rows"] or ()]  # a struct's fields in order
             if items and len(items[0]) > len(names):  # _rank first (result_frame)
                 items.sort(key=lambda r: r[0])
                 items = [r[1:] for r in items]
