@@ -182,26 +182,21 @@ class Lake:
         asks the same of Spark: 0.4 s for a day of CityBench, 2.5 s for eight, against 0.12 s
         and 1.8 s here). It may say yes where the read's rows repeat nothing (the hours are read
         whole, streams and predicates are not told apart), which costs a de-duplication, never
-        no where they do. Each column is numbered by one dictionary over all the files, and a
-        triple by its three numbers (re-numbered densely after each, so the key stays small)."""
-        import pyarrow.compute as pc
+        no where they do. The columns are read as the files' dictionaries, numbered by one
+        dictionary over all the files, and the triples grouped by their three numbers (eight
+        days of CityBench: 0.29 s, against 0.53 s numbering strings read whole)."""
         import pyarrow.parquet as pq
 
-        parts = [pq.read_table(part, columns=["s", "p", "o"]) for part in self._parts(streams, start, end)]
+        triple = ["s", "p", "o"]
+        parts = [pq.read_table(part, columns=triple, read_dictionary=triple) for part in self._parts(streams, start, end)]
         if not parts:
             return False
-        table = pa.concat_tables(parts)
+        table = pa.concat_tables(parts).unify_dictionaries()
         if table.num_rows == 0:
             return False
-        key = None
-        for name in ("s", "p", "o"):
-            encoded = pc.dictionary_encode(table.column(name))  # one dictionary across the chunks
-            codes = pa.chunked_array([chunk.indices for chunk in encoded.chunks], pa.int32()).cast(pa.int64())
-            if key is not None:
-                dense = pa.chunked_array([c.indices for c in pc.dictionary_encode(key).chunks], pa.int32())
-                codes = pc.add(pc.multiply(dense.cast(pa.int64()), len(encoded.chunk(0).dictionary)), codes)
-            key = codes
-        return pc.count_distinct(key).as_py() < table.num_rows
+        codes = pa.table({name: pa.chunked_array([chunk.indices for chunk in table.column(name).chunks])
+                          for name in triple})
+        return codes.group_by(triple).aggregate([]).num_rows < table.num_rows
 
     def vocabulary(self, streams: Iterable[str], start: Optional[datetime] = None,
                    end: Optional[datetime] = None) -> Vocabulary:
