@@ -219,7 +219,7 @@ class Evaluator:
             names.append(graph_var)
         indep = None
         if self.background.may_match(triple, graph):
-            indep = F.broadcast(match(self.background.frame(self.spark), False))
+            indep = F.broadcast(match(self.background.frame_for(self.spark, triple, graph), False))
         if self.vocabulary is None or self.vocabulary.may_match(_constant(triple.predicate), _constant(triple.object)):
             dep = match(self.rows if self.spans is None else self.triples, True)
         elif indep is None:  # matches nothing; an operator's other side may still need a frame

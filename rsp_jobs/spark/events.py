@@ -399,7 +399,7 @@ class _Evaluator:
         columns = [F.col(c).alias(vcol(v)) for v, c in binds.items()]
         frame = self.events.where(condition).select(TA, TW, EV, *columns)
         if self.background.may_match(triple, graph):
-            timeless = self.background.frame(self.spark).where(condition).select(
+            timeless = self.background.frame_for(self.spark, triple, graph).where(condition).select(
                 F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
                 F.array().cast("array<string>").alias(EV), *columns)
             frame = frame.unionByName(timeless)
