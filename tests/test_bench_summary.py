@@ -25,7 +25,7 @@ REPORT = {
     "anchors": {"query": "congestion_by_segment",
                 "by_days": [{**side(1, 12, 6.2, 1.1, 0.4),
                              "engine_profile": {"seconds": 6.2, "jobs": 3, "stages": 18, "py4j_calls": 8805,
-                                                "plan_calls_seconds": 0.91, "job_calls_seconds": 3.62}},
+                                                "plan_calls_seconds": 0.91, "other_seconds": 5.29}},
                             side(2, 12, 10.2, 1.2, 0.45)],
                 "by_range_over_step": [side(1, 1, 4.0, 0.9, 0.3), side(1, 12, 6.2, 1.1, 0.4)],
                 "growth_over_range_over_step": {"engine": 1.55, "hand_written": 1.22}},
@@ -37,7 +37,8 @@ def test_the_page_has_every_measurement_and_the_plot(tmp_path):
     assert "114,019 triples/s" in page and "| congestion_by_segment | 288 | 7.0 | 0.0243 | 9.1 | 374.5x | True |" in page
     assert "| 2 | 12 | 18584 | 10.2 | 1.2 | 0.45 | 8.5 | 22.67 | True |" in page
     assert ("The engine over 1 day(s): 6.2 s, 3 Spark jobs, 18 stages, 8,805 py4j calls: 0.91 s waiting on the "
-            "short ones (building the plan) and 3.62 s on the long ones (Spark running its jobs).") in page
+            "short ones (building the plan) and 5.29 s the rest (Spark running its jobs, the results reaching "
+            "Python).") in page
     assert "## A 15-minute micro-batch (from the lake to the results, 8 consecutive batches, Spark warm)" in page
     assert "| congestion_by_segment | 1.71 | 2.3 | 3 | 3 | 15 | 2,704 |" in page
     assert "From RANGE/STEP 1 to 12 the engine's time grows 1.55x, the hand-written job's 1.22x." in page

@@ -78,7 +78,7 @@ def _page(report: dict, plot: str) -> str:
         lines += ["", f"The engine over {anchors['by_days'][0]['days']} day(s): {profile['seconds']} s, "
                   f"{profile['jobs']} Spark jobs, {profile['stages']} stages, {profile['py4j_calls']:,} py4j calls: "
                   f"{profile['plan_calls_seconds']} s waiting on the short ones (building the plan) and "
-                  f"{profile['job_calls_seconds']} s on the long ones (Spark running its jobs)."]
+                  f"{profile['other_seconds']} s the rest (Spark running its jobs, the results reaching Python)."]
     ceiling = _spark_vs_rdflib(report)
     if ceiling:
         lines += ["", f"Per window over the first day, rdflib takes {ceiling['rdflib']} s, the engine "

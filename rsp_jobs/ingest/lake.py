@@ -188,7 +188,8 @@ class Lake:
         import pyarrow.parquet as pq
 
         triple = ["s", "p", "o"]
-        parts = [pq.read_table(part, columns=triple, read_dictionary=triple) for part in self._parts(streams, start, end)]
+        parts = [pq.read_table(part, columns=triple, read_dictionary=triple)
+                 for part in self._parts(streams, start, end)]
         if not parts:
             return False
         table = pa.concat_tables(parts).unify_dictionaries()

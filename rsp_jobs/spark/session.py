@@ -120,9 +120,9 @@ def engine_conf(home: Path) -> dict[str, str]:
         # The engine's plans are generated, so the call site would name the engine, not the query;
         # errors name the query's file, line and column already (``language.diagnostics``).
         "spark.python.sql.dataFrameDebugging.enabled": "false",
-        # an aggregation with a list in it (COUNT DISTINCT, GROUP_CONCAT, a window's result rows) hashes its
-        # groups; past this many in a task Spark sorts the rest instead (its default, 128, is a
-        # fraction of one day's CityBench windows x sensors in a task)
+        # an aggregation with a list in it (COUNT DISTINCT, GROUP_CONCAT, a window's result
+        # rows) hashes its groups; past this many in a task Spark sorts the rest instead (its
+        # default, 128, is a fraction of one day's CityBench windows x sensors in a task)
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536",
     }
 

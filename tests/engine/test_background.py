@@ -35,11 +35,12 @@ def test_a_pattern_reads_the_background_triples_its_constants_select(spark):
     background = B.Background(default=[default], named={EX + "g": [named]})
     evens = _pattern("?x", str(RDF.type), EX + "Even")
     frame = background.frame_for(spark, evens, None)
-    expected = {(None, to_nt(s), to_nt(p), to_nt(o)) for s, p, o in default.triples((None, RDF.type, URIRef(EX + "Even")))}
+    even = (None, RDF.type, URIRef(EX + "Even"))
+    expected = {(None, to_nt(s), to_nt(p), to_nt(o)) for s, p, o in default.triples(even)}
     assert _rows(frame) == expected and len(expected) == 20
     assert frame._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LocalRelation"
     assert background.frame_for(spark, evens, None) is frame  # kept for the next evaluation
-    in_named = {(f"<{EX}g>", to_nt(s), to_nt(p), to_nt(o)) for s, p, o in named.triples((None, RDF.type, URIRef(EX + "Even")))}
+    in_named = {(f"<{EX}g>", to_nt(s), to_nt(p), to_nt(o)) for s, p, o in named.triples(even)}
     assert _rows(background.frame_for(spark, evens, ast.IRI(EX + "g"))) == in_named
     assert _rows(background.frame_for(spark, evens, ast.Var("g"))) == in_named
     assert _rows(background.frame_for(spark, evens, ast.IRI(EX + "none"))) == set()
