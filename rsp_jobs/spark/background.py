@@ -22,6 +22,7 @@ from rsp_jobs.spark.local import LOCAL_ROWS, local_frame
 
 _FRAMES: dict[tuple, tuple[list, object]] = {}  # Background.frame's, by session and graph objects
 _SELECTED: dict[tuple, tuple[list, object]] = {}  # Background.frame_for's, by session, graphs and pattern
+SCHEMA = "g string, s string, p string, o string"
 
 
 def load_graph(path: str | Path) -> Graph:
@@ -89,26 +90,14 @@ class Background:
         that the window job waited for (a day of CityBench: the window job submitted 0.1 s
         sooner; DOTR's benchmark rules 3 jobs, not 4). The caller still matches the pattern on
         what it gets (repeated variables, the graph). Kept per session, graphs and pattern."""
-        pattern = _constants(triple)
-        graphs = self._visible(graph)
+        pattern, graphs = _constants(triple), self._visible(graph)
+
+        def make():
+            rows = _rows(graphs, pattern, LOCAL_ROWS)
+            return self.frame(spark) if rows is None else local_frame(spark, rows, SCHEMA)
+
         key = (id(spark), tuple((iri, id(g)) for iri, g in graphs), pattern)
-        if key not in _SELECTED:
-            rows, found = set(), 0
-            for iri, g in graphs:
-                for s, p, o in g.triples(pattern):
-                    rows.add((iri and f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)))
-                    found += 1
-                    if found > LOCAL_ROWS:
-                        break
-            if found > LOCAL_ROWS:
-                return self.frame(spark)
-            if len(_SELECTED) >= 256:
-                _SELECTED.pop(next(iter(_SELECTED)))
-            ordered = sorted(rows, key=lambda r: (r[0] or "", r[1:]))
-            # the graphs are kept with their rows, so that their ids are not reused meanwhile
-            frame = local_frame(spark, ordered, "g string, s string, p string, o string")
-            _SELECTED[key] = ([g for _, g in graphs], frame)
-        return _SELECTED[key][1]
+        return _kept(_SELECTED, 256, key, [g for _, g in graphs], make)
 
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
         """The graphs a pattern in ``graph`` (None: the default graph; an IRI; a variable) sees,
@@ -124,22 +113,12 @@ class Background:
         built once per process for the same graphs (``load_graph`` and the closures hand out one
         object per file version): CityBench's sensor repository takes a second to convert."""
         if self._frame is None:
+            graphs = self._visible(None) + self._visible(ast.Var("g"))
             key = (id(spark), tuple(map(id, self.default)),
                    tuple((iri, tuple(map(id, gs))) for iri, gs in sorted(self.named.items())))
-            if key not in _FRAMES:
-                if len(_FRAMES) >= 8:
-                    _FRAMES.pop(next(iter(_FRAMES)))
-                # the graphs are kept with their frame, so that their ids are not reused meanwhile
-                _FRAMES[key] = (self.default + [g for gs in self.named.values() for g in gs], self._build(spark))
-            self._frame = _FRAMES[key][1]
+            self._frame = _kept(_FRAMES, 8, key, [g for _, g in graphs],
+                                lambda: local_frame(spark, _rows(graphs, (None, None, None)), SCHEMA))
         return self._frame
-
-    def _build(self, spark):
-        rows = {(None, terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for g in self.default for s, p, o in g}
-        for iri, graphs in self.named.items():
-            rows |= {(f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for g in graphs for s, p, o in g}
-        schema = "g string, s string, p string, o string"
-        return local_frame(spark, sorted(rows, key=lambda r: (r[0] or "", r[1:])), schema)
 
     def closed(self, regime: str) -> tuple["Background", object]:
         """This background under an entailment regime (each graph closed once per content, see
@@ -157,6 +136,28 @@ class Background:
     @property
     def empty(self) -> bool:
         return not self.default and not self.named
+
+
+def _rows(graphs: list[tuple[str | None, Graph]], pattern: tuple, limit: int | None = None) -> list | None:
+    """The distinct ``g, s, p, o`` rows of the triples ``pattern`` selects in ``graphs`` (each
+    with its name, None for the default graph), in order; None if more than ``limit``."""
+    rows = set()
+    for iri, graph in graphs:
+        for s, p, o in graph.triples(pattern):
+            rows.add((iri and f"<{iri}>", terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)))
+            if limit is not None and len(rows) > limit:
+                return None
+    return sorted(rows, key=lambda r: (r[0] or "", r[1:]))
+
+
+def _kept(cache: dict, size: int, key: tuple, graphs: list, make):
+    """``make()`` once per ``key`` (at most ``size`` kept, the oldest dropped first), held with
+    the graphs its key names by ``id``, so that their ids are not reused meanwhile."""
+    if key not in cache:
+        if len(cache) >= size:
+            cache.pop(next(iter(cache)))
+        cache[key] = (graphs, make())
+    return cache[key][1]
 
 
 def _constants(triple: ast.TriplePattern) -> tuple:
