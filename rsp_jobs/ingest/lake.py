@@ -199,6 +199,24 @@ class Lake:
                           for name in triple})
         return codes.group_by(triple).aggregate([]).num_rows < table.num_rows
 
+    def times(self, streams: Iterable[str], start: Optional[datetime] = None,
+              end: Optional[datetime] = None) -> list[int]:
+        """The distinct times (µs) of what a ``read`` of the span returns, with pyarrow from
+        the ``ts`` column alone, no Spark job: the windows holding data follow from them
+        (``windows.Spans.active_of``)."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        columns = [pq.read_table(part, columns=["ts"]).column("ts") for part in self._parts(streams, start, end)]
+        if not columns:
+            return []
+        ts = pc.unique(pa.chunked_array([chunk for column in columns for chunk in column.chunks]).cast(pa.int64()))
+        if start is not None:
+            ts = ts.filter(pc.greater_equal(ts, to_us(start)))
+        if end is not None:
+            ts = ts.filter(pc.less(ts, to_us(end)))
+        return ts.to_pylist()
+
     def vocabulary(self, streams: Iterable[str], start: Optional[datetime] = None,
                    end: Optional[datetime] = None) -> Vocabulary:
         """The ``Vocabulary`` of the partitions a ``read`` of the span touches, from their

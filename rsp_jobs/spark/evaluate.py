@@ -192,7 +192,7 @@ class Evaluator:
         if sols.dep is None:
             return replace(sols, spanned=False)
         columns = [vcol(v) for v in sols.vars] + list(extra)
-        windowed = self.spans.to_windows(sols.dep, LO, HI, columns).select(WIN, *columns)
+        windowed = self.spans.to_windows(sols.dep, LO, HI, columns, opens=False)
         return replace(sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False)
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:

@@ -37,13 +37,14 @@ def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, 
         items, columns = _describe(evaluator, rows, query, names), ["line"]
     else:  # the columns are known: asking the frame is a round trip on Spark Connect
         columns = ([RANK] if sols.ranked else []) + [vcol(n) for n in names]
-        items = rows.select(WIN, *columns)
+        items = rows  # the aggregation below reads ``columns`` alone: a select first is one more plan step
     if query.r2s in ("ISTREAM", "DSTREAM"):
         columns = [c for c in columns if c != RANK]
         items = _delta(items.select(WIN, *columns), columns, active, sched, query.r2s)
     collected = items.groupBy(WIN).agg(F.collect_list(F.struct(*columns)).alias("_rows"))
-    # a window without results has no _rows (NULL): iter_windows reads it as none
-    return active.join(collected, WIN, "left").select(WIN, "_open", "_rows")
+    # a window without results has no _rows (NULL): iter_windows reads it as none. A join on
+    # one named column gives it first, then the left side's, then the right's: _win, _open, _rows
+    return active.join(collected, WIN, "left")
 
 
 def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: list[str]) -> DataFrame:

@@ -24,7 +24,7 @@ All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Iterable, Optional
 
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
+from rsp_jobs.spark.local import local_frame
 from rsp_jobs.times import US_PER_MS as MS
 
 __all__ = ["Schedule", "schedule", "lookback_us", "triples", "assign", "Spans", "spans", "with_repeats"]
@@ -46,10 +47,13 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
     return max(w.window.range_ms for w in query.windows) * MS
 
 
-def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> DataFrame:
+def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True, placeholders: bool = True) -> DataFrame:
     """The slice's triples of the query's streams, before any window: ``ts`` (µs), ``g, s, p,
     o, seq`` and ``_part`` (which of the query's windows). ``prune=False`` keeps the triples no
-    pattern names (entailment over the window may derive a named one from them)."""
+    pattern names (entailment over the window may derive a named one from them);
+    ``placeholders=False`` leaves out ``_prune``'s placeholders where the windows with data are
+    known otherwise (``Spans.active``): an aggregate and a union per stream that the optimizer
+    removes again, which every plan step built over them analysed."""
     used = query.predicates if prune else None  # optimize.prune_predicates
     tagged = None
     for i, sw in enumerate(query.windows):
@@ -57,7 +61,7 @@ def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True) -> 
         rows = elements.where(F.col("stream") == sw.stream).select(
             F.unix_micros("ts").alias("ts"), graph.alias("g"), "s", "p", "o", "seq", F.lit(i).alias("_part"))
         if used is not None:
-            rows = _prune(rows, used)
+            rows = _prune(rows, used) if placeholders else rows.where(F.col("p").isin(sorted(used)))
         tagged = rows if tagged is None else tagged.unionByName(rows)
     return tagged
 
@@ -131,13 +135,18 @@ def _floor_div(x, d: int):
 
 def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
                  after_us: Optional[int], until_us: Optional[int], max_range: int,
-                 lo: str = "ts", hi: str = "ts", columns: Optional[list[str]] = None) -> DataFrame:
+                 lo: str = "ts", hi: str = "ts", columns: Optional[list[str]] = None,
+                 opens: bool = True) -> DataFrame:
     """Each element once per close ``c`` of the schedule's grid ``first_close + k*step`` with
     ``ts < c <= ts + RANGE`` (the window ``[c - RANGE, c)`` holds it) and ``c >= t0 + RANGE``
     (a window is evaluated once full). Without COMPUTED EVERY the grid is this window's STEP
     grid; with it, every d (``rsp_jobs.algebra.schedule``), whatever the window's STEP. A
     solution that spans the times ``lo`` to ``hi`` goes to the closes with ``hi < c <= lo +
-    RANGE``: the windows that hold all its triples. ``columns``: what to keep (default all)."""
+    RANGE``: the windows that hold all its triples. ``columns``: what to keep (default all);
+    ``opens=False``: without ``_open``.
+
+    Two plan steps: Spark analyses the whole plan again at each, so the closes are a NULL
+    sequence (no row) where there are none rather than a filter before it."""
     rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
     k_lo = F.greatest(_floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))
     k_hi = _floor_div(F.col(lo) + F.lit(rng - base), grid)
@@ -145,10 +154,9 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
         k_lo = F.greatest(k_lo, F.lit((after_us - base) // grid + 1))
     if until_us is not None:
         k_hi = F.least(k_hi, F.lit((until_us - base) // grid))
-    exploded = rows.where(k_lo <= k_hi).select(
-        "*", F.explode(F.sequence(k_lo, k_hi)).alias("_k"))
+    exploded = rows.select("*", F.explode(F.when(k_lo <= k_hi, F.sequence(k_lo, k_hi))).alias("_k"))
     close = F.lit(base) + F.col("_k") * F.lit(grid)
-    return exploded.select(close.alias("_win"), (close - F.lit(max_range)).alias("_open"),
+    return exploded.select(close.alias("_win"), *([(close - F.lit(max_range)).alias("_open")] if opens else []),
                            *(rows.columns if columns is None else columns))
 
 
@@ -201,10 +209,11 @@ class Spans:
         ``[close - RANGE, close)``)."""
         return _floor_div(F.col(column) - F.lit(self.sched.first_close), self.sched.step)
 
-    def to_windows(self, rows: DataFrame, lo: str, hi: str, columns: list[str]) -> DataFrame:
-        """``rows`` spanning ``lo``..``hi`` → ``_win, _open`` and ``columns``, once per window."""
+    def to_windows(self, rows: DataFrame, lo: str, hi: str, columns: list[str], opens: bool = True) -> DataFrame:
+        """``rows`` spanning ``lo``..``hi`` → ``_win``, ``_open`` (unless not ``opens``) and
+        ``columns``, once per window."""
         return _time_window(rows, self.window, self.sched, self.after_us, self.until_us, self.range_us,
-                            lo, hi, columns)
+                            lo, hi, columns, opens)
 
     def window_rows(self, query: ContinuousQuery, tagged: DataFrame) -> DataFrame:
         """The triples of ``tagged`` in their windows (``assign``), for what reads them whole."""
@@ -215,6 +224,23 @@ class Spans:
         unpruned slice: every time is there without ``_prune``'s placeholders)."""
         times = tagged.select("ts").distinct()
         return self.to_windows(times, "ts", "ts", []).groupBy("_win").agg(F.min("_open").alias("_open"))
+
+    def active_of(self, spark, times: Iterable[int]) -> DataFrame:
+        """``active`` from the slice's distinct times (µs) read on the driver (``Lake.times``),
+        as a local relation: no scan of the slice, no shuffle and no cached plan in the job
+        (a day of CityBench has 288 times and 288 closes). The closes of a time are
+        ``_time_window``'s for ``lo = hi = ts``, in integers."""
+        rng, base, grid, t0 = self.range_us, self.sched.first_close, self.sched.step, self.sched.t0
+        first = max(0, -((base - t0 - rng) // grid))
+        if self.after_us is not None:
+            first = max(first, (self.after_us - base) // grid + 1)
+        last = None if self.until_us is None else (self.until_us - base) // grid
+        ks = set()
+        for ts in times:
+            k_hi = (ts + rng - base) // grid
+            ks.update(range(max((ts - base) // grid + 1, first), (k_hi if last is None else min(k_hi, last)) + 1))
+        return local_frame(spark, [(base + k * grid, base + k * grid - rng) for k in sorted(ks)],
+                           "_win long, _open long")
 
 
 def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],

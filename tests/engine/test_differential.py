@@ -296,6 +296,33 @@ def test_a_band_joins_bucket_meets_every_time_within_range(wide, spark):
         assert len(row.near) == (2 if wide else 3)
 
 
+@pytest.mark.parametrize("window, t0, bounds", [("[RANGE 1s STEP 250ms]", 0, (None, None)),
+                                                ("[RANGE 1s STEP 250ms]", 130_000, (1_250_000, 3_000_000)),
+                                                ("[RANGE 1s STEP 1s]", 0, (2_000_000, None)),
+                                                ("[RANGE 500ms STEP 500ms]", 70_000, (None, 4_000_000))],
+                         ids=["sliding", "sliding_t0_bounded", "tumbling_after", "tumbling_t0_until"])
+def test_the_windows_with_data_from_the_drivers_times_are_sparks(window, t0, bounds, spark):
+    """``Spans.active_of`` (the closes of the slice's times, on the driver, from ``Lake.times``)
+    gives the windows and opens ``Spans.active`` computes in Spark: uneven times, several at a
+    time, at and beside every close and window edge, the first windows before t0 + RANGE, and
+    the run's interval cutting the closes."""
+    from rsp_jobs.algebra.schedule import schedule
+    from rsp_jobs.spark import windows
+
+    query = compiler.compile(f"REGISTER QUERY q AS {PREFIXES}SELECT ?x FROM STREAM <{S1}> {window} "
+                             "WHERE { ?x ex:p0 ?y . ?y ex:p1 ?z }")
+    spans = windows.spans(query, schedule(query, t0), *bounds)
+    dense = sorted({t for edge in range(0, 5_000_000, 250_000) for t in (edge - 1, edge, edge + 1, edge + 77_000)
+                    if t >= 0} | {4_999_999, 12})
+    sparse = [12, 999_999, 2_000_000, 2_000_001, 3_270_000, 4_499_999]  # windows between them hold nothing
+    for times in (dense, sparse):
+        tagged = spark.createDataFrame([(t,) for t in times + times[:3]], "ts long")  # a time more than once
+        in_spark = sorted(tuple(r) for r in spans.active(tagged).collect())
+        assert in_spark  # the case holds windows
+        assert sorted(tuple(r) for r in spans.active_of(spark, times).collect()) == in_spark
+    assert spans.active_of(spark, []).count() == 0
+
+
 def test_min_and_max_are_the_least_and_greatest_by_order_by(tmp_path, spark):
     """MIN and MAX (SPARQL 18.5.1.6-7) order a group's values as ORDER BY does (15.1): blank
     nodes, then IRIs, then literals; the engine's decision where 15.1 leaves literals unordered

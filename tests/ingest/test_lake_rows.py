@@ -1,6 +1,6 @@
 """``Lake.rows``: what a read of a span scans, from the Parquet footers, without Spark (it
 chooses between Spark's interpreted and generated code, ``session.batch_settings``);
-``Lake.repeats``, whether it holds a triple twice, and ``Lake.vocabulary``, the predicates and
+``Lake.repeats``, whether it holds a triple twice, ``Lake.times``, its distinct times, and ``Lake.vocabulary``, the predicates and
 classes it names, from the files, without Spark."""
 from __future__ import annotations
 
@@ -52,6 +52,21 @@ def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_p
     assert not lake.repeats([A], T0 + timedelta(minutes=65))  # hour 11 alone holds it once
     assert not lake.repeats([A], None, T0 + timedelta(minutes=5))  # hour 10 alone
     assert lake.repeats([A], None, T0 + timedelta(minutes=65))  # hours 10 and 11 whole, though 11:15 is past the end
+
+
+def test_times_are_the_distinct_times_a_read_returns(tmp_path):
+    """``Lake.times`` (``windows.Spans.active_of``'s input): each time once however many frames
+    and files hold it, only the read's streams, and exactly its span ``[start, end)``, not the
+    whole hours the files cover."""
+    lake = Lake(tmp_path / "lake")
+    lake.write(_batch(A, [0, 10, 10, 50, 70, 130]), batch_id="one")  # two frames at 10:10
+    lake.write(_batch(A, [10, 75]), batch_id="two")  # 10:10 again, in a file of its own
+    lake.write(_batch(B, [5, 6]), batch_id="one")
+    us = [int((T0 + timedelta(minutes=m)).timestamp() * 1_000_000) for m in range(0, 200)]
+    assert sorted(lake.times([A])) == [us[m] for m in (0, 10, 50, 70, 75, 130)]
+    assert sorted(lake.times([A, B])) == [us[m] for m in (0, 5, 6, 10, 50, 70, 75, 130)]
+    assert sorted(lake.times([A], T0 + timedelta(minutes=10), T0 + timedelta(minutes=75))) == [us[m] for m in (10, 50, 70)]
+    assert lake.times(["http://ex.org/none"]) == [] and lake.times([A], T0 + timedelta(hours=5)) == []
 
 
 def test_vocabulary_names_the_predicates_and_classes_of_the_hours_a_read_touches(tmp_path):
