@@ -274,11 +274,12 @@ class Evaluator:
             bucket, near = self.spans.bucket(LO, wide), self.spans.near(LO, wide)
         near += [F.lit(ANY_WINDOW)] if b_indep is not None else []
         left = left.withColumn(KEY, F.explode(F.array(*near)) if len(near) > 1 else near[0])
+        if b_indep is None:  # keyed where its columns are renamed for the join: one plan step fewer
+            return self._join_frames(left, b_dep, a, b, (True, True), keyed=True, right_key=bucket)
         columns = b.columns(windowed=True)
-        right = b_dep.select(bucket.alias(KEY), *columns)
-        if b_indep is not None:
-            none = [F.lit(None).cast("long").alias(c) for c in SPAN]
-            right = right.unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
+        none = [F.lit(None).cast("long").alias(c) for c in SPAN]
+        right = b_dep.select(bucket.alias(KEY), *columns).unionByName(
+            b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
         return self._join_frames(left, right, a, b, (True, True), keyed=True)
 
     def _join_either(self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame,
@@ -297,11 +298,12 @@ class Evaluator:
 
     def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
                      windowed: tuple[bool, bool], how: str = "inner", expr: Optional[ast.Expr] = None,
-                     keyed: bool = False) -> DataFrame:
+                     keyed: bool = False, right_key: Optional[Column] = None) -> DataFrame:
         """Join two solution frames on compatible bindings (SPARQL 18.3): equal where both
         sides are certainly bound, equal-or-unbound where either side may be unbound; on the
         window where both are window rows (``windowed``: whether ``left``, ``right`` are), on
-        ``KEY`` where both have that (``keyed``, ``_join_either``). A join's solutions are a
+        ``KEY`` where both have that (``keyed``, ``_join_either``; ``right_key``: ``right``'s
+        key, computed from its columns, where it has none yet). A join's solutions are a
         multiset: an ORDER BY position does not carry through it."""
         shared = [v for v in a.vars if v in b.vars]
         both_windowed = all(windowed)
@@ -311,8 +313,9 @@ class Evaluator:
             renamed.update({c: "_r_" + c for c in a.window_columns})
         if keyed:
             renamed[KEY] = "_r_" + KEY
-        right_columns = ([KEY] if keyed else []) + b.columns(windowed[1], rank=False)
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in right_columns])
+        right_columns = ([KEY] if keyed and right_key is None else []) + b.columns(windowed[1], rank=False)
+        right = right.select(*([] if right_key is None else [right_key.alias(renamed[KEY])]),
+                             *[F.col(c).alias(renamed.get(c, c)) for c in right_columns])
         conds = []
         if spanned:  # within RANGE of each other (greatest/least pass over b_indep's NULLs)
             conds.append(F.greatest(HI, "_r_" + HI) - F.least(LO, "_r_" + LO) < F.lit(self.spans.range_us))
@@ -460,21 +463,25 @@ class Evaluator:
         return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), maybe=sols.maybe - node.bound)
 
     def _extend(self, node: P.Extend) -> Solutions:
-        sols, stamps = self._with_timestamps(self.evaluate(node.input, spanned=True), node.expr)
-        if node.var.name in sols.vars:
-            raise QueryError(f"{self.query.source}: BIND assigns ?{node.var.name}, which is already bound "
-                             "in the group (SPARQL 18.2.1)")
-        term = compile_expr(node.expr, self._scope(sols, stamps)).term
+        binds = _binds_together(node)
+        sols, stamps = self._with_timestamps(self.evaluate(binds[0].input, spanned=True), node.expr)
+        scope = self._scope(sols, stamps)
+        columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
+        for bind in binds:
+            if bind.var.name in vars_:
+                raise QueryError(f"{self.query.source}: BIND assigns ?{bind.var.name}, which is already bound "
+                                 "in the group (SPARQL 18.2.1)")
+            columns[vcol(bind.var.name)] = compile_expr(bind.expr, scope).term
+            if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:  # BIND(?count AS ?n): the same number
+                numbers[bind.var.name] = numbers[bind.expr.name]
+            vars_ += (bind.var.name,)
         hidden = list(stamps.values()) if stamps else []
 
         def apply(frame):
-            return None if frame is None else frame.withColumn(vcol(node.var.name), term).drop(*hidden)
+            return None if frame is None else frame.withColumns(columns).drop(*hidden)
 
-        numbers = dict(sols.numbers)  # BIND(?count AS ?readings): the same number
-        if isinstance(node.expr, ast.Var) and node.expr.name in numbers:
-            numbers[node.var.name] = numbers[node.expr.name]
-        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=sols.vars + (node.var.name,),
-                       maybe=sols.maybe | {node.var.name}, numbers=numbers)
+        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=vars_,
+                       maybe=sols.maybe | {bind.var.name for bind in binds}, numbers=numbers)
 
     # ------------------------------------------------------------------ grouping
 
@@ -692,6 +699,21 @@ def _constant(term) -> Optional[str]:
 
 def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:
     return functools.reduce(DataFrame.unionByName, frames) if frames else None
+
+
+def _binds_together(node: P.Extend) -> list[P.Extend]:
+    """``node`` and the BINDs right under it that can be one plan step (``withColumns``), the
+    innermost first: none reads what another of them binds, and none calls timestamp() (which
+    joins the window's triples in first). A SELECT's ``(AVG(?x) AS ?avg)`` items are such a
+    row; Spark analyses the whole plan again at each step."""
+    binds = [node]
+    while isinstance(binds[-1].input, P.Extend) and not _timestamp_calls(node.expr):
+        inner = binds[-1].input
+        read = {v.name for bind in binds for v in walk(bind.expr) if isinstance(v, ast.Var)}
+        if _timestamp_calls(inner.expr) or inner.var.name in read:
+            break
+        binds.append(inner)
+    return binds[::-1]
 
 
 def _timestamp_calls(expr) -> list[ast.Timestamp]:

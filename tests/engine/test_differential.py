@@ -88,6 +88,9 @@ CASES = {
     "optional_filter": ("SELECT ?x ?v", "{ ?x ex:p1 ?y OPTIONAL { ?x ex:val ?v FILTER(?v > 3) } }", ""),
     "union": ("SELECT ?x ?o", "{ { ?x ex:p0 ?o } UNION { ?x ex:p2 ?o } }", ""),
     "bind": ("SELECT ?x ?w", "{ ?x ex:val ?v BIND(?v * 2 + 1 AS ?w) }", ""),
+    # BINDs in a row, one step where none reads another's (``evaluate._binds_together``), two where one does
+    "binds": ("SELECT ?x ?w ?d ?u ?e", "{ ?x ex:val ?v BIND(?v * 2 AS ?w) BIND(?v - 1 AS ?d) BIND(?w + ?d AS ?u) "
+                                        "BIND(?x AS ?e) }", ""),
     "aggregates": ("SELECT ?x (COUNT(?v) AS ?n) (SUM(?v) AS ?sum) (AVG(?v) AS ?avg) (MIN(?v) AS ?min) (MAX(?v) AS ?max)",
                    "{ ?x ex:val ?v }", "GROUP BY ?x HAVING (COUNT(?v) > 1)"),
     # a COUNT's number in arithmetic and comparisons (Solutions.numbers), per group and in the
