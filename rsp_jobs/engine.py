@@ -11,7 +11,7 @@ back to the driver.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator, NamedTuple, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
@@ -34,21 +34,24 @@ from rsp_jobs.times import from_us
 REPEATS_IN_SPARK_FROM_ROWS = 5_000_000
 
 
-# The slice's facts that pyarrow reads from its files (``_files_facts``) are read on a thread of
-# their own while the driver builds the plan's first steps: it waits on the JVM then, and
-# pyarrow reads without holding the GIL (a day of CityBench: 0.13 s of reading overlapped)
-_FILES = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-files")
-
-
 class FilesFacts(NamedTuple):
     repeats: bool  # whether the slice holds a triple twice (``Lake.repeats``)
     times: Optional[list[int]]  # its distinct times, under ``windows.Spans`` (``Lake.times``)
     vocabulary: Vocabulary  # what its triples name (``Lake.vocabulary``)
 
 
-def _files_facts(lake: Lake, streams: Sequence[str], start, end, spanned: bool) -> FilesFacts:
-    return FilesFacts(lake.repeats(streams, start, end), lake.times(streams, start, end) if spanned else None,
-                      lake.vocabulary(streams, start, end))
+def _files_facts(lake: Lake, streams: Sequence[str], start, end, spanned: bool) -> Future:
+    """The slice's ``FilesFacts``, read by pyarrow on a thread of its own while the driver
+    builds the plan's first steps: it waits on the JVM then, and pyarrow reads without holding
+    the GIL (a day of CityBench: 0.13 s of reading overlapped). A pool per call, let go at once:
+    a pool kept across calls would be copied without its thread into a forked task process."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-files")
+    try:
+        return pool.submit(lambda: FilesFacts(lake.repeats(streams, start, end),
+                                              lake.times(streams, start, end) if spanned else None,
+                                              lake.vocabulary(streams, start, end)))
+    finally:
+        pool.shutdown(wait=False)  # the read goes on; the thread ends with it
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,12 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     # whether a triple repeats is read from the files (pyarrow) sooner than Spark runs a job over
     # them, up to a size
     small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
+    simple = check_regime(entailment) == "simple"
+    spans = windows.spans(query, sched, after, interval.until) if simple else None
+    facts = _files_facts(lake, streams, start, end, spans is not None) if simple and small else None
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
-    simple = check_regime(entailment) == "simple"
-    spans = windows.spans(query, sched, after, interval.until) if simple else None
-    # read by pyarrow while Spark analyses the plan's first steps (``_FILES``)
-    facts = _FILES.submit(_files_facts, lake, streams, start, end, spans is not None) if simple and small else None
     with settings_while(spark, batch_settings(stream_rows)):
         elements = lake.read(spark, streams, start, end)
         background = Background.for_query(query.graphs, background_files, query.source)

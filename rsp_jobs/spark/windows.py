@@ -235,12 +235,13 @@ class Spans:
         if self.after_us is not None:
             first = max(first, (self.after_us - base) // grid + 1)
         last = None if self.until_us is None else (self.until_us - base) // grid
-        ks = set()
-        for ts in times:
-            k_hi = (ts + rng - base) // grid
-            ks.update(range(max((ts - base) // grid + 1, first), (k_hi if last is None else min(k_hi, last)) + 1))
-        return local_frame(spark, [(base + k * grid, base + k * grid - rng) for k in sorted(ks)],
-                           "_win long, _open long")
+        closes, upto = [], None  # a time's k-range moves up with the time: merged in one pass
+        for ts in sorted(times):
+            k_lo = max((ts - base) // grid + 1, first, upto + 1 if upto is not None else first)
+            k_hi = (ts + rng - base) // grid if last is None else min((ts + rng - base) // grid, last)
+            closes.extend(range(k_lo, k_hi + 1))
+            upto = k_hi if upto is None else max(upto, k_hi)
+        return local_frame(spark, [(base + k * grid, base + k * grid - rng) for k in closes], "_win long, _open long")
 
 
 def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
