@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Iterator, NamedTuple, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
+from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
-from rsp_jobs.ingest.lake import Lake, Vocabulary
+from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
 from rsp_jobs.spark import windows
@@ -27,6 +28,7 @@ from rsp_jobs.spark.evaluate import WIN, Evaluator
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
 from rsp_jobs.times import from_us
+from rsp_jobs.tree import walk
 
 
 # From this many stream rows on, Spark tells whether the slice repeats a triple; below, pyarrow
@@ -34,22 +36,15 @@ from rsp_jobs.times import from_us
 REPEATS_IN_SPARK_FROM_ROWS = 5_000_000
 
 
-class FilesFacts(NamedTuple):
-    repeats: bool  # whether the slice holds a triple twice (``Lake.repeats``)
-    times: Optional[list[int]]  # its distinct times, under ``windows.Spans`` (``Lake.times``)
-    vocabulary: Vocabulary  # what its triples name (``Lake.vocabulary``)
-
-
-def _files_facts(lake: Lake, streams: Sequence[str], start, end, spanned: bool) -> Future:
-    """The slice's ``FilesFacts``, read by pyarrow on a thread of its own while the driver
-    builds the plan's first steps: it waits on the JVM then, and pyarrow reads without holding
-    the GIL (a day of CityBench: 0.13 s of reading overlapped). A pool per call, let go at once:
-    a pool kept across calls would be copied without its thread into a forked task process."""
+def _files_facts(lake: Lake, streams: Sequence[str], start, end, places) -> Future:
+    """The slice's ``SliceFacts`` (``Lake.facts``), read by pyarrow on a thread of its own
+    while the driver builds the plan's first steps: it waits on the JVM then, and pyarrow reads
+    without holding the GIL (a day of CityBench: 0.13 s of reading overlapped). A pool per call,
+    let go at once: a pool kept across calls would be copied without its thread into a forked
+    task process."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-files")
     try:
-        return pool.submit(lambda: FilesFacts(lake.repeats(streams, start, end),
-                                              lake.times(streams, start, end) if spanned else None,
-                                              lake.vocabulary(streams, start, end)))
+        return pool.submit(lake.facts, streams, start, end, places)
     finally:
         pool.shutdown(wait=False)  # the read goes on; the thread ends with it
 
@@ -84,7 +79,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
     simple = check_regime(entailment) == "simple"
     spans = windows.spans(query, sched, after, interval.until) if simple else None
-    facts = _files_facts(lake, streams, start, end, spans is not None) if simple and small else None
+    places = {place for node in walk(query.plan) if isinstance(node, P.Group) for ranked in node.ranked
+              for place in ranked}
+    facts = _files_facts(lake, streams, start, end, places) if simple and small else None
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
@@ -122,7 +119,8 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             # under entailment a window's graph may hold what its triples do not name
             vocabulary = None if not simple else facts.result().vocabulary if small else \
                 lake.vocabulary(streams, start, end)
-            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary)
+            terms = facts.result().terms if facts is not None else None
+            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, terms)
             solutions = evaluator.evaluate(query.plan)
             frame = result_frame(query, evaluator, solutions, sched)
             # One job whatever the number of patterns: read from Parquet, a pattern's triples

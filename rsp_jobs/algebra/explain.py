@@ -70,6 +70,8 @@ def _is_plan(value) -> bool:
 
 
 def _value(value) -> str:
+    if isinstance(value, P.TermsAt):
+        return f"{value.position} of {value.predicate}"
     if isinstance(value, frozenset):
         return "{" + ",".join(sorted(map(str, value))) + "}"
     if isinstance(value, tuple):

@@ -11,7 +11,7 @@ the background graphs, and the algebra expression evaluated at every window clos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from rsp_jobs.language import ast
 
@@ -109,15 +109,27 @@ class Extend:
     expr: Expr
 
 
+class TermsAt(NamedTuple):
+    """The terms at ``position`` (``s`` or ``o``) of the triples whose predicate is
+    ``predicate`` (N-Triples), in the windows and the background (``optimize.rank_extrema``).
+    A named tuple, not a node: nothing below a plan walks into it."""
+
+    position: str
+    predicate: str
+
+
 @dataclass(frozen=True)
 class Group:
     """Group + Aggregation: ``keys`` are (expression, variable it binds); ``aggregates`` bind
     fresh variables that later Extend/Filter/OrderBy refer to. No keys means one implicit
-    group per window, which exists even when the window has no solutions."""
+    group per window, which exists even when the window has no solutions. ``ranked``, one
+    entry per aggregate (or none at all): where a MIN or MAX argument's terms can come from,
+    when that is known (``optimize.rank_extrema``); empty for the others."""
 
     input: "Node"
     keys: tuple[tuple[Expr, ast.Var], ...]
     aggregates: tuple[tuple[ast.Aggregate, ast.Var], ...]
+    ranked: tuple[tuple[TermsAt, ...], ...] = ()
 
 
 @dataclass(frozen=True)

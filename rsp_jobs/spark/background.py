@@ -99,6 +99,13 @@ class Background:
         key = (id(spark), tuple((iri, id(g)) for iri, g in graphs), pattern)
         return _kept(_SELECTED, 256, key, [g for _, g in graphs], make)
 
+    def terms(self, position: str, predicate: str) -> set[str]:
+        """The terms (N-Triples) at ``position`` (``s`` or ``o``) of the triples with
+        ``predicate`` (N-Triples) in every background graph (``optimize.rank_extrema``)."""
+        graphs = self._visible(None) + self._visible(ast.Var("g"))
+        pattern = (None, terms.ast_to_rdflib(ast.IRI(predicate[1:-1])), None)
+        return {terms.to_nt(s if position == "s" else o) for _, g in graphs for s, _, o in g.triples(pattern)}
+
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
         """The graphs a pattern in ``graph`` (None: the default graph; an IRI; a variable) sees,
         each with its name (None for the default graph's)."""

@@ -40,6 +40,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.local import LOCAL_ROWS
 from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
 
@@ -121,7 +122,7 @@ class Solutions:
 class Evaluator:
     def __init__(self, query: P.ContinuousQuery, window_rows: Optional[DataFrame], active: DataFrame,
                  background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None,
-                 vocabulary: Optional[Vocabulary] = None):
+                 vocabulary: Optional[Vocabulary] = None, terms: Optional[dict[P.TermsAt, list[str]]] = None):
         self.query = query
         self._rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
@@ -132,6 +133,8 @@ class Evaluator:
         # what the slice's triples name (None: anything, as under entailment): a pattern that
         # names something else matches the background alone
         self.vocabulary = vocabulary
+        # the slice's terms at the places ``optimize.rank_extrema`` named (None: not read)
+        self.terms = terms
         self.spark = active.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
 
@@ -157,15 +160,24 @@ class Evaluator:
         """All solutions as window rows: window-independent ones are copied to every window."""
         return self._to_dep_with(sols, {})
 
-    def _to_dep_with(self, sols: Solutions, extra: dict[str, Column]) -> DataFrame:
+    def _to_dep_with(self, sols: Solutions, extra: dict[str, Column],
+                     ranks: Optional[dict[str, tuple[str, DataFrame]]] = None) -> DataFrame:
         """``to_dep`` with ``extra`` columns (functions of the solution's variables), computed
-        before spanned solutions go to windows: once per solution, not once per window."""
+        before spanned solutions go to windows: once per solution, not once per window; and
+        ``ranks``: a column named as the key, the rank of the term in the column its value
+        names, from a ``ST.ranks`` table (NULL where unbound)."""
+        ranks = ranks or {}
+
         def add(frame: DataFrame) -> DataFrame:
-            return frame.select("*", *[column.alias(name) for name, column in extra.items()]) if extra else frame
+            frame = frame.select("*", *[column.alias(name) for name, column in extra.items()]) if extra else frame
+            for name, (column, table) in ranks.items():  # joined on the column: one plan step
+                frame = frame.join(F.broadcast(table.select(F.col(ST.RANKED_TERM).alias(column),
+                                                            F.col(ST.TERM_RANK).alias(name))), column, "left")
+            return frame
 
         parts = []
         if sols.dep is not None and sols.spanned:
-            parts.append(self._into_windows(replace(sols, dep=add(sols.dep)), list(extra)).dep)
+            parts.append(self._into_windows(replace(sols, dep=add(sols.dep)), list(extra) + list(ranks)).dep)
         elif sols.dep is not None:
             parts.append(add(sols.dep))
         if sols.indep is not None:
@@ -496,13 +508,18 @@ class Evaluator:
             if not (isinstance(expr, ast.Var) and expr == var):
                 extra[vcol(var.name)] = compile_expr(expr, scope).term
             key_cols.append(vcol(var.name))
+        ranks = {}  # MIN and MAX by their argument's rank (optimize.rank_extrema)
         for i, (agg, _) in enumerate(node.aggregates):
-            if agg.arg is not None:
+            table = self._ranks(node.ranked[i]) if node.ranked and node.ranked[i] else None
+            if table is not None:
+                ranks[f"_a{i}_k"] = (vcol(agg.arg.name), table)
+            elif agg.arg is not None:
                 extra.update(aggregate_arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
-        frame = self._to_dep_with(inner, extra)
+        frame = self._to_dep_with(inner, extra, ranks)
         aggs, renders, defaults, numbers = [], [], {}, {}
         for i, (agg, var) in enumerate(node.aggregates):
-            columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source)
+            columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source,
+                                                  ranked=f"_a{i}_k" in ranks)
             aggs += columns
             renders.append(render.alias(vcol(var.name)))
             if default is not None:
@@ -510,6 +527,10 @@ class Evaluator:
             if agg.name == "count":
                 numbers[var.name] = f"_a{i}_c"
         grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
+        for name, (_, table) in ranks.items():  # each greatest or least rank back to its term
+            grouped = grouped.join(F.broadcast(table.select(F.col(ST.TERM_RANK).alias(name[:-2] + "_v"),
+                                                            F.col(ST.RANKED_TERM).alias(name[:-2] + "_term"))),
+                                   name[:-2] + "_v", "left")
         grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         if not node.keys:  # the implicit group exists in every window, even without solutions
             grouped = self.active.select(WIN).join(grouped, WIN, "left")
@@ -518,6 +539,18 @@ class Evaluator:
                 grouped = grouped.withColumn(name, F.coalesce(F.col(name), F.lit(default)))
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
         return Solutions(grouped, None, vars_, frozenset(vars_), numbers=numbers)
+
+    def _ranks(self, places: tuple[P.TermsAt, ...]) -> Optional[DataFrame]:
+        """The terms at ``places`` in the slice and the background, ranked (``ST.ranks``);
+        None where the slice's were not read, or where they are too many for a local
+        relation (the aggregate then sorts its ORDER BY keys)."""
+        if self.terms is None or any(place not in self.terms for place in places):
+            return None
+        found = set()
+        for place in places:
+            found.update(self.terms[place])
+            found.update(self.background.terms(place.position, place.predicate))
+        return ST.ranks(self.spark, found) if len(found) <= LOCAL_ROWS else None
 
     def _groupextend(self, node: P.GroupExtend) -> Solutions:
         """C-SPARQL's AGGREGATE clause: the aggregate per window and group, joined back to every
@@ -630,14 +663,16 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     return {name + "_t": term}
 
 
-def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str
+def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str, ranked: bool = False
                ) -> tuple[list[Column], Column, Optional[str]]:
     """An aggregate (SPARQL 18.5.1) over the pre-computed columns of ``aggregate_arguments``:
     ``<name>_t`` (term; for COUNT without DISTINCT, true where bound), ``_n`` (number), ``_r``
     (numeric rank), ``_bad`` (1 where bound but not a number) and, for MIN and MAX, ``_k``
     (the term's ORDER BY key with the term in it, NULL when unbound): the Spark aggregate
     columns, the column that renders their result as a term, and the value over an empty
-    group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is "")."""
+    group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is ""). ``ranked``:
+    a MIN or MAX whose ``_k`` is its term's rank (``Evaluator._ranks``), and whose term the
+    caller joins back from the least or greatest (``_v``) as ``_term``."""
     zero = f'"0"^^<{terms.XSD_INTEGER}>'
     term, num, rank = F.col(name + "_t"), F.col(name + "_n"), F.col(name + "_r")
     c = lambda suffix: F.col(name + suffix)  # noqa: E731 - the aggregated columns by suffix
@@ -659,6 +694,9 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
             render = ST.numeric_literal(F.when(ok, F.when(c("_c") > 0, c("_s") / c("_c")).otherwise(F.lit(0.0))),
                                         F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
         return columns, render, zero
+    if agg.name in ("min", "max") and ranked:  # a number: Spark hashes it
+        pick = F.min if agg.name == "min" else F.max
+        return [pick(c("_k")).alias(name + "_v")], c("_term"), None
     if agg.name in ("min", "max"):
         # The least or greatest ORDER BY key (a struct, the term its last field): Spark has no
         # hash aggregate over a struct, so the aggregation sorts by its groups. Measured on

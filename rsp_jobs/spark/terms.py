@@ -166,3 +166,30 @@ def order_key(t: Column) -> list[Column]:
     then by time, then by lexical form."""
     kind = (F.when(t.isNull(), 0).when(is_blank(t), 1).when(is_iri(t), 2).otherwise(3))
     return [kind, numeric_value(t), datetime_value(t), F.coalesce(lexical(t), t), t]
+
+
+RANKED_TERM, TERM_RANK = "term", "rank"  # the columns of ``ranks``
+
+
+def ranks(spark, terms) -> "DataFrame":
+    """``terms`` (N-Triples) with their place in ``order_key``'s order, from 1, as a local
+    relation (``RANKED_TERM``, ``TERM_RANK``): a greater rank is a greater term, so MIN and MAX
+    of ranks are hash aggregates where those of ``order_struct`` sort every row. The keys are
+    Spark's own (a projection of a local relation, which Spark evaluates on the driver without
+    a job), compared in Python as Spark compares structs: NULL first, NaN above every number."""
+    from rsp_jobs.spark.local import local_frame
+
+    terms = sorted(set(terms))
+    kind, number, time, text, term = order_key(F.col(RANKED_TERM))
+    keys = local_frame(spark, [(t,) for t in terms], f"{RANKED_TERM} string").select(
+        kind, number, F.unix_micros(time), text, term).collect()
+    ordered = sorted(keys, key=lambda row: (row[0], _spark_order(row[1]), _spark_order(row[2]), row[3], row[4]))
+    return local_frame(spark, [(row[4], rank) for rank, row in enumerate(ordered, 1)],
+                       f"{RANKED_TERM} string, {TERM_RANK} long")
+
+
+def _spark_order(value) -> tuple:
+    """A nullable number as a key Python orders as Spark does: NULL least, NaN greatest."""
+    if value is None:
+        return (0, 0)
+    return (2, 0) if value != value else (1, value)

@@ -52,3 +52,16 @@ def test_more_triples_than_a_local_relation_holds_are_read_from_the_whole_backgr
     everything = background.frame_for(spark, _pattern("?x", "?p", "?o"), None)
     assert everything is background.frame(spark)
     assert background.frame_for(spark, _pattern(f"{EX}s3", "?p", "?o"), None).count() == 2
+
+
+def test_the_terms_at_a_place_are_those_of_every_graph():
+    """``Background.terms`` (with the slice's, what MIN and MAX rank, ``optimize.rank_extrema``):
+    the subjects or objects of one predicate in the default and every named graph, as N-Triples,
+    and nothing of another predicate."""
+    default, named = _graph(3, "default"), _graph(2, "named")
+    named.add((URIRef(f"{EX}s9"), URIRef(EX + "other"), Literal("elsewhere")))
+    background = B.Background(default=[default], named={EX + "g": [named]})
+    label = f"<{EX}label>"
+    assert background.terms("o", label) == {'"default 0"', '"default 1"', '"default 2"', '"named 0"', '"named 1"'}
+    assert background.terms("s", label) == {f"<{EX}s{i}>" for i in range(3)}
+    assert background.terms("o", f"<{EX}none>") == set() and B.Background().terms("o", label) == set()

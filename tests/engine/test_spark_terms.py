@@ -80,3 +80,37 @@ def test_a_numeric_value_is_the_lexical_form_as_a_number(parsed, text):
     want = T.numeric_value(_parse(text))
     got = parsed[text]["value"]
     assert got == want or (want is None and got is None) or (want == float("inf") and got == float("inf"))
+
+
+ORDERED = TERMS + [  # where a rank could part from Spark's own order of the key
+    '"NaN"^^<http://www.w3.org/2001/XMLSchema#double>',
+    '"-INF"^^<http://www.w3.org/2001/XMLSchema#double>',
+    '"-0.0"^^<http://www.w3.org/2001/XMLSchema#double>',
+    '"0.0"^^<http://www.w3.org/2001/XMLSchema#double>',
+    '"1"^^<http://www.w3.org/2001/XMLSchema#int>',
+    '"1"^^<http://www.w3.org/2001/XMLSchema#integer>',
+    '"1.0"^^<http://www.w3.org/2001/XMLSchema#decimal>',
+    '"2014-08-02T07:00:00+02:00"^^<http://www.w3.org/2001/XMLSchema#dateTime>',
+    '"2014-10-26T02:30:00+01:00"^^<http://www.w3.org/2001/XMLSchema#dateTime>',
+    '"2014-10-26T02:30:00+02:00"^^<http://www.w3.org/2001/XMLSchema#dateTime>',
+    '"not a time"^^<http://www.w3.org/2001/XMLSchema#dateTime>',
+    '"\u00e9t\u00e9"', '"\U0001f600"', '"zz"', '"a"@en', '"a b"',
+    "<http://example.org/a>", "_:a",
+]
+
+
+def test_a_terms_rank_is_its_place_in_sparks_order_of_the_order_by_key(spark):
+    """``ranks`` orders terms in Python by keys Spark computed: the ranks must be the places
+    Spark's own ORDER BY of ``order_struct`` gives (MIN and MAX by rank, ``optimize.rank_extrema``,
+    must equal MIN and MAX of the key), on numbers of one value in several forms, NaN and the
+    infinities, signed zeros, times in several zones (one instant twice, and a DST change in
+    the driver's zone), non-ASCII text, every kind of term."""
+    from pyspark.sql import functions as F
+
+    from rsp_jobs.spark.local import local_frame
+
+    frame = local_frame(spark, [(t,) for t in ORDERED], "t string")
+    by_spark = [row.t for row in frame.orderBy(ST.order_struct(F.col("t"))).collect()]
+    ranked = sorted(ST.ranks(spark, ORDERED + ORDERED[:3]).collect(), key=lambda row: row[ST.TERM_RANK])
+    assert [row[ST.TERM_RANK] for row in ranked] == list(range(1, len(set(ORDERED)) + 1))
+    assert [row[ST.RANKED_TERM] for row in ranked] == by_spark

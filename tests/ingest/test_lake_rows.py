@@ -1,7 +1,8 @@
 """``Lake.rows``: what a read of a span scans, from the Parquet footers, without Spark (it
 chooses between Spark's interpreted and generated code, ``session.batch_settings``);
-``Lake.repeats``, whether it holds a triple twice, ``Lake.times``, its distinct times, and ``Lake.vocabulary``, the predicates and
-classes it names, from the files, without Spark."""
+``Lake.repeats``, whether it holds a triple twice, ``Lake.times``, its distinct times,
+``Lake.terms``, its terms at a place, and ``Lake.vocabulary``, the predicates and classes it
+names, from the files, without Spark."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,6 +36,31 @@ def test_rows_counts_the_hours_a_read_touches(tmp_path):
     assert lake.rows([A], T0 + timedelta(minutes=65)) == 3  # hours 11 and 12
     assert lake.rows([A], None, T0 + timedelta(minutes=5)) == 3  # hour 10 whole: an upper bound
     assert lake.rows(["http://ex.org/none"]) == 0
+
+
+def test_terms_are_the_distinct_subjects_or_objects_of_a_predicate_in_the_hours_a_read_touches(tmp_path):
+    """``Lake.terms`` (the MIN and MAX ranks of ``optimize.rank_extrema``): every term at the
+    place in the files of the read's streams and hours, each once, never one of another
+    predicate, place or stream; a superset of the read's (an hour is read whole)."""
+    lake = Lake(tmp_path / "lake")
+    lake.write(_batch(A, [0, 10, 70, 130]), batch_id="one")  # hours 10, 10, 11, 12
+    lake.write(_batch(A, [10, 75]), batch_id="two")  # "10" again, in a file of its own
+    other = _batch(B, [5])
+    other.elements = [replace(e, p="<http://ex.org/q>") for e in other.elements] + _batch(B, [6]).elements
+    lake.write(other, batch_id="one")
+    p, q = "<http://ex.org/p>", "<http://ex.org/q>"
+    found = lake.terms([A], None, None, [("o", p), ("s", p), ("o", q)])
+    assert sorted(found[("o", p)]) == sorted(f'"{m}"' for m in (0, 10, 70, 75, 130))
+    assert sorted(found[("s", p)]) == sorted(f"<{A}/s{m}>" for m in (0, 10, 70, 75, 130))
+    assert found[("o", q)] == []
+    assert sorted(lake.terms([A, B], None, None, [("o", q), ("o", p)])[("o", p)]) == \
+        sorted(f'"{m}"' for m in (0, 6, 10, 70, 75, 130))
+    assert lake.terms([B], None, None, [("o", q)]) == {("o", q): ['"5"']}
+    assert sorted(lake.terms([A], T0 + timedelta(minutes=65), T0 + timedelta(minutes=80), [("o", p)])[("o", p)]) == \
+        ['"70"', '"75"']  # hour 11 alone
+    assert sorted(lake.terms([A], None, T0 + timedelta(minutes=5), [("o", p)])[("o", p)]) == \
+        ['"0"', '"10"']  # hour 10 whole
+    assert lake.terms(["http://ex.org/none"], None, None, [("o", p)]) == {("o", p): []}
 
 
 def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_path):

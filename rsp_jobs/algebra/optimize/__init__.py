@@ -13,6 +13,7 @@ from rsp_jobs.algebra.optimize.bound_join_keys import bound_join_keys
 from rsp_jobs.algebra.optimize.order_joins import order_joins
 from rsp_jobs.algebra.optimize.prune_predicates import prune_predicates
 from rsp_jobs.algebra.optimize.push_down_conditions import push_down_conditions
+from rsp_jobs.algebra.optimize.rank_extrema import rank_extrema
 from rsp_jobs.algebra.optimize.share_candidates_across_alike_rules import share_candidates_across_alike_rules
 from rsp_jobs.algebra.optimize.share_event_queries import share_event_queries
 from rsp_jobs.algebra.optimize.share_events_across_rules import share_events_across_rules
@@ -21,7 +22,7 @@ from rsp_jobs.algebra.optimize.window_solutions import window_solutions
 from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 
 # rules over a window query's or a pattern's plan
-QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions)
+QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions, rank_extrema)
 # rules over a DOTR rule's plan (its event queries get QUERY_RULES too, but window_solutions)
 RULE_RULES = (share_event_queries, push_down_conditions)
 # rules over a set of DOTR rules evaluated together (each rule gets RULE_RULES first)
