@@ -11,7 +11,8 @@ back to the driver.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
+from concurrent.futures import Future
 from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
@@ -24,7 +25,7 @@ from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.evaluate import WIN, Evaluator
+from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
 from rsp_jobs.times import from_us
@@ -36,17 +37,28 @@ from rsp_jobs.tree import walk
 REPEATS_IN_SPARK_FROM_ROWS = 5_000_000
 
 
-def _files_facts(lake: Lake, streams: Sequence[str], start, end, places) -> Future:
-    """The slice's ``SliceFacts`` (``Lake.facts``), read by pyarrow on a thread of its own
-    while the driver builds the plan's first steps: it waits on the JVM then, and pyarrow reads
-    without holding the GIL (a day of CityBench: 0.13 s of reading overlapped). A pool per call,
-    let go at once: a pool kept across calls would be copied without its thread into a forked
-    task process."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lake-files")
-    try:
-        return pool.submit(lake.facts, streams, start, end, places)
-    finally:
-        pool.shutdown(wait=False)  # the read goes on; the thread ends with it
+def _files_facts(lake: Lake, streams: Sequence[str], start, end, ranked: set,
+                 background: Background) -> tuple[Future, Future]:
+    """The slice's ``SliceFacts`` (``Lake.facts``), then the terms of each place set in
+    ``ranked`` ranked (``rank_terms``: a local relation Spark evaluates on the driver, 0.07-0.1 s
+    for CityBench's 1,500-2,500 values), on a thread of their own while the driver builds the
+    plan's first steps: it waits on the JVM then, and pyarrow reads without holding the GIL (a
+    day of CityBench: 0.13 s of reading overlapped). Each has its future, as the facts are
+    wanted first. A thread per call, not a pool kept across calls, which a forked task process
+    would inherit without its thread."""
+    facts, ranks = Future(), Future()
+
+    def read() -> None:
+        for future, make in ((facts, lambda: lake.facts(streams, start, end, {p for ps in ranked for p in ps})),
+                             (ranks, lambda: {places: rank_terms(get_spark(), places, facts.result().terms,
+                                                                 background) for places in ranked})):
+            try:
+                future.set_result(make())
+            except BaseException as error:  # the caller's result() raises it
+                future.set_exception(error)
+
+    threading.Thread(target=read, name="lake-files", daemon=True).start()
+    return facts, ranks
 
 
 @dataclass(frozen=True)
@@ -79,15 +91,14 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
     simple = check_regime(entailment) == "simple"
     spans = windows.spans(query, sched, after, interval.until) if simple else None
-    places = {place for node in walk(query.plan) if isinstance(node, P.Group) for ranked in node.ranked
-              for place in ranked}
-    facts = _files_facts(lake, streams, start, end, places) if simple and small else None
+    ranked = {places for node in walk(query.plan) if isinstance(node, P.Group) for places in node.ranked if places}
+    background = Background.for_query(query.graphs, background_files, query.source)
+    facts, ranks = _files_facts(lake, streams, start, end, ranked, background) if simple and small else (None, None)
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
     with settings_while(spark, batch_settings(stream_rows)):
         elements = lake.read(spark, streams, start, end)
-        background = Background.for_query(query.graphs, background_files, query.source)
         if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
             # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
             # hand-written job would. Caching the slice cost more than those reads (a day of
@@ -119,8 +130,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             # under entailment a window's graph may hold what its triples do not name
             vocabulary = None if not simple else facts.result().vocabulary if small else \
                 lake.vocabulary(streams, start, end)
-            terms = facts.result().terms if facts is not None else None
-            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, terms)
+            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, ranks)
             solutions = evaluator.evaluate(query.plan)
             frame = result_frame(query, evaluator, solutions, sched)
             # One job whatever the number of patterns: read from Parquet, a pattern's triples

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Optional
 
@@ -122,7 +123,7 @@ class Solutions:
 class Evaluator:
     def __init__(self, query: P.ContinuousQuery, window_rows: Optional[DataFrame], active: DataFrame,
                  background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None,
-                 vocabulary: Optional[Vocabulary] = None, terms: Optional[dict[P.TermsAt, list[str]]] = None):
+                 vocabulary: Optional[Vocabulary] = None, ranks: Optional[Future] = None):
         self.query = query
         self._rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
@@ -133,8 +134,9 @@ class Evaluator:
         # what the slice's triples name (None: anything, as under entailment): a pattern that
         # names something else matches the background alone
         self.vocabulary = vocabulary
-        # the slice's terms at the places ``optimize.rank_extrema`` named (None: not read)
-        self.terms = terms
+        # the terms at the places ``optimize.rank_extrema`` named, ranked (``rank_terms``): a
+        # future of them by places, asked for when a GROUP needs them (None: not ranked)
+        self.ranks = ranks
         self.spark = active.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
 
@@ -541,16 +543,7 @@ class Evaluator:
         return Solutions(grouped, None, vars_, frozenset(vars_), numbers=numbers)
 
     def _ranks(self, places: tuple[P.TermsAt, ...]) -> Optional[DataFrame]:
-        """The terms at ``places`` in the slice and the background, ranked (``ST.ranks``);
-        None where the slice's were not read, or where they are too many for a local
-        relation (the aggregate then sorts its ORDER BY keys)."""
-        if self.terms is None or any(place not in self.terms for place in places):
-            return None
-        found = set()
-        for place in places:
-            found.update(self.terms[place])
-            found.update(self.background.terms(place.position, place.predicate))
-        return ST.ranks(self.spark, found) if len(found) <= LOCAL_ROWS else None
+        return None if self.ranks is None else self.ranks.result().get(places)
 
     def _groupextend(self, node: P.GroupExtend) -> Solutions:
         """C-SPARQL's AGGREGATE clause: the aggregate per window and group, joined back to every
@@ -641,6 +634,18 @@ class Evaluator:
         fields = ([T.StructField(c, T.LongType()) for c in window] if windowed else []) + [
             T.StructField(vcol(v), T.StringType()) for v in vars_]
         return self.spark.createDataFrame([], T.StructType(fields))
+
+
+def rank_terms(spark, places: tuple[P.TermsAt, ...], slice_terms: Mapping[P.TermsAt, list[str]],
+               background: Background) -> Optional[DataFrame]:
+    """The terms at ``places`` in the slice (``Lake.facts``) and the background, ranked
+    (``ST.ranks``) for a MIN or MAX (``optimize.rank_extrema``); None where they are more than
+    a local relation holds (the aggregate then sorts its ORDER BY keys)."""
+    found = set()
+    for place in places:
+        found.update(slice_terms[place])
+        found.update(background.terms(place.position, place.predicate))
+    return ST.ranks(spark, found) if len(found) <= LOCAL_ROWS else None
 
 
 def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Column]:
