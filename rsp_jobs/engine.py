@@ -48,14 +48,16 @@ def _files_facts(lake: Lake, streams: Sequence[str], start, end, ranked: set,
     would inherit without its thread."""
     facts, ranks = Future(), Future()
 
+    def settle(future: Future, make) -> None:
+        try:
+            future.set_result(make())
+        except BaseException as error:  # the caller's result() raises it
+            future.set_exception(error)
+
     def read() -> None:
-        for future, make in ((facts, lambda: lake.facts(streams, start, end, {p for ps in ranked for p in ps})),
-                             (ranks, lambda: {places: rank_terms(get_spark(), places, facts.result().terms,
-                                                                 background) for places in ranked})):
-            try:
-                future.set_result(make())
-            except BaseException as error:  # the caller's result() raises it
-                future.set_exception(error)
+        settle(facts, lambda: lake.facts(streams, start, end, {place for places in ranked for place in places}))
+        settle(ranks, lambda: {places: rank_terms(get_spark(), places, facts.result().terms, background)
+                               for places in ranked})
 
     threading.Thread(target=read, name="lake-files", daemon=True).start()
     return facts, ranks

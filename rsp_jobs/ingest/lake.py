@@ -182,7 +182,7 @@ class Lake:
         one read of the partitions (stream x hour) a ``read`` of the span touches: pyarrow,
         the files in parallel, ``s``, ``p`` and ``o`` as their dictionaries, no Spark job.
         ``places``: the ``(position, predicate)`` pairs whose terms to list (``s`` or ``o``;
-        N-Triples). Eight days of CityBench (192 files): 0.5-0.9 s, where reading each fact
+        N-Triples). Eight days of CityBench (192 files): 0.3-0.8 s, where reading each fact
         file by file took 1.0-1.5 s."""
         import pyarrow.compute as pc
 
@@ -201,13 +201,8 @@ class Lake:
             ts = ts.filter(pc.greater_equal(ts, to_us(start)))
         if end is not None:
             ts = ts.filter(pc.less(ts, to_us(end)))
-        vocabulary = NO_WORDS
-        for fragment in dataset.get_fragments():
-            written = (fragment.physical_schema.metadata or {}).get(VOCABULARY_KEY)
-            vocabulary |= Vocabulary.from_json(written) if written is not None else \
-                Vocabulary.of(fragment.to_table(columns=["p", "o"]))
-        return SliceFacts(codes.group_by(triple).aggregate([]).num_rows < table.num_rows,
-                          ts.to_pylist(), vocabulary, {place: _terms_at(table, codes, *place) for place in places})
+        return SliceFacts(codes.group_by(triple).aggregate([]).num_rows < table.num_rows, ts.to_pylist(),
+                          _vocabulary(dataset), {place: _terms_at(table, codes, *place) for place in places})
 
     def repeats(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None) -> bool:
         """Whether the partitions a ``read`` of the span touches hold a triple more than once
@@ -237,8 +232,10 @@ class Lake:
         """The ``Vocabulary`` of the partitions a ``read`` of the span touches, from their
         Parquet footers (``VOCABULARY_KEY``), or for a file written without it, from its ``p``
         and ``o`` columns. A superset of the read's, as an hour is read whole and a footer
-        names its whole batch's."""
-        return self.facts(streams, start, end).vocabulary
+        names its whole batch's. Footers only, not ``facts``: the engine asks this alone of
+        slices too large to read on the driver."""
+        parts = self._parts(streams, start, end)
+        return _vocabulary(pads.dataset([str(part) for part in parts], format="parquet")) if parts else NO_WORDS
 
     def _parts(self, streams: Iterable[str], start: Optional[datetime], end: Optional[datetime]) -> list[Path]:
         """The Parquet files of the partitions (stream x hour) a read of the span touches."""
@@ -256,6 +253,17 @@ class SliceFacts(NamedTuple):
     times: list[int]  # its distinct times (µs)
     vocabulary: "Vocabulary"  # what its triples name
     terms: dict[tuple[str, str], list[str]]  # the distinct terms at each place asked for
+
+
+def _vocabulary(dataset: pads.Dataset) -> "Vocabulary":
+    """The union of the ``Vocabulary`` footers of ``dataset``'s files; a file written without
+    one, from its ``p`` and ``o`` columns."""
+    found = NO_WORDS
+    for fragment in dataset.get_fragments():
+        written = (fragment.physical_schema.metadata or {}).get(VOCABULARY_KEY)
+        found |= Vocabulary.from_json(written) if written is not None else \
+            Vocabulary.of(fragment.to_table(columns=["p", "o"]))
+    return found
 
 
 def _terms_at(table: pa.Table, codes: pa.Table, position: str, predicate: str) -> list[str]:

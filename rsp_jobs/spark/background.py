@@ -102,9 +102,9 @@ class Background:
     def terms(self, position: str, predicate: str) -> set[str]:
         """The terms (N-Triples) at ``position`` (``s`` or ``o``) of the triples with
         ``predicate`` (N-Triples) in every background graph (``optimize.rank_extrema``)."""
-        graphs = self._visible(None) + self._visible(ast.Var("g"))
-        pattern = (None, terms.ast_to_rdflib(ast.IRI(predicate[1:-1])), None)
-        return {terms.to_nt(s if position == "s" else o) for _, g in graphs for s, _, o in g.triples(pattern)}
+        rows = _rows(self._visible(None) + self._visible(ast.Var("g")),
+                     (None, terms.ast_to_rdflib(ast.IRI(predicate[1:-1])), None))
+        return {row[1] if position == "s" else row[3] for row in rows}
 
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
         """The graphs a pattern in ``graph`` (None: the default graph; an IRI; a variable) sees,

@@ -510,18 +510,18 @@ class Evaluator:
             if not (isinstance(expr, ast.Var) and expr == var):
                 extra[vcol(var.name)] = compile_expr(expr, scope).term
             key_cols.append(vcol(var.name))
-        ranks = {}  # MIN and MAX by their argument's rank (optimize.rank_extrema)
+        ranks = {}  # MIN and MAX by their argument's rank (optimize.rank_extrema), by column prefix
         for i, (agg, _) in enumerate(node.aggregates):
             table = self._ranks(node.ranked[i]) if node.ranked and node.ranked[i] else None
             if table is not None:
-                ranks[f"_a{i}_k"] = (vcol(agg.arg.name), table)
+                ranks[f"_a{i}"] = (vcol(agg.arg.name), table)
             elif agg.arg is not None:
                 extra.update(aggregate_arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
-        frame = self._to_dep_with(inner, extra, ranks)
+        frame = self._to_dep_with(inner, extra, {name + "_k": ranked for name, ranked in ranks.items()})
         aggs, renders, defaults, numbers = [], [], {}, {}
         for i, (agg, var) in enumerate(node.aggregates):
             columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source,
-                                                  ranked=f"_a{i}_k" in ranks)
+                                                  ranked=f"_a{i}" in ranks)
             aggs += columns
             renders.append(render.alias(vcol(var.name)))
             if default is not None:
@@ -530,9 +530,9 @@ class Evaluator:
                 numbers[var.name] = f"_a{i}_c"
         grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
         for name, (_, table) in ranks.items():  # each greatest or least rank back to its term
-            grouped = grouped.join(F.broadcast(table.select(F.col(ST.TERM_RANK).alias(name[:-2] + "_v"),
-                                                            F.col(ST.RANKED_TERM).alias(name[:-2] + "_term"))),
-                                   name[:-2] + "_v", "left")
+            grouped = grouped.join(F.broadcast(table.select(F.col(ST.TERM_RANK).alias(name + "_v"),
+                                                            F.col(ST.RANKED_TERM).alias(name + "_term"))),
+                                   name + "_v", "left")
         grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         if not node.keys:  # the implicit group exists in every window, even without solutions
             grouped = self.active.select(WIN).join(grouped, WIN, "left")

@@ -179,7 +179,7 @@ def ranks(spark, terms) -> "DataFrame":
     a job), compared in Python as Spark compares structs: NULL first, NaN above every number."""
     from rsp_jobs.spark.local import local_frame
 
-    terms = sorted(set(terms))
+    terms = set(terms)
     kind, number, time, text, term = order_key(F.col(RANKED_TERM))
     keys = local_frame(spark, [(t,) for t in terms], f"{RANKED_TERM} string").select(
         kind, number, F.unix_micros(time), text, term).collect()
