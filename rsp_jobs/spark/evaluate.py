@@ -533,12 +533,19 @@ class Evaluator:
             grouped = grouped.join(F.broadcast(table.select(F.col(ST.TERM_RANK).alias(name + "_v"),
                                                             F.col(ST.RANKED_TERM).alias(name + "_term"))),
                                    name + "_v", "left")
-        grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         if not node.keys:  # the implicit group exists in every window, even without solutions
-            grouped = self.active.select(WIN).join(grouped, WIN, "left")
+            # an aggregate's value over no solutions is its default; over some, an unbound one
+            # is an error (SUM over "abc"^^xsd:integer) and stays unbound, as in any other group
+            grouped = self.active.select(WIN).join(
+                grouped.select(WIN, *renders, *numbers.values(), F.lit(True).alias("_group")), WIN, "left")
             defaults.update({number: 0 for number in numbers.values()})
-            for name, default in defaults.items():
-                grouped = grouped.withColumn(name, F.coalesce(F.col(name), F.lit(default)))
+            empty = F.col("_group").isNull()
+            grouped = grouped.select(WIN, *[F.when(empty, F.lit(defaults[name])).otherwise(F.col(name)).alias(name)
+                                            if name in defaults else F.col(name)
+                                            for name in [vcol(v.name) for _, v in node.aggregates]
+                                            + list(numbers.values())])
+        else:
+            grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
         return Solutions(grouped, None, vars_, frozenset(vars_), numbers=numbers)
 
@@ -655,16 +662,27 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     and sorted or hashed by the aggregation carry no term they do not need (a COUNT's IRIs,
     the values an AVG has as numbers)."""
     term = value.term
+    # An unbound variable adds nothing to a group, but an argument expression that is an error
+    # for one solution makes the aggregate an error, unbound (SPARQL 1.1 18.5.1: ListEval keeps
+    # the error in the list the set function receives; docs/semantics/numbers.md, "Aggregates")
+    expression = not isinstance(agg.arg, ast.Var)
     if agg.name == "count" and not agg.distinct:
         return {name + "_t": F.when(term.isNotNull(), F.lit(True))}  # counted where bound
     if agg.name in ("sum", "avg"):
         # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
         # from it, so asking would render every solution's term for nothing
-        bad = F.lit(0) if value.num is not None else \
-            F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
+        if expression:
+            bad = F.when(value.number().isNull(), 1).otherwise(0)
+        elif value.num is not None:
+            bad = F.lit(0)
+        else:
+            bad = F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
         return {name + "_n": value.number(), name + "_r": value.number_rank(), name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
-        return {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
+        columns = {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
+        if expression:
+            columns[name + "_bad"] = F.when(term.isNull(), 1).otherwise(0)
+        return columns
     return {name + "_t": term}
 
 
@@ -710,7 +728,11 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
         # of every group until the end of the task); the same at one day and at a 15-minute
         # micro-batch (issue 17).
         pick = F.min if agg.name == "min" else F.max
-        return [pick(c("_k")).alias(name + "_v")], c("_v").getField(ST.ORDER_TERM), None
+        columns, render = [pick(c("_k")).alias(name + "_v")], c("_v").getField(ST.ORDER_TERM)
+        if not isinstance(agg.arg, ast.Var):  # an expression that was an error for a solution
+            columns.append(F.max(c("_bad")).alias(name + "_bad"))
+            render = F.when(c("_bad") == 0, render)
+        return columns, render, None
     if agg.name == "sample":
         return [F.min(term).alias(name + "_v")], c("_v"), None
     if agg.name == "group_concat":

@@ -821,13 +821,20 @@ class _Translator:
             rank = func.coalesce(func.max(rank), 0)
             if agg.name == "avg":  # the average of nothing is the integer 0 (§18.5.1.4)
                 rank = case((func.count(column) == 0, 0), (rank < 1, 1), else_=rank)
+        bad = None
+        if not isinstance(agg.arg, (VarRef, FrameTime)):
+            # an argument expression that is an error for one solution (``?v + 0`` over
+            # "abc"^^xsd:integer) is an error in the list the set function gets (SPARQL 1.1
+            # §18.5.1, ListEval): the aggregate is unbound (docs/semantics/numbers.md)
+            bad = func.max(case((number.is_(None), 1), else_=0))
+        elif agg.name in ("sum", "avg") and value.kind == "term" and value.num is not None:
+            # a term that is not a number (an ill-typed "abc"^^xsd:integer, a string, an IRI)
+            # makes the sum a type error (SPARQL 1.1 §18.5.1.3): unbound, never a silent 0
+            bad = func.max(case((and_(value.text.isnot(None), value.num.is_(None)), 1), else_=0))
         if agg.name in ("sum", "avg"):
             result = func.coalesce(result, 0.0)
-            if value.kind == "term" and value.num is not None:
-                # a term that is not a number (an ill-typed "abc"^^xsd:integer, a string, an IRI)
-                # makes the sum a type error (SPARQL 1.1 §18.5.1.3): unbound, never a silent 0
-                bad = func.max(case((and_(value.text.isnot(None), value.num.is_(None)), 1), else_=0))
-                result = case((bad == 1, null()), else_=result)
+        if bad is not None:
+            result = case((bad == 1, null()), else_=result)
         return _Value("num", result, rank=rank)
 
 
