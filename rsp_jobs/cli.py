@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -187,9 +188,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except DBAPIError as exc:  # the store: unreachable, refusing us, or not a store
         print(f"rsp: error: {_store_problem(exc, getattr(args, 'store', None))}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:
+            raise  # anything else is a bug to see whole
+        print(f"rsp: error: {_no_room(exc)}", file=sys.stderr)
+        return 2
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+# what a writer meets when the machine, not the input, is at fault: a full disk or quota, a file
+# past the size limit, a read-only file system
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+
+
+def _no_room(exc: OSError) -> str:
+    """One line for a write that found no room: what could not be written, and where the
+    project home is (the usual place to make room)."""
+    what = f"cannot write {exc.filename}" if exc.filename else "cannot write a file"
+    return f"{what}: {os.strerror(exc.errno)} (RSP_HOME is {settings.home_dir()})"
 
 
 def _exit_on_signal(signum, _frame):

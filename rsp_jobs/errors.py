@@ -39,3 +39,10 @@ class QueryError(RspError):
 
 class InputError(RspError):
     """An input file (stream or background) cannot be read at all."""
+
+
+class StorageError(RspError, OSError):
+    """A file the platform writes cannot be written (a full disk, a read-only file system):
+    nothing half-written is left where readers look, and the input it came from stays where it
+    was, so the same command succeeds once there is room. An OSError too, so that code that
+    handles a failed write (of the lake, or of anything else) handles this one."""

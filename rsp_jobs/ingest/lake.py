@@ -4,6 +4,13 @@ Writing happens on the driver with pyarrow (ingest batches are files that were p
 reading happens in Spark and prunes to the partitions a run needs. A batch's part files are
 named after the batch, so loading the same batch again replaces them instead of duplicating.
 
+A part file appears whole or not at all: a batch is written under ``_writing-...`` at the lake's
+root (pyarrow and Spark skip names that start with ``_``, and readers list only
+``stream_key=*/hour=*``), and each finished file is moved into its partition with
+``os.replace``, atomic within one file system. A write that fails (a full disk) removes what it
+staged and leaves the batch's earlier parts as they were; a writer killed mid-way leaves a
+staging folder the next write on the same host removes.
+
 ``seq`` is a triple's place in its stream as delivered: the file's place among the stream's
 files (``StreamBatch.order``) times 2^32 plus the triple's position in the file. It orders the
 triples of one time (C-SPARQL §3.1's positional order) for ``[TRIPLES n]`` windows. Files
@@ -11,9 +18,14 @@ written before ``seq`` existed read it as NULL (the schema is given when reading
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
+import shutil
+import socket
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from operator import attrgetter
@@ -23,6 +35,7 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from rsp_jobs.errors import StorageError
 from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
                                         read_stream_file)
 from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
@@ -111,20 +124,50 @@ class Lake:
     @many_small_objects()
     def write(self, batch: StreamBatch, batch_id: Optional[str] = None) -> int:
         """Append a batch's elements (replacing an earlier load of the same batch id) and
-        quarantine its rejections. Returns the number of rows written."""
+        quarantine its rejections. Returns the number of rows written. A file that cannot be
+        written is a ``StorageError``; the lake is then as it was before the call."""
         batch_id = batch_id or hashlib.sha1(f"{batch.stream}|{batch.source}".encode()).hexdigest()[:16]
-        if batch.rejections:
-            self._quarantine(batch.stream, batch_id, batch.rejections)
-        for old in (self.root / f"stream_key={stream_key(batch.stream)}").glob(f"hour=*/part-{batch_id}-*.parquet"):
-            old.unlink()  # the batch replaces its earlier load, wherever its hours were
-        if not batch.elements:
-            return 0
-        table = self.table(batch.stream, batch.elements, batch.order)
-        table = table.replace_schema_metadata({VOCABULARY_KEY: Vocabulary.of(table).to_json()})
-        pads.write_dataset(table, self.root, format="parquet", partitioning=PARTITIONING,
-                           basename_template=f"part-{batch_id}-{{i}}.parquet",
-                           existing_data_behavior="overwrite_or_ignore")
-        return table.num_rows
+        try:
+            if batch.rejections:
+                self._quarantine(batch.stream, batch_id, batch.rejections)
+            earlier = set(self.parts_of(batch.stream, batch_id))
+            rows, written = 0, []
+            if batch.elements:
+                table = self.table(batch.stream, batch.elements, batch.order)
+                table = table.replace_schema_metadata({VOCABULARY_KEY: Vocabulary.of(table).to_json()})
+                written, rows = self._write_parts(table, batch_id), table.num_rows
+            for old in earlier - set(written):
+                old.unlink(missing_ok=True)  # the batch replaces its earlier load, wherever its hours were
+            return rows
+        except OSError as exc:
+            raise StorageError(f"cannot write the lake {self.root}: {_os_reason(exc)}") from exc
+
+    def parts_of(self, stream: str, batch_id: str) -> list[Path]:
+        """The part files a batch of ``stream`` with this id wrote, in every hour."""
+        return sorted((self.root / f"stream_key={stream_key(stream)}").glob(f"hour=*/part-{batch_id}-*.parquet"))
+
+    def discard(self, stream: str, batch_id: str) -> None:
+        """Remove a batch's part files: a load whose store transaction did not commit."""
+        for part in self.parts_of(stream, batch_id):
+            part.unlink(missing_ok=True)
+
+    def _write_parts(self, table: pa.Table, batch_id: str) -> list[Path]:
+        """Write ``table``'s partitions aside, then move each finished file into place."""
+        _remove_abandoned_stages(self.root)
+        stage = self.root / f"{STAGE_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            pads.write_dataset(table, stage, format="parquet", partitioning=PARTITIONING,
+                               basename_template=f"part-{batch_id}-{{i}}.parquet",
+                               existing_data_behavior="overwrite_or_ignore")
+            placed = []
+            for staged in sorted(stage.glob("stream_key=*/hour=*/*.parquet")):
+                target = self.root / staged.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, target)
+                placed.append(target)
+            return placed
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
     def table(self, stream: str, elements: Iterable[Element], order: int = 0) -> pa.Table:
         """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
@@ -143,10 +186,15 @@ class Lake:
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         path = self.quarantine_dir / f"{stream_key(stream)}-{batch_id}.jsonl"
-        with path.open("w", encoding="utf-8") as out:
-            for r in rejections:
-                out.write(json.dumps({"stream": stream, "file": r.file, "line": r.line,
-                                      "reason": r.reason, "triples": r.triples, "text": r.text}) + "\n")
+        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # replaced whole, never left half-written
+        try:
+            with aside.open("w", encoding="utf-8") as out:
+                for r in rejections:
+                    out.write(json.dumps({"stream": stream, "file": r.file, "line": r.line,
+                                          "reason": r.reason, "triples": r.triples, "text": r.text}) + "\n")
+            os.replace(aside, path)
+        finally:
+            aside.unlink(missing_ok=True)
         return path
 
     def read(self, spark, streams: Iterable[str], start: Optional[datetime] = None,
@@ -244,6 +292,36 @@ class Lake:
                 for hour in sorted((self.root / f"stream_key={key}").glob("hour=*"))
                 if (first is None or hour.name >= first) and (last is None or hour.name <= last)
                 for part in sorted(hour.glob("*.parquet"))]
+
+
+STAGE_PREFIX = "_writing-"  # a batch being written: <prefix><host>-<pid>-<random>
+
+
+def _remove_abandoned_stages(root: Path) -> None:
+    """Staging folders of writers on this host that are gone (killed mid-write)."""
+    host = socket.gethostname()
+    for stage in root.glob(f"{STAGE_PREFIX}*"):
+        owner, _, rest = stage.name[len(STAGE_PREFIX):].rpartition("-")[0].rpartition("-")
+        if owner == host and rest.isdigit() and not _alive(int(rest)):
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OSError as the one line a user needs: the system's reason (pyarrow's message
+    repeats it after its own words) and the file, when known."""
+    reason = os.strerror(exc.errno) if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
+                                                     errno.EACCES, errno.EIO) else " ".join(str(exc).split())
+    return f"{reason} ({exc.filename})" if exc.filename else reason
 
 
 class SliceFacts(NamedTuple):
