@@ -230,6 +230,8 @@ def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[P
             loaded.append(load_query(path, root))
         except RspError as exc:
             errors[path] = exc
+        except OSError as exc:  # unreadable, a dangling link, a folder named like a query
+            errors[path] = InputError(f"{path}: cannot be read ({exc.strerror or exc})")
         except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
             # a bug of ours, met on this file's content: still this file's error only
             errors[path] = InputError(f"{path}: cannot be loaded ({type(exc).__name__}: {exc})")
@@ -258,6 +260,8 @@ def _parsed(path: Path, _version: int) -> dict:
         return tomllib.loads(read_text(path, "settings"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def catalog_path() -> Path:

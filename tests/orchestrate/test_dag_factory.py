@@ -4,6 +4,7 @@ import error naming it, and the other DAGs still load."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from airflow.sdk import DeltaDataIntervalTimetable
@@ -83,8 +84,10 @@ def test_a_query_that_does_not_parse_is_an_import_error_naming_its_file_and_line
                       "WHERE { ?x ?p ?o }\n")
     bag = dag_bag()
     assert {"congestion_by_segment", "congested_pairs", "ingest_aarhus_traffic"} <= set(bag.dag_ids)
-    (message,) = bag.import_errors.values()
+    ((where, message),) = bag.import_errors.items()
     assert f"{broken}:3:" in message
+    # not rsp_dags.py's: Airflow would deactivate every DAG of that file (tests/orchestrate/test_dag_processor.py)
+    assert Path(where).name == "rsp_query_errors.py"
 
 
 @pytest.mark.parametrize("options, problem", [('batch = "7m"', "whole number of STEPs"),
@@ -163,6 +166,38 @@ def test_one_bad_query_file_loses_only_its_own_dags(queries, name):
     assert set(bag.dag_ids) == PROJECT_DAGS - lost
 
 
+def test_a_query_file_that_cannot_be_read_loses_only_its_own_dag(queries):
+    (queries / "citybench" / "gone.rsp").symlink_to(queries / "nowhere.rsp")
+    (queries / "citybench" / "folder.rsp").mkdir()
+    bag = dag_bag()
+    (message,) = bag.import_errors.values()
+    assert "2 registered files cannot become DAGs" in message
+    assert f"{queries}/citybench/gone.rsp: cannot be read (No such file or directory)" in message
+    assert f"{queries}/citybench/folder.rsp: cannot be read (Is a directory)" in message
+    assert set(bag.dag_ids) == PROJECT_DAGS
+
+
+def test_a_dag_that_fails_airflows_validation_loses_only_its_own_file(queries, monkeypatch):
+    """A DAG that fails ``DAG.validate`` in the DAG processor fails its whole DAG file: the
+    factory validates each one first and reports it as its query file's error."""
+    from rsp_jobs.orchestrate import dag_factory
+
+    made = dag_factory.query_dag
+
+    def invalid_for_pairs(rq, derived):
+        dag = made(rq, derived)
+        if rq.dag_id == "congested_pairs":
+            dag.owner_links["rsp"] = "not a link"  # what validate() checks again
+        return dag
+
+    monkeypatch.setattr(dag_factory, "query_dag", invalid_for_pairs)
+    dags, errors = dag_factory.build()
+    assert set(dags) == PROJECT_DAGS - {"congested_pairs"}
+    (path,) = errors
+    assert path.name == "congested_pairs.rsp"
+    assert "congested_pairs.rsp: cannot be scheduled (" in str(errors[path]) and "not a link" in str(errors[path])
+
+
 def test_a_broken_stream_catalog_loses_only_the_ingest_dags(queries):
     (queries / "streams.toml").write_text('[streams.aarhus_traffic]\niri = "http://ex.org/s"\nlate_policy = "keep"\n')
     bag = dag_bag()
@@ -185,8 +220,6 @@ def test_two_queries_registered_under_one_name_are_an_error_naming_both_files(qu
 def test_every_dag_says_what_it_does_in_a_line_and_retries_only_transient_failures(queries, monkeypatch):
     """A failure the input or the query causes fails the task at once (``AirflowFailException``
     is not retried); anything else is retried ``RSP_TASK_RETRIES`` times."""
-    import importlib.util
-
     from airflow.sdk.exceptions import AirflowFailException
 
     from rsp_jobs.errors import InputError
@@ -197,9 +230,7 @@ def test_every_dag_says_what_it_does_in_a_line_and_retries_only_transient_failur
     assert bag.dags.get("ingest_aarhus_traffic").description == \
         "Loads the files dropped in landing/aarhus_traffic/ into <" + TRAFFIC_IRI + "> as they arrive"
     assert {t.retries for dag in bag.dags.values() for t in dag.tasks} == {3}
-    spec = importlib.util.spec_from_file_location("rsp_dags_module", settings.REPO_ROOT / "dags" / "rsp_dags.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from rsp_jobs.orchestrate import dag_factory as module
 
     def bad_input():
         raise InputError("landing/x.nq:3: malformed N-Quads line")
