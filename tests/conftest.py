@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("RSP_HOME", tempfile.mkdtemp(prefix="rsp-test-home-"))
+# tests drop landing files whole and load them at once; those of a file still being written set
+# their own quiet period (tests/robustness/test_landing_in_pieces.py)
+os.environ.setdefault("RSP_LANDING_QUIET", "0")
 
 from rsp_jobs import settings  # noqa: E402
 from rsp_jobs.orchestrate import airflow_env  # noqa: E402

@@ -117,6 +117,7 @@ class StreamBatch:
     parts: list[Part] = field(default_factory=list)
     duplicates: Counter = field(default_factory=Counter)  # frame IRI -> statements already in it
     order: int = 0
+    sha256: Optional[str] = None  # of the bytes that were parsed: what a caller compares a file's checksum to
 
     @property
     def frames(self) -> int:
@@ -188,6 +189,7 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     text = decode(data, path, "stream")
     # blank nodes are named from the file's content, so loading the same file again names them alike
     salt = hashlib.sha1(data).hexdigest()[:12]
+    batch.sha256 = hashlib.sha256(data).hexdigest()
     statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt, batch)
     # a term holds U+0000 only where the text does, as it is or escaped (\u0000, \U00000000)
     return _storable(statements, batch, may_hold_nul="\x00" in text or "\\u0000" in text or "\\U00000000" in text)

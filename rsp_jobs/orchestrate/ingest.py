@@ -16,16 +16,25 @@ raw files (DART ``.txt``): each is mapped to ``mapped/<stem>.trig`` in its landi
 which is then loaded as above on behalf of the raw file (its checksum says whether it was loaded,
 the ingest activity used it). The rows the mapping rejected are quarantined with the parser's
 rejections, each raw line counted as one quarantined input, like a malformed N-Quads line.
+
+Only complete files are taken (docs/operations/landing.md). A producer should write a file under
+a temporary name (a name starting with ``.``, or ending in ``.part`` or ``.tmp``, which are never
+loaded) and rename it when done, as ``drop`` does; for producers that copy a file in place, a
+file is taken only once it has not been modified for ``RSP_LANDING_QUIET`` (default 10 s), and
+a file that changes while it is read (its size, modification time, inode or SHA-256 differ after
+the read from before it) is not loaded nor marked loaded: its store transaction rolls back, its
+lake parts are removed, and it is left for the next run, saying so in the log.
 """
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional, Sequence
 
 from sqlalchemy import func, insert, select, update
 
@@ -41,7 +50,7 @@ from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import known_frames, register_stream
 from rsp_jobs.store.models import IngestedFile, Stream
 from rsp_jobs.store.provenance import file_checksum, record_ingest
-from rsp_jobs.times import EPOCH, us_to_ms
+from rsp_jobs.times import EPOCH, parse_timedelta, us_to_ms
 
 log = logging.getLogger("rsp.ingest")
 SHOWN_REJECTIONS = 20  # rejected lines named one by one in the log; the rest are counted
@@ -52,7 +61,9 @@ FUTURE_SKEW = timedelta(minutes=5)  # event times later than the load time by mo
 @dataclass
 class FileReport:
     path: str
-    status: str  # loaded, skipped (already loaded), rejected (unreadable, or failed its quality checks)
+    # loaded, skipped (already loaded), rejected (unreadable, or failed its quality checks),
+    # waiting (still being written, or changed while it was read: left for the next run)
+    status: str
     frames: int = 0
     triples: int = 0  # distinct triples of its frames
     quarantined: int = 0
@@ -97,29 +108,87 @@ def loadable_suffixes(config: StreamConfig) -> list[str]:
 
 
 def landing_files(config: StreamConfig) -> list[Path]:
+    """The stream's landing files, complete or still being written (a run that waits for its
+    inputs counts both as coming)."""
     config.landing_dir.mkdir(parents=True, exist_ok=True)
-    suffixes = loadable_suffixes(config)
-    return sorted(p for p in config.landing_dir.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+    return candidate_files(config.landing_dir, loadable_suffixes(config))
+
+
+def candidate_files(folder: Path, suffixes: Sequence[str]) -> list[Path]:
+    """The files in ``folder`` with a loadable suffix, oldest name first; a name starting with
+    ``.`` is a file being written under a temporary name."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
+
+
+def landing_quiet() -> float:
+    """How long (seconds) a landing file must be left unmodified before it is taken
+    (``RSP_LANDING_QUIET``, a duration such as ``10s``; ``0`` takes files at once)."""
+    text = os.environ.get("RSP_LANDING_QUIET", "10s").strip()
+    try:
+        return float(text) if text.replace(".", "", 1).isdigit() else parse_timedelta(text).total_seconds()
+    except ValueError as exc:
+        raise InputError(f"RSP_LANDING_QUIET: {exc}") from None
+
+
+def settled(path: Path, quiet_seconds: float) -> bool:
+    """Whether ``path`` has been left unmodified for ``quiet_seconds``: a producer copying a file
+    in pieces keeps moving its modification time."""
+    try:
+        return time.time() - path.stat().st_mtime >= quiet_seconds
+    except FileNotFoundError:  # renamed or removed since it was listed
+        return False
+
+
+class Snapshot(NamedTuple):
+    """What a file looked like: if any of it differs after a read, the file changed meanwhile."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> "Snapshot":
+        st = path.stat()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+class ChangedWhileRead(Exception):
+    """A landing file changed while it was read; it is left for the next run."""
 
 
 def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingReport:
-    """Load every new file of the stream's landing directory, oldest name first. A file that
-    cannot be read or fails its quality checks is moved to ``rejected/`` with its reason, and the
-    first such failure is raised after the rest were loaded: one bad file never jams a stream."""
+    """Load every new complete file of the stream's landing directory, oldest name first. A
+    file still being written, or changed while it was read, is left for the next run. A file
+    that cannot be read or fails its quality checks is moved to ``rejected/`` with its reason,
+    and the first such failure is raised after the rest were loaded: one bad file never jams a
+    stream."""
     from rsp_jobs.quality.gate import QualityGateError
 
     config = registry.stream_config(stream_iri)
     prune(config)
-    files = landing_files(config)
+    quiet = landing_quiet()
+    files, writing = [], []
+    for path in landing_files(config):
+        (files if settled(path, quiet) else writing).append(path)
     if files:
         db.upgrade(store_url)
     queries, _ = registry.discover()  # once: which queries each file may be late for
     reports, failures = [], []
     log.info("<%s>: %d new file(s) in %s", stream_iri, len(files), config.landing_dir)
+    for path in writing:
+        log.info("%s: modified less than %g s ago, still being written: left for the next run", path.name, quiet)
+        reports.append(FileReport(str(path), "waiting", reason="still being written"))
     for path in files:
         try:
-            reports.append(ingest_file(path, config, store_url, queries))
-            settle(path, config)
+            seen = Snapshot.of(path)
+            reports.append(ingest_file(path, config, store_url, queries, seen))
+            settle(path, config, seen)
+        except ChangedWhileRead as exc:
+            log.warning("%s: %s; not loaded, left for the next run", path.name, exc)
+            reports.append(FileReport(str(path), "waiting", reason=str(exc)))
         except QualityGateError as exc:
             reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows,
                                       reason=str(exc)))
@@ -134,13 +203,29 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     return LandingReport(stream_iri, reports)
 
 
+def _require_unchanged(path: Path, seen: Optional[Snapshot], checksum: str, parsed: Optional[str]) -> None:
+    """Raise ChangedWhileRead unless ``path`` is as it was before it was read (``seen``), and
+    what was parsed (SHA-256 ``parsed``; None: a raw file, parsed after mapping) is what was
+    hashed as the file's checksum."""
+    now = Snapshot.of(path) if path.exists() else None
+    if seen is not None and now != seen:
+        raise ChangedWhileRead(f"changed while it was read (size {seen.size} -> "
+                               f"{now.size if now else 'gone'} bytes)")
+    if parsed is not None and parsed != checksum:
+        raise ChangedWhileRead("changed while it was read (the bytes parsed are not the bytes hashed)")
+
+
 def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = None,
-                queries: Optional[list[registry.RegisteredQuery]] = None) -> FileReport:
+                queries: Optional[list[registry.RegisteredQuery]] = None,
+                seen: Optional[Snapshot] = None) -> FileReport:
     """Load one stream file into an upgraded store (see the module doc); ``queries``: the
-    registered queries (default: discovered now). Returns what happened to the file."""
+    registered queries (default: discovered now); ``seen``: the file before anything read it
+    (default: now). Returns what happened to the file; raises ChangedWhileRead, having written
+    nothing, when the file changed while it was read."""
     from rsp_jobs.quality import gate
 
     engine = db.engine(store_url)
+    seen = seen or Snapshot.of(path)
     checksum = file_checksum(path)
     if _already_loaded(engine, config.iri, checksum):
         log.info("%s: skipped, loaded before (same SHA-256)", path.name)
@@ -162,16 +247,25 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     gate.require(outcome)
     if queries is None:
         queries, _ = registry.discover()
-    with write_transaction(engine) as conn:
-        stream_id = _configure_stream(conn, config)
-        late_frames = late.find_late(conn, batch, queries)
-        dropped = late.apply_policy(conn, batch, late_frames, config.late_policy, stream_id, str(path))
-        report, activity = record_ingest(conn, batch, str(path), started)
-        conn.execute(insert(IngestedFile.__table__).values(
-            stream_id=stream_id, path=str(path), checksum=checksum, frames=batch.frames,
-            triples=len(batch.elements), activity_iri=activity))
-        watermark = conn.scalar(select(Stream.watermark).where(Stream.id == stream_id))
-        lake().write(batch, batch_id=checksum[:16])  # inside: a failed lake write rolls the store back
+    batch_id, written = checksum[:16], False
+    try:
+        with write_transaction(engine) as conn:
+            stream_id = _configure_stream(conn, config)
+            late_frames = late.find_late(conn, batch, queries)
+            dropped = late.apply_policy(conn, batch, late_frames, config.late_policy, stream_id, str(path))
+            report, activity = record_ingest(conn, batch, str(path), started, checksum)
+            conn.execute(insert(IngestedFile.__table__).values(
+                stream_id=stream_id, path=str(path), checksum=checksum, frames=batch.frames,
+                triples=len(batch.elements), activity_iri=activity))
+            watermark = conn.scalar(select(Stream.watermark).where(Stream.id == stream_id))
+            written = True
+            lake().write(batch, batch_id=batch_id)  # inside: a failed lake write rolls the store back
+            # last, just before the commit: a file still growing is not recorded as loaded
+            _require_unchanged(path, seen, checksum, batch.sha256 if stream_file == path else None)
+    except BaseException:
+        if written:  # the store rolled back: so does the lake
+            lake().discard(config.iri, batch_id)
+        raise
     quarantined = batch.rejected_triples
     assert batch.read_triples == read_triples, "ingest lost triples"
     _log_loaded(path, batch, outcome, watermark, len(late_frames), dropped, time.perf_counter() - clock)
@@ -197,9 +291,13 @@ def _log_loaded(path: Path, batch, outcome, watermark, late_frames: int, dropped
             log.info("  ... and %d more", len(batch.rejections) - SHOWN_REJECTIONS)
 
 
-def settle(path: Path, config: StreamConfig) -> None:
+def settle(path: Path, config: StreamConfig, seen: Optional[Snapshot] = None) -> None:
     """A loaded (or already loaded) landing file leaves the landing directory, so that no later
-    run hashes it again: moved to ``loaded/`` or deleted (``RSP_LANDING_LOADED``)."""
+    run hashes it again: moved to ``loaded/`` or deleted (``RSP_LANDING_LOADED``). One that
+    differs from ``seen`` (what was loaded) stays, for the next run to load what it now holds."""
+    if seen is not None and path.exists() and Snapshot.of(path) != seen:
+        log.warning("%s: changed after it was loaded; left for the next run", path.name)
+        return
     if settings.landing_after_load() == "delete":
         path.unlink(missing_ok=True)
     else:

@@ -4,6 +4,10 @@ An ingest DAG's scheduled run waits, deferred (in the triggerer, holding no work
 a file it can load is in the landing folder, then loads it: each run is an arrival, and an idle
 folder leaves one waiting run rather than a skipped run every few minutes burying the real
 ones. A run triggered by hand loads what is there now and is skipped when nothing is.
+
+A file counts only once it is complete (``rsp_jobs.orchestrate.ingest.settled``): not under a
+temporary name, and not modified for ``RSP_LANDING_QUIET``. A run triggered by hand while a file
+is still being written waits for it the same way, rather than being skipped.
 """
 from __future__ import annotations
 
@@ -17,26 +21,38 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 
-def waiting_files(folder: Path, suffixes: Sequence[str]) -> list[str]:
-    """The names of the loadable files in ``folder`` (not its ``loaded/`` or ``rejected/``)."""
-    if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+def waiting_files(folder: Path, suffixes: Sequence[str], quiet_seconds: float = 0.0) -> list[str]:
+    """The names of the complete loadable files in ``folder`` (not its ``loaded/`` or
+    ``rejected/``, nor a file modified in the last ``quiet_seconds``)."""
+    from rsp_jobs.orchestrate.ingest import candidate_files, settled
+
+    return [p.name for p in candidate_files(folder, suffixes) if settled(p, quiet_seconds)]
+
+
+def arriving_files(folder: Path, suffixes: Sequence[str]) -> list[str]:
+    """The names of the loadable files in ``folder``, complete or still being written."""
+    from rsp_jobs.orchestrate.ingest import candidate_files
+
+    return [p.name for p in candidate_files(folder, suffixes)]
 
 
 class LandingTrigger(BaseTrigger):
     """Fires when a loadable file is in ``folder`` (looks every ``poll_seconds``)."""
 
-    def __init__(self, folder: str, suffixes: Sequence[str], poll_seconds: float = 10.0):
+    def __init__(self, folder: str, suffixes: Sequence[str], poll_seconds: float = 10.0,
+                 quiet_seconds: float = 0.0):
         super().__init__()
         self.folder, self.suffixes, self.poll_seconds = folder, list(suffixes), poll_seconds
+        self.quiet_seconds = quiet_seconds
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"folder": self.folder, "suffixes": self.suffixes, "poll_seconds": self.poll_seconds})
+                {"folder": self.folder, "suffixes": self.suffixes, "poll_seconds": self.poll_seconds,
+                 "quiet_seconds": self.quiet_seconds})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        while not (found := await asyncio.to_thread(waiting_files, Path(self.folder), self.suffixes)):
+        while not (found := await asyncio.to_thread(waiting_files, Path(self.folder), self.suffixes,
+                                                    self.quiet_seconds)):
             await asyncio.sleep(self.poll_seconds)
         yield TriggerEvent({"folder": self.folder, "files": found})
 
@@ -50,27 +66,32 @@ class LandingSensor(BaseSensorOperator):
         super().__init__(**kwargs)
         self.stream, self.poll_seconds = stream, poll_seconds
 
-    def _where(self) -> tuple[Path, list[str]]:
+    def _where(self) -> tuple[Path, list[str], float]:
         from rsp_jobs.orchestrate import registry
-        from rsp_jobs.orchestrate.ingest import loadable_suffixes
+        from rsp_jobs.orchestrate.ingest import landing_quiet, loadable_suffixes
 
         config = registry.stream_config(self.stream)
-        return config.landing_dir, loadable_suffixes(config)
+        return config.landing_dir, loadable_suffixes(config), landing_quiet()
 
     def poke(self, context) -> bool:
-        folder, suffixes = self._where()
-        return bool(waiting_files(folder, suffixes))
+        return bool(waiting_files(*self._where()))
 
     def execute(self, context) -> None:
-        folder, suffixes = self._where()
-        if found := waiting_files(folder, suffixes):
+        folder, suffixes, quiet = self._where()
+        if found := waiting_files(folder, suffixes, quiet):
             self.log.info("%d file(s) waiting in %s: %s", len(found), folder, ", ".join(found[:10]))
             return
         run = context.get("dag_run")
-        if run is not None and str(getattr(run, "run_type", "")).lower().endswith("manual"):
+        writing = arriving_files(folder, suffixes)
+        if not writing and run is not None and str(getattr(run, "run_type", "")).lower().endswith("manual"):
             raise AirflowSkipException(f"no new files in {folder}")
-        self.log.info("waiting for a file in %s", folder)
-        self.defer(trigger=LandingTrigger(str(folder), suffixes, self.poll_seconds), method_name="execute_complete",
+        if writing:
+            self.log.info("waiting for %s in %s to be complete (unchanged for %g s)", ", ".join(writing[:10]),
+                          folder, quiet)
+        else:
+            self.log.info("waiting for a file in %s", folder)
+        poll = min(self.poll_seconds, max(quiet, 1.0)) if writing else self.poll_seconds
+        self.defer(trigger=LandingTrigger(str(folder), suffixes, poll, quiet), method_name="execute_complete",
                    timeout=timedelta(seconds=float(self.timeout)))
 
     def execute_complete(self, context, event: dict | None = None) -> None:

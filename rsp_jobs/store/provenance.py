@@ -174,13 +174,15 @@ def store_ingest(engine, batch, source_path: str, started_at: datetime):
         return record_ingest(conn, batch, source_path, started_at)[0]
 
 
-def record_ingest(conn: Connection, batch, source_path: str, started_at: datetime):
+def record_ingest(conn: Connection, batch, source_path: str, started_at: datetime,
+                  checksum: Optional[str] = None):
     """``store_ingest`` inside the caller's transaction: the ingest activity used the source
-    file and generated the batch's frames. Returns the load report and the activity IRI."""
+    file (``checksum``: its SHA-256 as read, default hashed now) and generated the batch's
+    frames. Returns the load report and the activity IRI."""
     from rsp_jobs.store.frames import frame_checksum, write_batch
 
     record = ActivityRecord("ingest", started_at)
-    record.used = [(f"file://{os.path.abspath(source_path)}", "lake_file", file_checksum(source_path))]
+    record.used = [(f"file://{os.path.abspath(source_path)}", "lake_file", checksum or file_checksum(source_path))]
     triples: dict[str, list] = {}
     for e in batch.elements:
         triples.setdefault(e.frame, []).append((e.s, e.p, e.o))
