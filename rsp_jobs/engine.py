@@ -15,6 +15,7 @@ import threading
 from concurrent.futures import Future
 from typing import Iterator, Optional, Sequence
 
+from rsp_jobs import settings as app_settings
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
@@ -78,7 +79,6 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     closed once, and each window's graph (its streams' triples in it, with the background) is
     entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
     (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``."""
-    spark = get_spark()
     sched = windows.schedule(query, t0_us)
     after = interval.after
     if after is not None and query.r2s != "RSTREAM" and sched.step:
@@ -88,6 +88,9 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     end = None if interval.until is None else from_us(interval.until)
     streams = [w.stream for w in query.windows]
     stream_rows = lake.rows(streams, start, end)
+    windows.check_size(query, sched, after, interval.until, lake.extent(streams, start, end), stream_rows,
+                       app_settings.max_windows(), app_settings.max_window_rows())
+    spark = get_spark()
     # whether a triple repeats is read from the files (pyarrow) sooner than Spark runs a job over
     # them, up to a size
     small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS

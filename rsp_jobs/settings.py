@@ -76,6 +76,30 @@ def max_literal_bytes() -> int:
     return int(text)
 
 
+def max_windows() -> int:
+    """The most window closes one evaluation may compute (``RSP_MAX_WINDOWS``, default 500,000):
+    every close's results come back to the driver, and its rows are made in Spark first, so an
+    evaluation past it is refused before it starts rather than run out of memory."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_MAX_WINDOWS", "500000").strip().replace("_", "")
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"RSP_MAX_WINDOWS: a positive number of window closes, got {text!r}")
+    return int(text)
+
+
+def max_window_rows() -> int:
+    """The most window rows one evaluation may make (``RSP_MAX_WINDOW_ROWS``, default 10^9):
+    each triple of the slice is copied into RANGE / STEP windows, and the copies are what
+    Spark holds and shuffles."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_MAX_WINDOW_ROWS", str(10**9)).strip().replace("_", "")
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"RSP_MAX_WINDOW_ROWS: a positive number of rows, got {text!r}")
+    return int(text)
+
+
 def future_horizon():
     """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
     ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and

@@ -107,3 +107,39 @@ def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_p
     assert first + second == one
     alone = evaluate("fresh.sqlite", "--from", "2024-01-01T00:00:03Z", "--to", "2024-01-01T00:00:10Z")
     assert [m["time"] for m in alone] == ["2024-01-01T00:00:05.000Z"]
+
+
+def dense_hour(path: Path, every_ms: int = 100) -> Path:
+    """A sensor read every ``every_ms`` for an hour: one frame a reading."""
+    lines = []
+    for i in range(3_600_000 // every_ms):
+        ms = i * every_ms
+        at = f"2024-01-01T00:{ms // 60_000:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z"
+        lines.append(f'<http://ex/f{i}> {AT} "{at}"^^{DT} .\n'
+                     f'<http://ex/a> <http://ex/temp> "{i % 40}"^^<http://www.w3.org/2001/XMLSchema#integer> <http://ex/f{i}> .\n')
+    path.write_text("".join(lines))
+    return path
+
+
+def test_an_evaluation_of_millions_of_windows_is_refused_before_spark_starts(tmp_path):
+    """``[RANGE 1s STEP 1ms]`` over an hour of data is 3.6 million window closes, each of whose
+    results would come back to the driver: refused at once past ``RSP_MAX_WINDOWS``, naming the
+    window, the span and the setting; a narrower interval of the same query runs."""
+    stream = dense_hour(tmp_path / "hour.nq")
+    query = tmp_path / "fine.rsp"
+    query.write_text("REGISTER QUERY fine AS PREFIX ex: <http://ex/>\nSELECT (AVG(?t) AS ?avg)\n"
+                     "FROM STREAM <http://ex/stream> [RANGE 1s STEP 1ms]\nWHERE { ?s ex:temp ?t }\n")
+    result = rsp("evaluate", str(query), "--stream", f"http://ex/stream={stream}")
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("rsp: error:")]
+    # data in the lake's hour [00:00, 01:00) reaches the closes of (00:00, 01:00:00.999]
+    assert (f"{query}: [RANGE 1s STEP 1ms] would compute 3,600,999 window closes, from 2024-01-01T00:00:00.001Z "
+            "to 2024-01-01T01:00:00.999Z") in line
+    assert "more than RSP_MAX_WINDOWS (500,000)" in line
+    assert "Traceback" not in result.stderr and "SparkSession" not in result.stderr
+    assert result.stdout == ""
+
+    ran = rsp("evaluate", str(query), "--stream", f"http://ex/stream={stream}",
+              "--from", "2024-01-01T00:10:00Z", "--to", "2024-01-01T00:10:00.005Z")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert len(ran.stdout.splitlines()) == 5  # the closes of (10:00, 10:00.005], on the millisecond grid

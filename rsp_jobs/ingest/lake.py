@@ -224,6 +224,18 @@ class Lake:
 
         return sum(pq.read_metadata(part).num_rows for part in self._parts(streams, start, end))
 
+    def extent(self, streams: Iterable[str], start: Optional[datetime] = None,
+               end: Optional[datetime] = None) -> Optional[tuple[int, int]]:
+        """``[first, last)`` (µs) of the hours a ``read`` of the span touches, from the partition
+        folders alone (no file is opened): bounds of its times, to size an evaluation before it
+        runs; None when it touches nothing."""
+        hours = sorted({part.parent.name.removeprefix("hour=") for part in self._parts(streams, start, end)})
+        if not hours:
+            return None
+        first, last = (to_us(datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=timezone.utc))
+                       for hour in (hours[0], hours[-1]))
+        return first, last + 3_600_000_000
+
     def facts(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None,
               places: Iterable[tuple[str, str]] = ()) -> "SliceFacts":
         """What the engine asks of a slice's files before Spark reads them (``SliceFacts``), in
