@@ -112,15 +112,18 @@ def run(output: Path, runs: int = 5) -> dict:
     with tempfile.TemporaryDirectory(prefix="rsp-task-cost-") as scratch:
         home = Path(scratch)
         port = free_port()
-        server = connect_server.start(port, home / "connect.log", home=home)
+        token = connect_server.new_token()
+        server = connect_server.start(port, home / "connect.log", home=home, token=token)
+        connection = f"spark-connect://:{token}@localhost:{port}"
         try:
-            task_once(f"spark-connect://127.0.0.1:{port}", home)  # the server's first job warms it
-            preloaded = measure(f"spark-connect://127.0.0.1:{port}", home, runs, forked=True)
-            connect = measure(f"spark-connect://127.0.0.1:{port}", home, runs)
+            task_once(connection, home)  # the server's first job warms it
+            preloaded = measure(connection, home, runs, forked=True)
+            connect = {**measure(connection, home, runs), "connection": f"spark-connect://localhost:{port}"}
         finally:
             server.terminate()
             server.wait(60)
         jvm = measure(json.dumps({"conn_type": "spark", "host": "local[2]"}), home, max(1, runs // 2))
+    preloaded["connection"] = connect["connection"]  # the report names the server, not its token
     report = {"benchmark": "task fixed cost: from the task's code starting to the end of its first Spark job, "
                            "then importing Great Expectations",
               "cores": cores(), "target_s": TARGET_S, "preloaded_fork": preloaded, "connect": connect,

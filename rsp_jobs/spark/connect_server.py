@@ -3,16 +3,28 @@
 clients and do not each start a JVM: ``make airflow`` and ``rsp demo`` run one beside Airflow
 and point the ``rsp_spark`` connection at it. Its Spark settings are the engine's
 (``rsp_jobs.spark.session``); its master is ``local[2]`` unless given (a cluster's URL works too).
+
+A client runs code in the server's JVM and Python workers, as the server's user: the server
+always asks for a pre-shared token (Spark's ``spark.connect.authenticate.token``). It is given
+in the server's environment (``SPARK_CONNECT_AUTHENTICATE_TOKEN``, which Spark reads when the
+setting is not given), never as a ``--conf``, since a command line is visible to every account
+of the machine. A client sends it as ``sc://localhost:PORT/;token=...`` (``url``): pyspark sends a
+token without TLS only to the host name ``localhost``, over gRPC's local credentials, which
+also refuse a peer that is not on this machine; to any other host it insists on TLS, which the
+server does not speak (``docker/README.md``: the tasks reach it on its own loopback there too).
 """
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Optional
+from urllib.parse import quote
 
 import pyspark
 
@@ -22,6 +34,21 @@ from rsp_jobs.spark.session import cluster_conf, engine_conf
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # read by the server, and by pyspark's client too
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def server_environment(token: str, current: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The server's environment: ``current`` with the token, the Python of this interpreter for
+    its workers, and loopback as the driver's address unless ``current`` names another."""
+    if not token or not token.strip():
+        raise RspError("the Spark Connect server needs a token for its clients: an empty one would let "
+                       "any local account run code as this user")
+    return {**current, TOKEN_VARIABLE: token.strip(), "PYSPARK_PYTHON": current.get("PYSPARK_PYTHON", sys.executable),
+            "SPARK_LOCAL_IP": current.get("SPARK_LOCAL_IP", "127.0.0.1")}
 
 
 def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Optional[Path] = None,
@@ -41,16 +68,17 @@ def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Option
 
 
 def start(port: int = DEFAULT_PORT, log: Optional[Path] = None, master: str = settings.DEFAULT_SPARK_MASTER,
-          home: Optional[Path] = None, timeout: float = 180.0) -> subprocess.Popen:
+          home: Optional[Path] = None, timeout: float = 180.0, *, token: str,
+          env: Mapping[str, str] = os.environ, umask: int = -1) -> subprocess.Popen:
     """Start the server (its output in ``log``, its scratch under ``home``) in a process group of
-    its own, and wait until it accepts connections."""
-    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-           "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    its own, with ``env`` (default: this process's) and ``token`` for its clients, and wait until
+    it accepts connections. ``umask``: the server's, as ``subprocess.Popen`` takes it."""
+    env = server_environment(token, env)
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)
-    out = open(log, "ab") if log else subprocess.DEVNULL
+    out = open(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") if log else subprocess.DEVNULL
     process = subprocess.Popen(command(port, master, home), env=env, stdout=out, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+                               start_new_session=True, umask=umask)
     deadline = time.monotonic() + timeout
     while not listening(port):
         if process.poll() is not None:
@@ -68,8 +96,26 @@ def listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def url(port: int = DEFAULT_PORT) -> str:
-    return f"sc://127.0.0.1:{port}"
+def url(port: int = DEFAULT_PORT, token: Optional[str] = None) -> str:
+    """The client's URL of the server on this machine (``localhost``: see the module docstring)."""
+    return f"sc://localhost:{port}/" + (f";token={quote(token, safe='')}" if token else "")
+
+
+def read_token(path: Optional[str] = None, current: Mapping[str, str] = os.environ) -> str:
+    """The token a server in the foreground takes: the file ``path`` (a Docker secret), else
+    ``RSP_SPARK_CONNECT_TOKEN_FILE``, else ``RSP_SPARK_CONNECT_TOKEN``; no token is an error."""
+    path = path or current.get("RSP_SPARK_CONNECT_TOKEN_FILE")
+    if path:
+        try:
+            token = Path(path).read_text().strip()
+        except OSError as exc:
+            raise RspError(f"cannot read the Spark Connect token from {path}: {exc.strerror}") from None
+    else:
+        token = (current.get("RSP_SPARK_CONNECT_TOKEN") or "").strip()
+    if not token:
+        raise RspError(f"the Spark Connect server needs a token for its clients: set RSP_SPARK_CONNECT_TOKEN or "
+                       f"RSP_SPARK_CONNECT_TOKEN_FILE{f' ({path} is empty)' if path else ''}")
+    return token
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -81,10 +127,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("RSP_SPARK_CONNECT_PORT") or DEFAULT_PORT))
     parser.add_argument("--master", default=settings.spark_master(), help="default: RSP_SPARK_MASTER or local[2]")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (0.0.0.0: every interface)")
+    parser.add_argument("--token-file", help="the clients' token (default: RSP_SPARK_CONNECT_TOKEN_FILE, "
+                                             "else RSP_SPARK_CONNECT_TOKEN)")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    return subprocess.call(command(args.port, args.master, host=args.host))
+    try:
+        env = server_environment(read_token(args.token_file))
+    except RspError as exc:
+        print(f"rsp: error: {exc}", file=sys.stderr)
+        return 2
+    return subprocess.call(command(args.port, args.master, host=args.host), env=env)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import suppress
 
 import pytest
 
@@ -45,10 +46,11 @@ def test_a_job_on_a_connect_server_gives_what_the_in_process_session_gives(tmp_p
 
     stream = csrbench.write_stream(tmp_path / "stream.nq")
     port = free_port()
-    server = connect_server.start(port, tmp_path / "connect.log", home=tmp_path)
+    token = connect_server.new_token()
+    server = connect_server.start(port, tmp_path / "connect.log", home=tmp_path, token=token)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN", "RSP_SPARK"))}
-        env.update(AIRFLOW_CONN_RSP_SPARK=f"spark-connect://127.0.0.1:{port}", RSP_HOME=str(tmp_path / "home"))
+        env.update(AIRFLOW_CONN_RSP_SPARK=f"spark-connect://:{token}@localhost:{port}", RSP_HOME=str(tmp_path / "home"))
         done = subprocess.run([sys.executable, "-c", JOB, str(tmp_path / "lake"), str(stream)], env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -56,8 +58,57 @@ def test_a_job_on_a_connect_server_gives_what_the_in_process_session_gives(tmp_p
     finally:
         server.terminate()
         server.wait(60)
-    assert remote["remote"] and remote["master"] == f"sc://127.0.0.1:{port}/" and remote["app"].startswith("local-")
+    assert remote["remote"] and remote["master"] == connect_server.url(port, token)
+    assert remote["app"].startswith("local-")
     local = Lake(tmp_path / "local-lake")
     local.write(read_stream_file(stream, csrbench.STREAM))
     expected = [w.to_json() for w in evaluate(compile_file(csrbench.query_path("q4")), local)]
     assert remote["windows"] == expected and len(expected) == 9
+
+
+CLIENT = r"""
+import json, re, sys
+from pyspark.sql import SparkSession
+
+outcome = {}
+for name, url in json.loads(sys.argv[1]).items():
+    try:
+        session = SparkSession.builder.remote(url).create()
+        outcome[name] = session.range(3).count()
+        session.stop()
+    except Exception as exc:
+        status = re.search(r"StatusCode\.(\w+)", str(exc))
+        outcome[name] = status.group(1) if status else str(exc)
+print(json.dumps(outcome))
+"""
+
+
+def test_the_connect_server_serves_only_clients_with_its_token(tmp_path):
+    """A Connect client runs code as the server's user, so the server asks every client for
+    its token: without it, with another, or over 127.0.0.1 with no token it refuses; with it a
+    job runs. The token is on no command line the server's processes show."""
+    import psutil
+
+    token = connect_server.new_token()
+    port = free_port()
+    server = connect_server.start(port, tmp_path / "connect.log", home=tmp_path, token=token)
+    try:
+        tried = {"right": connect_server.url(port, token), "none": connect_server.url(port),
+                 "none_by_address": f"sc://127.0.0.1:{port}", "wrong": connect_server.url(port, token[:-1] + "x")}
+        env = {k: v for k, v in os.environ.items() if k != connect_server.TOKEN_VARIABLE}
+        done = subprocess.run([sys.executable, "-c", CLIENT, json.dumps(tried)], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outcome = json.loads(done.stdout.strip().splitlines()[-1])
+        command_lines = []
+        for process in [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]:
+            with suppress(psutil.Error):  # spark-submit's short-lived helpers
+                command_lines.append(" ".join(process.cmdline()))
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert outcome["right"] == 3, outcome
+    assert (outcome["none"], outcome["none_by_address"], outcome["wrong"]) == ("UNAUTHENTICATED",) * 3, outcome
+    assert any("SparkConnectServer" in line for line in command_lines)
+    assert not any(token in line for line in command_lines)
+    assert token not in (tmp_path / "connect.log").read_text()
