@@ -17,9 +17,11 @@ def data_dir() -> Path:
 
 
 def home_dir() -> Path:
-    """The project home: lake, store, Airflow and Spark state live under it (``RSP_HOME``)."""
+    """The project home: lake, store, Airflow and Spark state live under it (``RSP_HOME``).
+    Created readable by its owner only, since the store, the lake and the deployment's secrets
+    are in it; a home that exists keeps its mode (the Airflow deployment narrows its own)."""
     path = Path(os.environ.get("RSP_HOME", REPO_ROOT / ".rsp"))
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
 
