@@ -11,10 +11,14 @@ needs it; it is not how production runs Airflow (``make airflow``, ``docker/``),
         airflow.client.get("/api/v2/dags").json()
 
 When the body of the ``with`` fails, the components' logs and the task logs are printed before
-everything is stopped (SIGTERM, then SIGKILL, to each component's process group).
+everything is stopped (SIGTERM, then SIGKILL, to each component's process group, then SIGKILL to
+any process left in the components' sessions, task processes included: ``airflow_env.stop``).
+It is as private as ``make airflow``: its Connect server asks for a token, every listener is on
+loopback, and what it writes is its owner's only.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -55,6 +59,13 @@ class Deployment:
     user: str
     password: str
     client: httpx.Client  # logged in: every request carries the user's bearer token
+    processes: dict  # component name -> subprocess.Popen (the Connect server as "spark-connect")
+    spark_connect: Optional[str] = None  # the Connect server's client URL, its token in it
+
+    @property
+    def sessions(self) -> set[int]:
+        """The sessions of its processes: each component leads one (``airflow_env.stop``)."""
+        return {process.pid for process in self.processes.values()}
 
     @property
     def logs(self) -> Path:
@@ -112,23 +123,28 @@ def airflow_deployment(home: Path, overrides: Mapping[str, str] = {}, timeout: f
     unless they name the tasks' Spark (``AIRFLOW_CONN_RSP_SPARK``), a Spark Connect server on
     ``spark_master`` (a cluster's URL, or local) serves the tasks."""
     env = deployment_environment(home, overrides)
-    Path(env["AIRFLOW_HOME"]).mkdir(parents=True, exist_ok=True)
     airflow_env.migrate(env)
     password = secrets.token_urlsafe(12)
     airflow_env.ensure_password(env, password)
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
-    deployment = Deployment(url, env, env["RSP_AIRFLOW_USER"], password, httpx.Client(base_url=url, timeout=30))
+    processes = {}
+    deployment = Deployment(url, env, env["RSP_AIRFLOW_USER"], password, httpx.Client(base_url=url, timeout=30),
+                            processes)
     # pytest dies on SIGTERM without cleaning up, and the components, in their own process
     # groups, would outlive it: a KeyboardInterrupt instead runs the ``finally`` below
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
-    processes = {}
     try:
         if not env.get("AIRFLOW_CONN_RSP_SPARK"):  # the tasks' Spark: a Connect server, warm for every task
             port = free_port()
+            token = airflow_env.ensure_connect_token(env)
             processes["spark-connect"] = connect_server.start(port, deployment.logs / "spark-connect.log",
-                                                               master=spark_master, home=home)
-            env["AIRFLOW_CONN_RSP_SPARK"] = f"spark-connect://127.0.0.1:{port}"
+                                                               master=spark_master, home=home, token=token,
+                                                               env=env, umask=airflow_env.UMASK)
+            # an environment variable, not a command line: only this user's processes can read it
+            env["AIRFLOW_CONN_RSP_SPARK"] = json.dumps({"conn_type": "spark_connect", "host": "localhost",
+                                                        "port": port, "password": token})
+            deployment.spark_connect = connect_server.url(port, token)
         processes.update(airflow_env.start(env, deployment.logs))
 
         def healthy() -> bool:

@@ -14,6 +14,13 @@ metadata database, of the Spark provider's ``spark_connect`` type) and runs a Sp
 server (``RSP_SPARK_CONNECT_PORT``, default 15002) that the tasks use, and the components (API server and UI, scheduler, DAG processor, triggerer) until Ctrl-C. Not ``airflow
 standalone``: its Ctrl-C can hang on a component that does not exit (seen with the DAG processor),
 so ``stop`` escalates to SIGKILL; the test deployment (tests/orchestrate) runs the same way.
+
+What the deployment exposes (``docs/operations/security.md``): the Connect server asks for a
+token made at set-up (``ensure_connect_token``) that only the ``rsp_spark`` connection carries;
+every listener is on loopback (the scheduler's and triggerer's log servers, which listen on every
+interface, are not started: the API server reads the task logs from the same disk); what it
+writes is its owner's only (``UMASK``, a project home of mode 0700); and ``stop`` ends every
+process the deployment started, task processes included (``stop``: by their sessions).
 """
 from __future__ import annotations
 
@@ -35,6 +42,14 @@ from rsp_jobs.orchestrate import airflow_sqlite
 
 PASSWORDS_FILE = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+# The scheduler's (worker) and triggerer's log servers bind every interface and Airflow has no
+# setting for their address; with the components on one machine, the API server reads the task
+# and trigger logs from the log folder itself, so they are not started.
+COMPONENT_OPTIONS = {"scheduler": ("--skip-serve-logs",), "triggerer": ("--skip-serve-logs",)}
+CONNECT_TOKEN_FILE = "spark-connect-token"
+# What the deployment's processes create (metadata DB, logs, lake partitions, store, GX results)
+# is readable by its owner only.
+UMASK = 0o077
 
 
 def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -78,6 +93,27 @@ def configure(home: Optional[Path] = None) -> dict[str, str]:
     return env
 
 
+def make_private(env: dict[str, str]) -> None:
+    """The project home and the Airflow home readable by their owner only, and Airflow's SQLite
+    database created so: the home holds the metadata DB, the store, the lake and the secrets."""
+    airflow_home = Path(env["AIRFLOW_HOME"])
+    airflow_home.mkdir(parents=True, exist_ok=True)
+    for folder in {Path(env["RSP_HOME"]), airflow_home}:
+        folder.chmod(0o700)
+    url = env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")
+    if url.startswith("sqlite:///"):
+        private_file(Path(url.removeprefix("sqlite:///")))
+
+
+def private_file(path: Path) -> Path:
+    """``path`` with mode 0600, created empty when missing (SQLite gives its journal files the
+    database's mode)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+    return path
+
+
 def airflow_command(*args: str) -> list[str]:
     """The ``airflow`` CLI of this interpreter's environment."""
     return [str(Path(sys.executable).with_name("airflow")), *args]
@@ -85,8 +121,9 @@ def airflow_command(*args: str) -> list[str]:
 
 def migrate(env: dict[str, str]) -> None:
     """Create or upgrade Airflow's metadata database (``airflow db migrate``)."""
+    make_private(env)
     subprocess.run(airflow_command("db", "migrate"), env={**os.environ, **env}, check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, umask=UMASK)
 
 
 def write_config(env: dict[str, str]) -> Path:
@@ -119,31 +156,50 @@ def write_config(env: dict[str, str]) -> Path:
     return path
 
 
-def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None) -> None:
+def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None,
+                       connect_token: Optional[str] = None) -> None:
     """The platform's connections (``platform_connections``) in Airflow's metadata database, so
-    that Admin -> Connections shows them and can change them; each left alone when it exists."""
-    wanted = platform_connections(env, connect_port)
+    that Admin -> Connections shows them and can change them; each left alone when it exists,
+    except that a ``spark_connect`` connection to the server this deployment runs (same host and
+    port) is given the server's token when it lacks it (one made before the server had a token)."""
+    wanted = platform_connections(env, connect_port, connect_token)
     run = {**os.environ, **env}
-    listed = subprocess.run(airflow_command("connections", "list", "-o", "json"), env=run, check=True,
-                            capture_output=True, text=True).stdout.splitlines()
+    listed = subprocess.run(airflow_command("connections", "list", "--show-values", "-o", "json"), env=run,
+                            check=True, capture_output=True, text=True, umask=UMASK).stdout.splitlines()
     table = next((line for line in reversed(listed) if line.startswith("[")), "[]")  # after any warning
-    existing = {c["conn_id"] for c in json.loads(table)}
+    existing = {c["conn_id"]: c for c in json.loads(table)}
     missing = {name: fields for name, fields in wanted.items() if name not in existing}
+    spark = settings.spark_conn_id()
+    if spark in wanted and spark in existing and _stale_token(existing[spark], wanted[spark]):
+        subprocess.run(airflow_command("connections", "delete", spark), env=run, check=True,
+                       stdout=subprocess.DEVNULL, umask=UMASK)
+        missing[spark] = wanted[spark]
     if missing:
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+        # the file holds the token and the store's password: created 0600 by tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=env["AIRFLOW_HOME"]) as file:
             json.dump(missing, file)
             file.flush()
             subprocess.run(airflow_command("connections", "import", file.name), env=run, check=True,
-                           stdout=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, umask=UMASK)
 
 
-def platform_connections(env: dict[str, str], connect_port: Optional[int] = None) -> dict[str, dict]:
+def _stale_token(existing: dict, wanted: dict) -> bool:
+    same_server = (existing.get("conn_type"), existing.get("host"), str(existing.get("port"))) == \
+        (wanted.get("conn_type"), wanted.get("host"), str(wanted.get("port")))
+    return (same_server and wanted.get("conn_type") == "spark_connect"
+            and existing.get("password") != wanted.get("password"))
+
+
+def platform_connections(env: dict[str, str], connect_port: Optional[int] = None,
+                         connect_token: Optional[str] = None) -> dict[str, dict]:
     """The connections the platform's tasks read, as ``airflow connections import`` takes them:
 
     - ``rsp_spark``, the Spark the tasks use: the Spark provider's ``spark_connect`` type on the
-      Connect server at ``RSP_SPARK_CONNECT_HOST`` (default 127.0.0.1) and ``connect_port`` (what
-      ``make airflow`` runs), else its ``spark`` type on ``local[2]`` (a JVM per task); not made
-      when ``AIRFLOW_CONN_RSP_SPARK`` is set (the environment wins over the database);
+      Connect server at ``RSP_SPARK_CONNECT_HOST`` (default ``localhost``: pyspark sends a token
+      without TLS to that name only) and ``connect_port`` (what ``make airflow`` runs), its token
+      ``connect_token`` in the password field (the provider's "Token"), else its ``spark`` type on
+      ``local[2]`` (a JVM per task); not made when ``AIRFLOW_CONN_RSP_SPARK`` is set (the
+      environment wins over the database);
     - ``rsp_store``, the frame store: ``RSP_STORE_URL`` or the SQLite store under the project
       home, as a ``sqlite`` or ``postgres`` connection (read by ``connections.store_url``)."""
     from rsp_jobs.store import db
@@ -151,8 +207,8 @@ def platform_connections(env: dict[str, str], connect_port: Optional[int] = None
     wanted = {}
     spark = settings.spark_conn_id()
     if not os.environ.get(f"AIRFLOW_CONN_{spark.upper()}"):
-        where = ({"conn_type": "spark_connect", "host": os.environ.get("RSP_SPARK_CONNECT_HOST") or "127.0.0.1",
-                  "port": connect_port} if connect_port else
+        where = ({"conn_type": "spark_connect", "host": os.environ.get("RSP_SPARK_CONNECT_HOST") or "localhost",
+                  "port": connect_port, **({"password": connect_token} if connect_token else {})} if connect_port else
                  {"conn_type": "spark", "host": settings.DEFAULT_SPARK_MASTER})
         wanted[spark] = {**where, "description": "Spark for the RSP jobs (tasks and rsp evaluate)"}
     wanted[settings.store_conn_id()] = {**store_connection(db.store_url(Path(env["RSP_HOME"]))),
@@ -190,22 +246,74 @@ def ensure_password(env: dict[str, str], password: Optional[str] = None) -> Path
     return path
 
 
+def ensure_connect_token(env: dict[str, str]) -> str:
+    """The token of the deployment's Spark Connect server: ``RSP_SPARK_CONNECT_TOKEN`` when given,
+    else one made once and kept in ``$AIRFLOW_HOME/spark-connect-token`` (mode 0600), as the
+    UI's password is. The server gets it in its environment, the tasks through ``rsp_spark``."""
+    path = Path(env["AIRFLOW_HOME"]) / CONNECT_TOKEN_FILE
+    kept = path.read_text().strip() if path.exists() else ""
+    token = (os.environ.get("RSP_SPARK_CONNECT_TOKEN") or "").strip() or kept or connect_server_token()
+    if token != kept:
+        private_file(path).write_text(token + "\n")
+    path.chmod(0o600)
+    return token
+
+
+def connect_server_token() -> str:
+    from rsp_jobs.spark.connect_server import new_token
+
+    return new_token()
+
+
+def component_command(name: str) -> list[str]:
+    return airflow_command(name, *COMPONENT_OPTIONS.get(name, ()))
+
+
 def start(env: dict[str, str], logs: Path) -> dict[str, subprocess.Popen]:
-    """Start every component with its output in ``logs/<component>.log``, each in its own process
-    group so that stopping it also stops the task processes and Spark JVMs it started."""
+    """Start every component with its output in ``logs/<component>.log``, each in a session (and
+    process group) of its own, with the umask ``UMASK``."""
     logs.mkdir(parents=True, exist_ok=True)
     processes = {}
     for name in COMPONENTS:
-        with (logs / f"{name}.log").open("ab") as log:
-            processes[name] = subprocess.Popen(airflow_command(name), env={**os.environ, **env},
+        with private_file(logs / f"{name}.log").open("ab") as log:
+            processes[name] = subprocess.Popen(component_command(name), env={**os.environ, **env},
                                                stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True)
+                                               start_new_session=True, umask=UMASK)
     return processes
 
 
+def in_sessions(sessions: Iterable[int]) -> list:
+    """The live processes (psutil) of the sessions ``sessions``, this one excepted."""
+    import psutil
+
+    sessions = set(sessions)
+    found = []
+    for process in psutil.process_iter():
+        with suppress(psutil.Error, OSError):  # gone meanwhile
+            if process.pid != os.getpid() and os.getsid(process.pid) in sessions \
+                    and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
 def stop(processes: Iterable[subprocess.Popen], grace: float = 20.0) -> None:
-    """SIGTERM every process group, then SIGKILL whatever is left after ``grace`` seconds."""
+    """SIGTERM every process group, then SIGKILL whatever is left after ``grace`` seconds; then
+    SIGKILL whatever is left in the processes' sessions until nothing is.
+
+    Every process started with ``start_new_session`` (``start``, the Connect server) leads a
+    session that all its descendants stay in, unless one calls setsid: a task process has a
+    process group of its own (Airflow's supervisor makes one, so that a task's children get its
+    signals) and, once its scheduler is gone, parent 1, so neither the components' process
+    groups nor their trees of children reach it; its session does. Linux does not reuse a pid
+    that is still some process's session id, so the sweep cannot hit a stranger. Simpler than
+    the alternatives: a death signal (PR_SET_PDEATHSIG) follows the thread that forked, not the
+    process, and must be set in every fork Airflow makes; a subreaper must be the deployment's
+    own process and reap for it (pytest's, for the test deployment); the environment is no
+    mark, since setproctitle overwrites what /proc shows of it."""
+    import psutil
+
     processes = list(processes)
+    sessions = {process.pid for process in processes}
     for process in processes:
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -217,6 +325,15 @@ def stop(processes: Iterable[subprocess.Popen], grace: float = 20.0) -> None:
         with suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    deadline = time.monotonic() + 30
+    while left := in_sessions(sessions):  # again for any that a dying one forked
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes of the deployment outlived SIGKILL: {[p.pid for p in left]}")
+        for process in left:
+            with suppress(psutil.Error):
+                process.kill()
+        # a killed orphan is parent 1's to reap: wait until it is gone or a zombie
+        psutil.wait_procs(left, timeout=1)
 
 
 def healthy(url: str) -> bool:
@@ -231,17 +348,18 @@ def healthy(url: str) -> bool:
                for part in ("metadatabase", "scheduler", "triggerer", "dag_processor"))
 
 
-def prepare(connect_port: Optional[int]) -> tuple[dict[str, str], Path]:
+def prepare(connect_port: Optional[int]) -> tuple[dict[str, str], Path, Optional[str]]:
     """Everything before the components start: the environment, ``airflow db migrate``, the
-    settings in ``airflow.cfg``, the connections, the login. Returns the environment and the
-    passwords file."""
+    settings in ``airflow.cfg``, the Connect server's token, the connections, the login. Returns
+    the environment, the passwords file and the token (None without a Connect server)."""
     env = configure()
     migrate(env)
     # every Airflow setting these processes run with, also those with no default here (a
     # deployment's sql_alchemy_conn_async), so that the CLI by hand sees the same
     write_config({**{k: v for k, v in os.environ.items() if k.startswith("AIRFLOW__")}, **env})
-    ensure_connections(env, connect_port)
-    return env, ensure_password(env)
+    token = ensure_connect_token(env) if connect_port else None
+    ensure_connections(env, connect_port, token)
+    return env, ensure_password(env), token
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -259,10 +377,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     one.add_argument("component", choices=COMPONENTS)
     args = parser.parse_args(argv)
     port = int(os.environ.get("RSP_SPARK_CONNECT_PORT") or connect_server.DEFAULT_PORT)
+    os.umask(UMASK)
     if args.step == "run":
         env = configure()
-        os.execve(airflow_command()[0], airflow_command(args.component), {**os.environ, **env})
-    env, passwords = prepare(port)
+        os.execve(airflow_command()[0], component_command(args.component), {**os.environ, **env})
+    if os.geteuid() == 0:
+        print("warning: running as root: every task, and every Python function a Spark job runs, "
+              "runs as root; run the deployment as an ordinary user", file=sys.stderr, flush=True)
+    env, passwords, token = prepare(port)
     if args.step == "init":
         print(f"Airflow is prepared in {env['AIRFLOW_HOME']}: login {env['RSP_AIRFLOW_USER']}, password in "
               f"{passwords}", flush=True)
@@ -273,11 +395,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
     print(f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)", flush=True)
-    processes = {"spark-connect": connect_server.start(port, logs / "spark-connect.log")}
-    processes.update(start(env, logs))
-    print(f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
-          f"{logs}/<component>.log; Ctrl-C stops it.", flush=True)
+    processes = {}
     try:
+        processes["spark-connect"] = connect_server.start(port, logs / "spark-connect.log", token=token,
+                                                          env={**os.environ, **env}, umask=UMASK)
+        processes.update(start(env, logs))
+        print(f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
+              f"{logs}/<component>.log; Ctrl-C stops it.", flush=True)
         ready = False
         while not (dead := [name for name, p in processes.items() if p.poll() is not None]):
             if not ready and (ready := healthy(url)):

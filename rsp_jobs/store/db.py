@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -47,6 +47,12 @@ def _engine(url: str) -> Engine:
         return create_engine(parsed, pool_pre_ping=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        # a new store readable by its owner only, whatever the umask (SQLite gives the WAL and
+        # shared-memory files the database's mode); an existing one keeps its mode. A file: URI
+        # names its file its own way and is left to SQLite.
+        with suppress(FileExistsError):
+            if not parsed.query.get("uri"):
+                os.close(os.open(parsed.database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     eng = create_engine(parsed, connect_args={"timeout": 60})
     event.listen(eng, "connect", _sqlite_connect)
     event.listen(eng, "begin", _sqlite_begin)

@@ -120,7 +120,7 @@ def test_a_query_run_triggered_through_the_api_emits_an_asset_event_for_its_inte
                  f"asset event for <{OUTPUT_STREAM}>"):
         assert said in text, said
     assert "great_expectations" not in text and '"level":"error"' not in text  # no GX import noise, no errors
-    server = airflow.env["AIRFLOW_CONN_RSP_SPARK"].replace("spark-connect://", "sc://")
+    server = airflow.spark_connect
     ask = ("from pyspark.sql import SparkSession; "
            f"print(SparkSession.builder.remote({server!r}).getOrCreate().conf.get('spark.app.id'))")
     served = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, timeout=120)

@@ -25,8 +25,11 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connect
     env = airflow_env.environment(tmp_path / "home", clean)
     airflow_env.migrate(env)  # creates airflow.cfg with Airflow's defaults
     cfg = airflow_env.write_config(env)
-    # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type
+    # make airflow runs a Spark Connect server: the connection is the provider's spark_connect type;
+    # one made before the server asked for a token is given the token
     airflow_env.ensure_connections(env, connect_port=15002)
+    token = airflow_env.ensure_connect_token(env)
+    airflow_env.ensure_connections(env, connect_port=15002, connect_token=token)
     text = cfg.read_text()
     assert f"dags_folder = {settings.REPO_ROOT / 'dags'}" in text and "load_examples = False" in text
     assert text.splitlines().count("[core]") == 1 and "# " in text  # edited in place: Airflow's comments stay
@@ -41,16 +44,18 @@ def test_the_airflow_cli_in_the_project_home_lists_the_projects_dags_and_connect
 
     def connections() -> dict[str, tuple]:
         listed = json.loads(airflow("connections", "list", "--show-values", "-o", "json"))
-        return {c["conn_id"]: (c["conn_type"], c["host"], c["port"] and str(c["port"])) for c in listed}
+        return {c["conn_id"]: (c["conn_type"], c["host"], c["port"] and str(c["port"]), c["password"] or None)
+                for c in listed}
 
     dags = {d["dag_id"] for d in json.loads(airflow("dags", "list", "--local", "-o", "json"))}
     assert {"congestion_by_segment", "tsunami_detection", "ingest_aarhus_traffic"} <= dags
     assert not any(d.startswith("example_") for d in dags)
     assert airflow("tasks", "list", "congestion_by_segment").split() == ["evaluate", "wait_for_inputs"]
-    store = ("sqlite", str(tmp_path / "home" / "store.sqlite"), None)
-    assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
+    store = ("sqlite", str(tmp_path / "home" / "store.sqlite"), None, None)
+    # localhost: the one host pyspark sends a token to without TLS
+    assert connections() == {"rsp_spark": ("spark_connect", "localhost", "15002", token), "rsp_store": store}
     airflow_env.ensure_connections(env)  # a connection that exists is left as it is
-    assert connections() == {"rsp_spark": ("spark_connect", "127.0.0.1", "15002"), "rsp_store": store}
+    assert connections() == {"rsp_spark": ("spark_connect", "localhost", "15002", token), "rsp_store": store}
 
     # a writer that holds Airflow's SQLite database longer than Python's 5 s default makes the
     # others wait, not fail with "database is locked" (airflow_sqlite)
@@ -76,3 +81,14 @@ def test_without_a_connect_server_the_tasks_spark_is_a_jvm_of_their_own(tmp_path
     assert airflow_env.platform_connections(env, 15002)["rsp_spark"]["port"] == 15002
     monkeypatch.setenv("AIRFLOW_CONN_RSP_SPARK", "spark://127.0.0.1:7077")  # the environment wins
     assert set(airflow_env.platform_connections(env)) == {"rsp_store"}
+
+
+def test_the_connect_token_is_made_once_and_kept_readable_by_its_owner_only(tmp_path, monkeypatch):
+    monkeypatch.delenv("RSP_SPARK_CONNECT_TOKEN", raising=False)
+    env = airflow_env.environment(tmp_path / "home", {})
+    token = airflow_env.ensure_connect_token(env)
+    path = Path(env["AIRFLOW_HOME"]) / airflow_env.CONNECT_TOKEN_FILE
+    assert len(token) >= 40 and path.read_text().strip() == token and path.stat().st_mode & 0o777 == 0o600
+    assert airflow_env.ensure_connect_token(env) == token  # kept
+    monkeypatch.setenv("RSP_SPARK_CONNECT_TOKEN", "given-token")  # a deployment's own secret wins
+    assert airflow_env.ensure_connect_token(env) == "given-token" == path.read_text().strip()
