@@ -88,7 +88,7 @@ def xsd_datetime(ts: datetime) -> str:
 # ------------------------------------------------------------------------------ durations
 
 # RANGE, STEP, WITHIN, retention...: a century at most, so that a moment plus a duration stays
-# in Python's datetime range (README, "Limits")
+# in Python's datetime range (docs/operations/limits.md)
 MAX_DURATION_MS = 100 * 366 * MS_PER_DAY
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": MS_PER_DAY}
 

@@ -45,7 +45,7 @@ def syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, s
                             expected=(display.get(name, name) for name in expected))
 
 
-# How deep a parse tree may be (README, "Limits"): each nested group is about two levels, each
+# How deep a parse tree may be (docs/operations/limits.md): each nested group is about two levels, each
 # `&&` or `||` of a chain one. Deeper trees would overflow Python's stack in the recursive
 # passes after parsing, so they are refused here, where line and column are known.
 MAX_DEPTH = 200

@@ -99,13 +99,13 @@ def parse_query_file(path: Union[str, Path]) -> ast.Query:
     return parse_query(read_text(path, "query"), source=str(path))
 
 
-# Limits on numbers in a query, checked when it is parsed (README, "Limits"): past them a value
+# Limits on numbers in a query, checked when it is parsed (docs/operations/limits.md): past them a value
 # no longer fits where it goes (Spark's int LIMIT and window sizes, Python's datetime range for
 # a window), so a query that names one is refused, naming the line and column. Durations
 # (RANGE, STEP, WITHIN) are parsed and limited by ``rsp_jobs.times.parse_duration``.
 MAX_COUNT = 2**31 - 1  # TRIPLES n, LIMIT, OFFSET: Spark takes them as a Java int
 # Spark plans each triple pattern as a join and each BIND as a projection: a 100-pattern BGP ran
-# its driver out of memory (50 took 20 s), 200 BINDs took a minute to plan (README, "Limits").
+# its driver out of memory (50 took 20 s), 200 BINDs took a minute to plan (docs/operations/limits.md).
 MAX_PATTERNS = 64
 MAX_BINDS = 100
 

@@ -16,9 +16,9 @@ uses, for provenance) and ``v_<var>`` columns (N-Triples text, NULL unbound, as 
 - LeftJoin (plain OPTIONAL): the combinations with F true and t'ω <= tω, and each μ no such μ'
   exists for. The paper writes t'ω < tω; strict, it contradicts the paper's own downward
   compatibility (over a stream of one time stamp OPTIONAL could never bind), so the condition
-  is non-strict (README, Semantics);
+  is non-strict (docs/decisions/ep-sparql.md);
 - F, in every left-join, sees the interval of the combination (the paper's σ is μ's interval in
-  two places and the combination's in a third; the README says why one is taken);
+  two places and the combination's in a third; docs/decisions/ep-sparql.md says why one is taken);
 - Filter sees the interval: getDURATION() = tω − tα, getSTARTTIME() = tα, getENDTIME() = tω.
 
 Each optional part is decided by the time its match ends (LeftJoin, EqLeftJoin) or starts
@@ -120,7 +120,7 @@ class _Closure:
     many steps, have a rule create a term over an interval from something that rule created over
     the same interval. Each derived event therefore carries the (rule, interval) pairs of the
     creations behind it, and a creation that repeats one of them stops the closure with an error
-    naming the rule (README, Semantics: this also stops a rule that would create a bounded
+    naming the rule (docs/decisions/ep-sparql.md: this also stops a rule that would create a bounded
     number of terms over one interval from its own output, a case the paper never needs)."""
 
     PREFIX = "urn:rsp:derived:"

@@ -7,7 +7,7 @@ ending at or before the cut is stored. A batch over ``(after, until]`` reads tho
 ``min(after, cut)`` and the events after that, and replaces everything stored after it with
 what it computed, moving the cut to ``until``. So consecutive batches, a re-run of an earlier
 interval, a revision after late data and a gap between batches all give one run's matches.
-Nothing expires: the store grows with the stream (README, "Unbounded patterns"); a retention
+Nothing expires: the store grows with the stream (docs/languages/ep-sparql.md, "Unbounded EP-SPARQL patterns"); a retention
 in the query's ``.toml`` bounds the pattern instead, and then nothing is kept here.
 
 Plain values in and out (the cut and the partial matches by subexpression key, as

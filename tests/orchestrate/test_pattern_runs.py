@@ -147,7 +147,7 @@ WHERE {{ ?a a :Smoke ; :area ?area MINUS {{ ?b :area ?area ; :value ?v }}
 """)
     with pytest.raises(RspError, match="MINUS in a registered EP-SPARQL pattern"):
         registry.load_query(minus)
-    optional = patterns / "alarms" / "optional.rsp"  # OPTIONAL: decided when its match ends (README)
+    optional = patterns / "alarms" / "optional.rsp"  # OPTIONAL: decided when its match ends (docs/languages/ep-sparql.md)
     optional.write_text(PREFIXES + f"""REGISTER QUERY optional AS
 SELECT ?area ?v FROM STREAM <{STREAM}>
 WHERE {{ ?a a :Smoke ; :area ?area OPTIONAL {{ ?b :area ?area ; :value ?v }}

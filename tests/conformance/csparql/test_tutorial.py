@@ -235,7 +235,7 @@ def opinions(tmp_path):
 def test_find_opinion_makers_with_having_as_sparql_1_1_reads_it(tmp_path, spark):
     """SPARQL 1.1 (section 18.2.4.1) evaluates HAVING before the SELECT expressions, so ?n is
     unbound in HAVING (?n>3): every group fails and the answer is empty (rdflib agrees). The
-    slide expects the users whose post the most others precede; README, "Semantics", says so."""
+    slide expects the users whose post the most others precede; docs/decisions/c-sparql.md says so."""
     found = answers(run(tmp_path, FIND_OPINION_MAKERS, opinions(tmp_path)), "someOne", "room", "n")
     assert found and all(rows == [] for rows in found.values())
 
@@ -368,7 +368,7 @@ WHERE { :RedRoom :isConnectedTo ?room }
 def test_register_stream_describe_streams_each_window_s_description(tmp_path, spark):
     """Paper 001 §3.3: "only CONSTRUCT and DESCRIBE queries can be registered" as streams (the
     tutorial says CONSTRUCT only; the paper's grammar wins). DESCRIBE ?post: the post's concise
-    bounded description: its triples, with its blank node's (see README, "Semantics")."""
+    bounded description: its triples, with its blank node's (see docs/decisions/c-sparql.md)."""
     text = """REGISTER STREAM DescribeRedRoomPosts AS
 PREFIX : <http://.../sr4ld2013-onto#>
 DESCRIBE ?author

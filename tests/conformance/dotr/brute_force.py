@@ -25,7 +25,7 @@ and evaluates every step the way the paper describes it, with rdflib doing all S
 4. *Output* (§3 ``define``, §4 "Output Translation"): the template, the ``with`` values written
    in, a fresh node per match for ``dotr_id1`` and blank nodes (``_:m<i>/<name>``).
 
-DECISIONS the paper leaves open, taken as the engine takes them (README "Semantics"):
+DECISIONS the paper leaves open, taken as the engine takes them (docs/decisions/dotr.md):
 ``within d from R`` holds ``t_R - d <= t < t_R``; ``between X and Y`` holds
 ``min(t_X, t_Y) <= t < max(t_X, t_Y)``; ties of ``last``/``first`` among facts of one instant go
 to the smallest key; a match's consumed facts are used up once its trigger is processed (the

@@ -1,6 +1,6 @@
 """DOTR's operators one by one (Margara et al., ESWC 2018, §3), each over a small stream built
-to exercise it, the answer worked out by hand from §3's definitions (and the decisions the
-README's "Semantics" section lists) and written beside the case; the engine and the brute-force
+to exercise it, the answer worked out by hand from §3's definitions (and the decisions
+docs/decisions/dotr.md lists) and written beside the case; the engine and the brute-force
 evaluator must both give it. Times are minutes; ``:a``, ``:b`` are areas.
 """
 from __future__ import annotations

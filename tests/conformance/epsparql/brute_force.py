@@ -9,7 +9,7 @@ Spark code, and translates each operator itself, as section 3.2 maps them:
 
 A solution is a triple ⟨μ, tα, tω⟩ and every operator returns a *set* of them, enumerated
 over every combination of events. Where the paper is silent or contradicts itself, this file
-takes the decisions the README's "Semantics" section lists (and ``rsp_jobs.spark.events``
+takes the decisions docs/decisions/ep-sparql.md lists (and ``rsp_jobs.spark.events``
 implements), each marked DECISION below:
 
 - a background triple holds at no particular time: its solution has no interval (None), meets

@@ -1,5 +1,5 @@
-"""EP-SPARQL where the paper is silent or contradicts itself: each decision the README's
-"Semantics" section lists, tested both ways where the issue asks it, on the engine and on the
+"""EP-SPARQL where the paper is silent or contradicts itself: each decision
+docs/decisions/ep-sparql.md lists, tested both ways where the issue asks it, on the engine and on the
 brute-force evaluator, with the expected answer worked out here."""
 from __future__ import annotations
 

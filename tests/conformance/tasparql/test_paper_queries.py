@@ -4,7 +4,7 @@ PostgreSQL. Each query is copied as printed, line breaks included; each expected
 worked out by hand from ``fig1.trig`` and written beside it. The same questions, written as
 Table 2's SPARQL translation, run by rdflib over ``rsp export``'s output, give the same answers.
 
-Readings of the paper this relies on (README, "TA-SPARQL"):
+Readings of the paper this relies on (docs/decisions/ta-sparql.md):
 - "2009-01-01Z-06:00" is UTC-6 (Chicago), the 'Z' a misprint; an xsd:date in a selector is its
   whole day, and ``d1 .. d2`` runs from the start of d1 to the end of d2;
 - example 6's second group filters on ``?x.t`` of the first: nested groups are joined and a
