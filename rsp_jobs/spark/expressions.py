@@ -286,7 +286,7 @@ def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Colu
     """Two durations as µs to compare. A duration with years or months has no fixed length:
     against getDURATION() it is counted on the calendar from the match's start (getDURATION()
     < "P1M" holds when the match ends before its start plus one month, the day pinned to the
-    month's last as XSD 1.1 appendix E adds them; README, Semantics)."""
+    month's last as XSD 1.1 appendix E adds them; docs/decisions/ep-sparql.md)."""
     if not left.months and not right.months:
         return left.duration, right.duration
     anchor = left.anchor if left.anchor is not None else right.anchor

@@ -66,7 +66,7 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 # The JVM of a driver (or executor) that plans many small jobs: the quick (C1) JIT only and a
 # single-threaded collector. On two cores C2's compiler threads and a parallel collector spent
 # more CPU than they saved on batches of thousands of rows: CSRBench's seven queries cost the
-# driver 84 s of CPU with the JVM's defaults and 45 s with these (README, "Spark settings").
+# driver 84 s of CPU with the JVM's defaults and 45 s with these (docs/operations/spark.md).
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -108,7 +108,7 @@ def engine_conf(home: Path) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",
         # Tungsten's memory pages: Spark sizes them from the heap and cores, 64 MB here, and
         # every broadcast hash relation and aggregation map takes at least one; a small batch's
-        # tiny broadcasts then held gigabytes of zeroed pages until a GC (README, "Spark settings")
+        # tiny broadcasts then held gigabytes of zeroed pages until a GC (docs/operations/spark.md)
         "spark.buffer.pageSize": PAGE_SIZE,
         # the lake's folders (stream x hour) are listed by the driver, not by a Spark job of a task
         # per folder: over 32 of them (Spark's default) a week of DART data ran two listing jobs

@@ -334,7 +334,7 @@ def test_the_windows_with_data_from_the_drivers_times_are_sparks(window, t0, bou
 def test_min_and_max_are_the_least_and_greatest_by_order_by(skip, tmp_path, spark):
     """MIN and MAX (SPARQL 18.5.1.6-7) order a group's values as ORDER BY does (15.1): blank
     nodes, then IRIs, then literals; the engine's decision where 15.1 leaves literals unordered
-    (README, "Evaluating a query"): numbers by value above literals that are no number, and
+    (docs/semantics/windows.md, "Aggregates"): numbers by value above literals that are no number, and
     numbers of equal value by lexical form, then by the whole term, so the group's answer is one
     term whatever the order its solutions arrive in (``"1"^^xsd:int`` before ``"1"^^xsd:integer``
     before ``"1.0"^^xsd:decimal``). rdflib's MAX of an IRI is a plain literal, so this is

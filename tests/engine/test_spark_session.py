@@ -1,4 +1,4 @@
-"""The engine's Spark settings (README, "Spark settings") reach the JVM that runs the jobs."""
+"""The engine's Spark settings (docs/operations/spark.md) reach the JVM that runs the jobs."""
 from __future__ import annotations
 
 import os
@@ -20,7 +20,7 @@ def test_the_driver_jvm_runs_with_the_engines_jit_and_collector_and_without_adap
 
 
 def test_memory_pages_are_small_for_batches_of_thousands_of_rows(spark):
-    """The page size the memory manager hands out (README, "Spark settings"): 4 MB, where
+    """The page size the memory manager hands out (docs/operations/spark.md): 4 MB, where
     Spark's own choice for this heap and two cores is 64 MB a broadcast."""
     manager = spark.sparkContext._jsc.sc().env().memoryManager()
     assert manager.pageSizeBytes() == 4 << 20

@@ -1,5 +1,5 @@
 """Numbers and nesting past what the platform can run are refused when the text is parsed, with
-file:line:col and the limit (README, "Limits"); just under the limits, queries parse and run
+file:line:col and the limit (docs/operations/limits.md); just under the limits, queries parse and run
 (issue 15: deep expressions and groups, values out of Python's or Spark's range)."""
 from __future__ import annotations
 
