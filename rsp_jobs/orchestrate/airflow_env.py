@@ -43,8 +43,9 @@ from rsp_jobs.orchestrate import airflow_sqlite
 PASSWORDS_FILE = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # The scheduler's (worker) and triggerer's log servers bind every interface and Airflow has no
-# setting for their address; with the components on one machine, the API server reads the task
-# and trigger logs from the log folder itself, so they are not started.
+# setting for their address; with the components sharing one log folder (one machine, or the
+# compose file's shared volume), the API server reads the task and trigger logs from it, so
+# they are not started.
 COMPONENT_OPTIONS = {"scheduler": ("--skip-serve-logs",), "triggerer": ("--skip-serve-logs",)}
 CONNECT_TOKEN_FILE = "spark-connect-token"
 # What the deployment's processes create (metadata DB, logs, lake partitions, store, GX results)
