@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
-from rsp_jobs.reasoning.entailment import REGIMES
+from rsp_jobs.algebra.regimes import REGIMES
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
 
@@ -85,6 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "window_solutions, share_event_queries, push_down_conditions, "
                          "share_events_across_rules, share_events_differing_in_an_iri, "
                          "share_candidates_across_alike_rules); repeatable")
+    ex.add_argument("--physical", action="store_true",
+                    help="also print the physical plan of a window query: how it runs on Spark for the slice it "
+                         "would read (of --lake, default the project's lake; or of --rows)")
+    ex.add_argument("--lake", type=Path, default=None, help="with --physical: the lake whose slice is planned for")
+    ex.add_argument("--rows", type=int, default=None,
+                    help="with --physical: plan for a slice of this many stream rows instead of a lake's")
+    ex.add_argument("--from", dest="after", type=parse_time, default=None,
+                    help="with --physical: the windows closing after this time")
+    ex.add_argument("--to", dest="until", type=parse_time, default=None,
+                    help="with --physical: the windows closing at or before this time")
+    ex.add_argument("--entailment", choices=REGIMES, default="simple", help="with --physical: the regime")
     ex.set_defaults(run=cmd_explain)
 
     store = sub.add_parser("store", help="manage the frame store")
@@ -528,11 +539,27 @@ def cmd_explain(args) -> int:
         raise InputError(str(err)) from None
     compiled = compiled[0]
     sys.stdout.write(explain(compiled))
+    if args.physical:
+        sys.stdout.write(_physical(compiled, args))
     if isinstance(compiled, RulePlan):  # a rule alone is evaluated as a set of one (engine.match)
         alone = compile_rule_set([compiled], args.skip)
         if any(event.split for group in alone.groups for event in group.events):
             sys.stdout.write("As evaluated, a set of one:\n" + explain(alone))
     return 0
+
+
+def _physical(compiled, args) -> str:
+    """The physical plan of a window query for ``args``' slice (``planner.plan_windows``)."""
+    from rsp_jobs.algebra.plan import ContinuousQuery
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.ingest.lake import Lake, project_lake
+    from rsp_jobs.physical import planner
+
+    if not isinstance(compiled, ContinuousQuery) or compiled.pattern:
+        raise InputError(f"{args.query_file}: --physical plans window queries; patterns and rules read their "
+                         "streams whole (rsp_jobs.engine.match)")
+    stats = planner.SliceOf(args.rows) if args.rows is not None else Lake(args.lake) if args.lake else project_lake()
+    return planner.plan_windows(compiled, stats, args.after, args.until, entailment=args.entailment).explain()
 
 
 def cmd_demo(args) -> int:

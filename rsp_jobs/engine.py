@@ -15,27 +15,21 @@ import threading
 from concurrent.futures import Future
 from typing import Iterator, Optional, Sequence
 
-from rsp_jobs import settings as app_settings
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
-from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
+from rsp_jobs.physical import planner
 from rsp_jobs.results import Match, WindowResult
-from rsp_jobs.reasoning.entailment import WINDOW_KEY, check_regime, entail
+from rsp_jobs.algebra.regimes import check_regime
+from rsp_jobs.reasoning.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
 from rsp_jobs.times import from_us
-from rsp_jobs.tree import walk
-
-
-# From this many stream rows on, Spark tells whether the slice repeats a triple; below, pyarrow
-# does (``Lake.repeats``), faster, in the driver's memory: three string columns of the span
-REPEATS_IN_SPARK_FROM_ROWS = 5_000_000
 
 
 def _files_facts(lake: Lake, streams: Sequence[str], start, end, ranked: set,
@@ -78,27 +72,24 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++``: the background is
     closed once, and each window's graph (its streams' triples in it, with the background) is
     entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
-    (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``."""
-    sched = windows.schedule(query, t0_us)
-    after = interval.after
-    if after is not None and query.r2s != "RSTREAM" and sched.step:
-        after -= sched.step  # ISTREAM/DSTREAM compare with the window before the first one
-    lookback = windows.lookback_us(query)
-    start = None if after is None or lookback is None else from_us(after - lookback)
-    end = None if interval.until is None else from_us(interval.until)
-    streams = [w.stream for w in query.windows]
-    stream_rows = lake.rows(streams, start, end)
-    windows.check_size(query, sched, after, interval.until, lake.extent(streams, start, end), stream_rows,
-                       app_settings.max_windows(), app_settings.max_window_rows())
+    (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``.
+    How it runs is the physical plan's (``planner.plan_windows``: ``rsp explain --physical``)."""
+    physical = planner.plan_windows(query, lake, interval.after, interval.until, t0_us, entailment)
+    yield from execute(physical, lake, background_files, interval.after, entailment)
+
+
+def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence[str], report_after: Optional[int],
+            entailment: str) -> list[WindowResult]:
+    """Run ``physical`` on Spark: its windows' results, those closing after ``report_after``."""
+    query, sched, after, until = physical.query, physical.sched, physical.after, physical.until
+    start, end = (None if t is None else from_us(t) for t in (physical.start, physical.end))
+    streams, stream_rows, simple = physical.streams, physical.rows, physical.simple
     spark = get_spark()
-    # whether a triple repeats is read from the files (pyarrow) sooner than Spark runs a job over
-    # them, up to a size
-    small = stream_rows < REPEATS_IN_SPARK_FROM_ROWS
-    simple = check_regime(entailment) == "simple"
-    spans = windows.spans(query, sched, after, interval.until) if simple else None
-    ranked = {places for node in walk(query.plan) if isinstance(node, P.Group) for places in node.ranked if places}
+    small = physical.facts_on_driver
+    spans = windows.spans(query, sched, after, until) if physical.windowing == planner.SOLUTIONS else None
     background = Background.for_query(query.graphs, background_files, query.source)
-    facts, ranks = _files_facts(lake, streams, start, end, ranked, background) if simple and small else (None, None)
+    facts, ranks = (_files_facts(lake, streams, start, end, set(physical.ranked), background) if small
+                    else (None, None))
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
@@ -111,12 +102,12 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             triples, rows = windows.triples(elements, query, placeholders=False), None
         elif not simple:
             background, schema = background.closed(entailment)
-            window_rows = windows.assign(elements, query, sched, after, interval.until, prune=False)
+            window_rows = windows.assign(elements, query, sched, after, until, prune=False)
             triples, rows = None, entail(window_rows, schema, WINDOW_KEY).cache()
         else:
             # a stream two windows read is in the slice twice (a window may hold both, as one triple)
             repeats = not small or len(set(streams)) < len(streams) or facts.result().repeats
-            rows = windows.assign(elements, query, sched, after, interval.until, repeats=repeats).cache()
+            rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
             triples = None
         active = None
         try:
@@ -142,13 +133,13 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
             # would be broadcast by size, each broadcast a job of its own (and at eight days the
             # largest sides were broadcast). The background's explicit broadcasts stay.
             with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
-                results = list(iter_windows(frame, query, interval.after))
+                results = list(iter_windows(frame, query, report_after))
         finally:
             if rows is not None:
                 rows.unpersist()
             if active is not None:
                 active.unpersist()
-    yield from results
+    return results
 
 
 def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),

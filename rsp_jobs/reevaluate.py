@@ -50,7 +50,7 @@ from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.orchestrate.registry import RegisteredQuery, discover
 from rsp_jobs.orchestrate.spark_connection import get_spark
 from rsp_jobs.rdf_files import background_spec
-from rsp_jobs.reasoning.entailment import check_regime
+from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.store.lineage import AuditReport
 from rsp_jobs.store.models import Frame, FrameTriple, Stream, StoredResult

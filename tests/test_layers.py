@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent / "rsp_jobs"
 LEAVES = {"rsp_jobs.times": {"rsp_jobs.errors"},
           "rsp_jobs.settings": {"rsp_jobs.errors", "rsp_jobs.times"},
           "rsp_jobs.results": {"rsp_jobs.times"}}  # typed results: every layer reads them
-PURE = ("rsp_jobs.language", "rsp_jobs.algebra")
+PURE = ("rsp_jobs.language", "rsp_jobs.algebra", "rsp_jobs.physical")
 PURE_MUST_NOT_IMPORT = ("pyspark", "airflow", "rsp_jobs.spark", "rsp_jobs.store", "rsp_jobs.orchestrate")
 
 

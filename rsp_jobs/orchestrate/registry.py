@@ -29,7 +29,7 @@ from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, patt
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
-from rsp_jobs.reasoning.entailment import check_regime
+from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import (US_PER_MS, datetime_lexical, duration_text, from_us, ms_to_us, parse_duration,

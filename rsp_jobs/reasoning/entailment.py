@@ -52,20 +52,13 @@ from rdflib import Graph, Literal
 from rdflib.namespace import OWL, RDF, RDFS
 
 from rsp_jobs import settings, terms
-from rsp_jobs.errors import InputError
 
-REGIMES = ("simple", "rdfs", "rdfs++")
 TYPE = terms.to_nt(RDF.type)
 SAME_AS = terms.to_nt(OWL.sameAs)
 FRAME_KEY = ("stream", "ts")  # DOTR rules, EP-SPARQL patterns: one time instant of a stream
 WINDOW_KEY = ("_win", "g")  # C-SPARQL window queries: a window's graph
 LITERAL_COLUMNS = ("o_num", "o_time")
 
-
-def check_regime(regime: str, where: str = "entailment") -> str:
-    if regime not in REGIMES:
-        raise InputError(f"{where}: unknown entailment regime {regime!r}; use one of {', '.join(REGIMES)}")
-    return regime
 
 
 def closed(graph: Graph, regime: str) -> Graph:

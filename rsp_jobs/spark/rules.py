@@ -57,7 +57,8 @@ from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.language import ast
 from rsp_jobs.results import RuleMatch
 from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
-from rsp_jobs.reasoning.entailment import REGIMES, check_regime, entail
+from rsp_jobs.algebra.regimes import REGIMES, check_regime
+from rsp_jobs.reasoning.entailment import entail
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rsp_jobs import settings
+from rsp_jobs.physical.planner import interpreted
 from rsp_jobs.spark import class_archive
 
 _SESSION = None
@@ -140,13 +141,9 @@ NO_SIZE_BROADCASTS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 # Spark compiles Java for every stage of a plan (whole-stage code generation) and for the
 # expressions in it, before a row runs: on a few thousand rows the compiling is most of the work.
-# DOTR's benchmark scenario (6,000 stream triples, 94 stages) took 40 s with it and 25 s with
-# Spark's interpreted expressions, and a 15-minute CityBench micro-batch 10-20% less; a day of
-# CityBench (188k triples) took 1.4 times as long interpreted, eight days 2.6 times. So an action
-# over fewer rows than this runs interpreted (``batch_settings``), and on one shuffle partition a
-# core (a stage's task over a few rows costs more than it computes: the same scenario then took
-# 18 s instead of 24 s, the micro-batch 6-7% less). RSP_INTERPRETED_BELOW_ROWS sets the bound.
-INTERPRETED_BELOW_ROWS = 50_000
+# So an action over fewer rows than ``planner.INTERPRETED_BELOW_ROWS`` runs interpreted
+# (``batch_settings``), and on one shuffle partition a core (a stage's task over a few rows
+# costs more than it computes). RSP_INTERPRETED_BELOW_ROWS sets the bound.
 SMALL_BATCH_PARTITIONS = 2  # the two cores of the machine this is tuned for
 
 
@@ -161,8 +158,7 @@ def small_batch() -> dict[str, str]:
 def batch_settings(rows: int) -> dict[str, str]:
     """The settings for an action that reads ``rows`` stream rows (``Lake.rows``): none (the
     session's: Spark's generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``small_batch()`` below."""
-    below = int(os.environ.get("RSP_INTERPRETED_BELOW_ROWS", INTERPRETED_BELOW_ROWS))
-    return small_batch() if rows < below else {}
+    return small_batch() if interpreted(rows) else {}
 
 
 @contextmanager

@@ -34,48 +34,9 @@ from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
 from rsp_jobs.spark.local import local_frame
-from rsp_jobs.errors import InputError
-from rsp_jobs.times import US_PER_MS as MS, iso_ms
+from rsp_jobs.times import US_PER_MS as MS
 
-__all__ = ["Schedule", "schedule", "lookback_us", "check_size", "triples", "assign", "Spans", "spans", "with_repeats"]
-
-
-def lookback_us(query: ContinuousQuery) -> Optional[int]:
-    """How far before the first close of an interval a run must read; None: from the start
-    (count windows may reach back arbitrarily far)."""
-    if any(isinstance(w.window, ast.CountWindow) for w in query.windows):
-        return None
-    return max(w.window.range_ms for w in query.windows) * MS
-
-
-def check_size(query: ContinuousQuery, sched: Schedule, after_us: Optional[int], until_us: Optional[int],
-               extent: Optional[tuple[int, int]], rows: int, max_closes: int, max_rows: int) -> None:
-    """Refuse, before Spark runs anything, an evaluation of more than ``max_closes`` window closes
-    or ``max_rows`` window rows: the closes of the grid in ``(after, until]`` that data in
-    ``extent`` (``[first, last)`` µs, the slice's hours) can reach, and the slice's ``rows`` each
-    copied into ceil(RANGE / STEP) windows. Count windows and closes on arrival are as many as
-    the data's frames, and are not sized here."""
-    time_windows = [w.window for w in query.windows if isinstance(w.window, ast.TimeWindow)]
-    if not time_windows or sched.step is None or extent is None:
-        return
-    widest = max(w.range_ms for w in time_windows) * MS
-    # an element at ts, first <= ts < last, is in the closes of (ts, ts + RANGE]
-    low = extent[0] if after_us is None else max(after_us, extent[0])
-    high = extent[1] - 1 + widest if until_us is None else min(until_us, extent[1] - 1 + widest)
-    first_k = max(0, (low - sched.first_close) // sched.step + 1)
-    last_k = (high - sched.first_close) // sched.step
-    closes = max(0, last_k - first_k + 1)
-    copies = max(-(-w.range_ms // w.step_ms) for w in time_windows)
-    spread = ", ".join(sorted({str(w) for w in time_windows}))
-    if closes > max_closes:
-        first, last = (iso_ms(sched.first_close + k * sched.step) for k in (first_k, last_k))
-        raise InputError(f"{query.source}: {spread} would compute {closes:,} window closes, from {first} to "
-                         f"{last}, more than RSP_MAX_WINDOWS ({max_closes:,}): evaluate a shorter interval, "
-                         "widen STEP, or raise the setting")
-    if rows * copies > max_rows:
-        raise InputError(f"{query.source}: {spread} copies each of the slice's {rows:,} rows into {copies:,} "
-                         f"windows, {rows * copies:,} window rows, more than RSP_MAX_WINDOW_ROWS "
-                         f"({max_rows:,}): evaluate a shorter interval, widen STEP, or raise the setting")
+__all__ = ["Schedule", "schedule", "triples", "assign", "Spans", "spans", "with_repeats"]
 
 
 def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True, placeholders: bool = True) -> DataFrame:

@@ -16,7 +16,7 @@ from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import read_stream_file
-from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS
+from rsp_jobs.physical.planner import INTERPRETED_BELOW_ROWS
 from rsp_jobs.times import to_us
 
 START = datetime(2014, 8, 2, 5, 0, tzinfo=timezone.utc)

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from rdflib import RDF, Graph, Literal, URIRef
 
-from rsp_jobs import compiler, engine
+from rsp_jobs import compiler
+from rsp_jobs.physical import planner
 from rsp_jobs.algebra.optimize import QUERY_RULES
 from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest.lake import Lake, load_files
@@ -247,10 +248,10 @@ def test_a_triple_at_several_times_is_one_solution_in_each_window_that_holds_the
                                                                                   monkeypatch):
     """Solutions go to sliding windows (``optimize.window_solutions``); a window holds a triple
     that arrives at 0, 600 and 1300 ms once, so it has each solution once (the slice repeats a
-    triple, told by ``Lake.repeats`` or, from ``REPEATS_IN_SPARK_FROM_ROWS`` rows on, by
+    triple, told by ``Lake.repeats`` or, from ``planner.FACTS_ON_DRIVER_BELOW_ROWS`` rows on, by
     ``windows.with_repeats``), and a join partner 1900 ms later shares only some windows."""
     if repeats_by == "spark":
-        monkeypatch.setattr(engine, "REPEATS_IN_SPARK_FROM_ROWS", 0)
+        monkeypatch.setattr(planner, "FACTS_ON_DRIVER_BELOW_ROWS", 0)
     a0, a1, a2, p0, p1, val = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "p0", "p1", "val"))
     elements = in_delivery_order([
         Elem(S1, 0, a0, p0, a1), Elem(S1, 600, a0, p0, a1), Elem(S1, 1300, a0, p0, a1), Elem(S1, 1900, a1, p1, a2),

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rsp_jobs.spark import class_archive
-from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS, JVM_OPTIONS, batch_settings, cluster_conf, engine_conf
+from rsp_jobs.physical.planner import INTERPRETED_BELOW_ROWS
+from rsp_jobs.spark.session import JVM_OPTIONS, batch_settings, cluster_conf, engine_conf
 
 
 def test_the_driver_jvm_runs_with_the_engines_jit_and_collector_and_without_adaptive_execution(spark):

@@ -10,7 +10,7 @@ from rsp_jobs.bench import patterns
 from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.engine import Interval, match, match_rules
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.spark.session import INTERPRETED_BELOW_ROWS
+from rsp_jobs.physical.planner import INTERPRETED_BELOW_ROWS
 from rsp_jobs.times import to_us
 
 MINUTES, PER_SECOND, RULES = 3, 5, 3

@@ -168,26 +168,28 @@ def test_a_10mb_literal_in_a_stream_is_quarantined_and_counted(tmp_path, monkeyp
     ("[RANGE 1h STEP 5m]", 30 * 86_400_000_000, None, (0, 86_400_000_000), 0),  # after the data ends
 ])
 def test_the_window_closes_an_evaluation_would_compute_are_counted_before_it_runs(window, after, until, extent, closes):
+    from rsp_jobs.algebra.schedule import schedule
     from rsp_jobs.compiler import compile
     from rsp_jobs.errors import InputError
-    from rsp_jobs.spark import windows
+    from rsp_jobs.physical.planner import check_size
 
     query = compile(HEAD + window + WHERE, "q.rsp")
-    sched = windows.schedule(query, 0)
-    windows.check_size(query, sched, after, until, extent, 1, closes or 1, 10**12)  # at the limit: runs
+    sched = schedule(query, 0)
+    check_size(query, sched, after, until, extent, 1, closes or 1, 10**12)  # at the limit: runs
     if closes:
         with pytest.raises(InputError, match=f"would compute {closes:,} window closes, from .* more than RSP_MAX_WINDOWS"):
-            windows.check_size(query, sched, after, until, extent, 1, closes - 1, 10**12)
+            check_size(query, sched, after, until, extent, 1, closes - 1, 10**12)
 
 
 def test_window_rows_past_the_limit_are_refused_naming_the_copies():
+    from rsp_jobs.algebra.schedule import schedule
     from rsp_jobs.compiler import compile
     from rsp_jobs.errors import InputError
-    from rsp_jobs.spark import windows
+    from rsp_jobs.physical.planner import check_size
 
     query = compile(HEAD + "[RANGE 1h STEP 1s]" + WHERE, "q.rsp")
-    sched = windows.schedule(query, 0)
-    windows.check_size(query, sched, None, None, (0, 3_600_000_000), 1000, 10**9, 3_600_000)
+    sched = schedule(query, 0)
+    check_size(query, sched, None, None, (0, 3_600_000_000), 1000, 10**9, 3_600_000)
     with pytest.raises(InputError, match="copies each of the slice's 1,001 rows into 3,600 windows, 3,603,600 "
                                          "window rows, more than RSP_MAX_WINDOW_ROWS"):
-        windows.check_size(query, sched, None, None, (0, 3_600_000_000), 1001, 10**9, 3_600_000)
+        check_size(query, sched, None, None, (0, 3_600_000_000), 1001, 10**9, 3_600_000)

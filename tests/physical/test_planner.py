@@ -1,0 +1,80 @@
+"""Golden tests of the physical planner (no Spark): every window query under ``queries/`` is
+planned for three slices (a 15-minute micro-batch's rows, a day of CityBench's, more than the
+driver reads) and the steps must be those in ``tests/fixtures/physical/<application>.<name>.physical``;
+``RSP_REGOLD=1`` rewrites them from the current planner (then read the diff before committing it).
+That the choices keep the answers is checked by the differential, CSRBench and CityBench suites,
+which run both sides of each size threshold."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rsp_jobs import settings
+from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.compiler import compile_file
+from rsp_jobs.errors import InputError
+from rsp_jobs.physical import planner
+from rsp_jobs.times import parse_us
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "physical"
+QUERIES = settings.REPO_ROOT / "queries"
+WINDOW_QUERIES = sorted(p for p in QUERIES.rglob("*.rsp")
+                        if isinstance(q := compile_file(p), ContinuousQuery) and not q.pattern)
+SLICES = (2_000, 188_000, 6_000_000)  # under INTERPRETED_BELOW_ROWS, a day, past FACTS_ON_DRIVER_BELOW_ROWS
+AFTER, UNTIL = parse_us("2014-08-02T06:00:00Z"), parse_us("2014-08-02T07:00:00Z")
+
+
+def physical_plans(path: Path) -> str:
+    query = compile_file(path)
+    return "".join(f"-- a slice of {rows:,} stream rows\n"
+                   + planner.plan_windows(query, planner.SliceOf(rows, AFTER), AFTER, UNTIL).explain()
+                   for rows in SLICES)
+
+
+@pytest.mark.parametrize("path", WINDOW_QUERIES, ids=lambda p: f"{p.parent.name}.{p.stem}")
+def test_the_physical_plan_of_each_registered_query_is_the_golden_one(path: Path):
+    plans = physical_plans(path)
+    golden = FIXTURES / f"{path.parent.name}.{path.stem}.physical"
+    if os.environ.get("RSP_REGOLD"):
+        golden.write_text(plans)
+    assert plans == golden.read_text()
+
+
+def test_every_golden_file_has_its_query():
+    assert sorted(p.name for p in FIXTURES.glob("*.physical")) == sorted(
+        f"{p.parent.name}.{p.stem}.physical" for p in WINDOW_QUERIES)
+
+
+def test_the_size_thresholds_choose_where_facts_come_from_and_how_expressions_run(monkeypatch):
+    query = compile_file(QUERIES / "citybench" / "congestion_by_segment.rsp")
+    small, day, large = (planner.plan_windows(query, planner.SliceOf(rows, AFTER), AFTER, UNTIL) for rows in SLICES)
+    assert (small.interpreted, day.interpreted, large.interpreted) == (True, False, False)
+    assert (small.facts_on_driver, day.facts_on_driver, large.facts_on_driver) == (True, True, False)
+    assert day.ranked and not large.ranked  # MAX by rank needs the terms the driver lists
+    assert {small.windowing, day.windowing, large.windowing} == {planner.SOLUTIONS}
+    entailed = planner.plan_windows(query, planner.SliceOf(188_000, AFTER), AFTER, UNTIL, entailment="rdfs")
+    assert (entailed.windowing, entailed.facts_on_driver, entailed.ranked) == (planner.ENTAILED, False, frozenset())
+    monkeypatch.setenv("RSP_INTERPRETED_BELOW_ROWS", "0")
+    assert not planner.plan_windows(query, planner.SliceOf(2_000, AFTER), AFTER, UNTIL).interpreted
+
+
+def test_a_plan_past_the_windows_limit_is_refused_by_the_planner(monkeypatch):
+    query = compile_file(QUERIES / "citybench" / "congestion_by_segment.rsp")
+    monkeypatch.setenv("RSP_MAX_WINDOWS", "11")  # the hour (06:00, 07:00] has 12 closes of STEP 5m
+    with pytest.raises(InputError, match="would compute 12 window closes, from 2014-08-02T06:05:00.000Z to "
+                                         "2014-08-02T07:00:00.000Z, more than RSP_MAX_WINDOWS"):
+        planner.plan_windows(query, planner.SliceOf(188_000, AFTER), AFTER, UNTIL)
+
+
+def test_rsp_explain_prints_the_physical_plan(capsys):
+    from rsp_jobs.cli import main
+
+    path = QUERIES / "citybench" / "congestion_by_segment.rsp"
+    assert main(["explain", str(path), "--physical", "--rows", "188000",
+                 "--from", "2014-08-02T06:00:00Z", "--to", "2014-08-02T07:00:00Z"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("WindowQuery congestion_by_segment")
+    assert printed.endswith(planner.plan_windows(compile_file(path), planner.SliceOf(188_000, AFTER),
+                                                 AFTER, UNTIL).explain())
