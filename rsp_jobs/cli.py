@@ -313,12 +313,12 @@ def cmd_evaluate(args) -> int:
         lake = Lake(args.lake or scratch / "lake")
         store = _store_engine(args.store) if args.store is not None else None
         started = datetime.now(timezone.utc)
-        for (_, path), batch in zip(args.stream, load_files(lake, args.stream, store)):
-            _report_rejections(batch)
-            if store is not None:
-                from rsp_jobs.store.provenance import store_ingest
+        if store is not None:
+            from rsp_jobs.store.provenance import store_ingest
 
-                store_ingest(store, batch, path, started)
+        for loaded in load_files(lake, args.stream, store, each=None if store is None else
+                                 lambda path, batch: store_ingest(store, batch, str(path), started)):
+            _report_rejections(loaded)
         out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
         progress = _Progress(enabled=sys.stderr.isatty())
         windows = [] if store is not None else None
@@ -568,17 +568,18 @@ def cmd_demo(args) -> int:
     return demo.main()
 
 
-def _report_rejections(batch) -> None:
-    if not batch.rejections:
+def _report_rejections(loaded) -> None:
+    """What a stream file's load rejected (a ``lake.FileLoad``), on stderr."""
+    if not loaded.rejections:
         return
-    repeated = sum(batch.duplicates.values())
-    print(f"rsp: {batch.source}: rejected {batch.rejected_triples} triple(s) in {len(batch.rejections)} "
-          f"place(s); {len(batch.elements)} accepted" + (f", {repeated} repeated within their frame" if repeated else "")
+    repeated = loaded.repeated
+    print(f"rsp: {loaded.source}: rejected {loaded.rejected_triples} triple(s) in {len(loaded.rejections)} "
+          f"place(s); {loaded.accepted} accepted" + (f", {repeated} repeated within their frame" if repeated else "")
           + ":", file=sys.stderr)
-    for rejection in batch.rejections[:10]:
+    for rejection in loaded.rejections[:10]:
         print(f"  {rejection}", file=sys.stderr)
-    if len(batch.rejections) > 10:
-        print(f"  ... and {len(batch.rejections) - 10} more (all are in the lake's quarantine)", file=sys.stderr)
+    if len(loaded.rejections) > 10:
+        print(f"  ... and {len(loaded.rejections) - 10} more (all are in the lake's quarantine)", file=sys.stderr)
 
 
 class _Progress:

@@ -30,14 +30,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterable, NamedTuple, Optional, Sequence
+from collections import Counter
+from typing import Callable, Iterable, NamedTuple, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
 from rsp_jobs.errors import StorageError
 from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
-                                        read_stream_file)
+                                        read_stream_chunks)
 from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
 from rsp_jobs.times import to_us
 
@@ -146,9 +147,13 @@ class Lake:
         """The part files a batch of ``stream`` with this id wrote, in every hour."""
         return sorted((self.root / f"stream_key={stream_key(stream)}").glob(f"hour=*/part-{batch_id}-*.parquet"))
 
-    def discard(self, stream: str, batch_id: str) -> None:
-        """Remove a batch's part files: a load whose store transaction did not commit."""
-        for part in self.parts_of(stream, batch_id):
+    def discard(self, stream: str, batch_id: str, chunks: bool = False) -> None:
+        """Remove a batch's part files: a load whose store transaction did not commit; with
+        ``chunks``, also those of the batches ``<batch_id>c<k>`` a large file was loaded in."""
+        parts = self.parts_of(stream, batch_id)
+        if chunks:
+            parts += (self.root / f"stream_key={stream_key(stream)}").glob(f"hour=*/part-{batch_id}c*-*.parquet")
+        for part in parts:
             part.unlink(missing_ok=True)
 
     def _write_parts(self, table: pa.Table, batch_id: str) -> list[Path]:
@@ -407,25 +412,50 @@ def _spark_schema(partitions: bool = False):
     return T.StructType(fields)
 
 
-def load_files(lake: Lake, files: Sequence[tuple[str, Path]], store=None) -> list[StreamBatch]:
+class FileLoad(NamedTuple):
+    """What loading one stream file into the lake did (``load_files``)."""
+
+    source: str
+    accepted: int  # elements written
+    repeated: int  # statements of a triple its frame already held
+    rejections: list[Rejection]
+
+    @property
+    def rejected_triples(self) -> int:
+        return sum(r.triples for r in self.rejections)
+
+
+def load_files(lake: Lake, files: Sequence[tuple[str, Path]], store=None,
+               each: Optional[Callable[[Path, StreamBatch], None]] = None) -> list[FileLoad]:
     """Read stream files (stream IRI, path) into the lake, in the order given: a file's place
     among its stream's files is its delivery order (``StreamBatch.order``), and a time that
     several files bring is one frame, named by the first of them (with ``store``, an engine of
-    the frame store: by the frame the store already has at that time)."""
+    the frame store: by the frame the store already has at that time). A large file is read
+    and written in batches of whole frames (``read_stream_chunks``), each handed to ``each``
+    (path, batch) once it is in the lake, so that no file is held whole."""
     known: dict[str, dict] = {}  # per stream: time -> frame IRI
-    batches = []
+    loads, delivered = [], Counter()
     for iri, path in files:
         mine = known.setdefault(iri, {})
-        batch = read_stream_file(path, iri, order=sum(1 for b in batches if b.stream == iri))
-        if store is not None:
-            from rsp_jobs.store.frames import known_frames
+        base = hashlib.sha1(f"{iri}|{Path(path)}".encode()).hexdigest()[:16]
+        accepted, repeated, rejections = 0, 0, []
+        for k, batch in enumerate(read_stream_chunks(path, iri, order=delivered[iri])):
+            if store is not None:
+                from rsp_jobs.store.frames import known_frames
 
-            for ts, frame in known_frames(store, iri, [p.ts for p in batch.parts]).items():
-                mine.setdefault(ts, frame)
-        merge_known_frames(batch, mine)
-        lake.write(batch)
-        batches.append(batch)
-    return batches
+                for ts, frame in known_frames(store, iri, [p.ts for p in batch.parts]).items():
+                    mine.setdefault(ts, frame)
+            merge_known_frames(batch, mine)
+            if k == 0:
+                lake.discard(iri, base, chunks=True)  # an earlier load of the file, in however many chunks
+            lake.write(batch, batch_id=base if k == 0 else f"{base}c{k}")
+            accepted, repeated = accepted + len(batch.elements), repeated + sum(batch.duplicates.values())
+            rejections += batch.rejections
+            if each is not None:
+                each(Path(path), batch)
+        delivered[iri] += 1
+        loads.append(FileLoad(str(Path(path)), accepted, repeated, rejections))
+    return loads
 
 
 def project_lake() -> "Lake":

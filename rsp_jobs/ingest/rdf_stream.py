@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -47,7 +48,7 @@ from rsp_jobs import settings
 from rsp_jobs.errors import InputError
 from rsp_jobs.terms import numeric_value, time_value, to_nt
 from rsp_jobs.textfile import decode
-from rsp_jobs.times import datetime_lexical
+from rsp_jobs.times import datetime_lexical, to_us
 
 PROV_GENERATED_AT = URIRef("http://www.w3.org/ns/prov#generatedAtTime")
 FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads"}
@@ -178,6 +179,162 @@ def read_stream_file(path: str | Path, stream_iri: str, order: int = 0,
     return batch
 
 
+def chunk_bytes() -> int:
+    """How much of an N-Quads file is parsed at a time (``RSP_STREAM_CHUNK_BYTES``, default
+    8 MiB): a larger file is read in chunks of whole frames (``read_stream_chunks``)."""
+    text = os.environ.get("RSP_STREAM_CHUNK_BYTES", str(8 << 20)).strip()
+    if not text.isdigit() or int(text) <= 0:
+        raise InputError(f"RSP_STREAM_CHUNK_BYTES: a positive number of bytes, got {text!r}")
+    return int(text)
+
+
+def read_stream_chunks(path: str | Path, stream_iri: str, order: int = 0) -> Iterator[StreamBatch]:
+    """``read_stream_file`` in batches of whole frames, so that a large file is never held
+    whole: each batch holds every part of the frames it holds (all graphs and timestamped
+    triples of their times), and together they hold what ``read_stream_file`` returns (the same
+    elements, positions, repeats and rejections; the rejections in another order). An N-Quads
+    file larger than ``chunk_bytes()`` is read three times (hashed; its graphs' times and last
+    lines noted; then parsed, each frame handed on once its last line was read, in batches of
+    about ``chunk_bytes()`` of lines), and what stays in memory between batches is a few
+    values per frame and the frames whose lines are still to come: one batch's worth for a file
+    in time order. Anything else is read whole: a TriG file, as rdflib's parser names a blank
+    node label once per document."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: stream file not found")
+    limit = chunk_bytes()
+    if stream_format(path) != "nquads" or path.stat().st_size <= limit:
+        yield read_stream_file(path, stream_iri, order)
+        return
+    with many_small_objects():
+        yield from _nquads_chunks(path, stream_iri, order, limit)
+
+
+KNOWN_TOKENS = 20_000
+NO_TIME = -(1 << 63)  # a graph's time when it has none, or several  # tokens a chunked read keeps parsed; past it they are parsed again
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line, as ``text.splitlines()`` of the decoded file numbers them;
+    a byte that is not UTF-8 is the InputError ``decode`` raises for the whole file."""
+    number, offset = 0, 0
+    with path.open("rb") as raw:
+        for data in raw:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = offset + exc.start
+                with path.open("rb") as again:
+                    line = again.read(bad).count(b"\n") + 1
+                raise InputError(f"{path}:{line}: the stream file is not UTF-8 text "
+                                 f"(byte {bad}: {data[exc.start:exc.start + 1]!r})") from None
+            offset += len(data)
+            for piece in text.splitlines():
+                number += 1
+                yield number, piece
+
+
+def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Iterator[StreamBatch]:
+    source = str(path)
+    sha1, sha256, may_hold_nul = hashlib.sha1(), hashlib.sha256(), False
+    with path.open("rb") as raw:
+        for data in iter(lambda: raw.read(1 << 20), b""):
+            sha1.update(data)
+            sha256.update(data)
+    with path.open("rb") as raw:  # line by line, so that no escape is cut in two
+        may_hold_nul = any(b"\x00" in data or b"\\u0000" in data or b"\\U00000000" in data for data in raw)
+    salt, digest, max_literal = sha1.hexdigest()[:12], sha256.hexdigest(), settings.max_literal_bytes()
+
+    def statements(batch: StreamBatch) -> Iterator[tuple[int, Statement, int]]:
+        """(position, statement, line length) of each statement the store can keep."""
+        parser, pos = _QuadLine(salt), 0
+        for number, line in _lines(path):
+            if len(parser.known) > KNOWN_TOKENS:  # a term per line (frame IRIs, readings) would fill it
+                parser.known.clear()
+            try:
+                st = parser.quad(line, number)
+            except (ParserError, ValueError) as exc:
+                batch.rejections.append(Rejection(source, number, f"malformed N-Quads line: {_error_text(exc)}",
+                                                  1, line[:500]))
+                continue
+            if st is None:
+                continue
+            if (may_hold_nul or (isinstance(st.o, Literal) and len(st.o) > max_literal // 4)) \
+                    and not _keep(st, batch, max_literal):
+                continue
+            yield pos, st, len(line)
+            pos += 1
+
+    # first reading: each graph's last position, and the frame times the default graph states
+    # (as µs; NO_TIME when not one xsd:dateTime): a few small values per frame
+    last: dict[object, int] = {}
+    stamps: dict[object, int] = {}  # subject -> its time
+    stamped: dict[object, int] = {}  # subject -> where its last time was stated
+    for pos, st, _ in statements(StreamBatch(stream_iri, source)):
+        if st.graph is not None:
+            last[st.graph] = pos
+        elif st.p == PROV_GENERATED_AT:
+            ts = time_value(st.o) if isinstance(st.o, Literal) else None
+            stamps[st.s] = NO_TIME if ts is None or st.s in stamps else to_us(ts)
+            stamped[st.s] = pos
+    group_of: dict[object, object] = {}  # graph -> its frame's time (or ("graph", graph): alone)
+    closes: dict[object, int] = {}  # frame time -> where its last statement is
+    while last:
+        graph, end = last.popitem()
+        if isinstance(graph, Literal):
+            ts = time_value(graph)
+            ts = NO_TIME if ts is None else to_us(ts)
+        else:
+            ts = stamps.get(graph, NO_TIME)
+            end = max(end, stamped.get(graph, end))
+        group = ts if ts != NO_TIME else ("graph", graph)
+        group_of[graph] = group
+        closes[group] = max(closes.get(group, -1), end)
+    del stamps, stamped
+
+    # second reading: a frame's statements are handed on once its last one is read
+    found = StreamBatch(stream_iri, source)  # what the reading rejects, handed on with the next batch
+    batch = StreamBatch(stream_iri, source, order=order, sha256=digest)
+    pending: dict[tuple, list[tuple[int, Statement]]] = {}
+    ready: list[tuple[int, Statement]] = []
+    ready_bytes, outside, first_outside = 0, 0, None
+    sizes: dict[tuple, int] = {}
+    for pos, st, size in statements(found):
+        if st.graph is not None:
+            group = group_of[st.graph]
+        elif st.p == PROV_GENERATED_AT and st.s in group_of:
+            group = group_of[st.s]
+        elif st.p == PROV_GENERATED_AT:
+            continue  # the time of a graph that has no triples: no frame, as when read whole
+        else:
+            outside += 1
+            first_outside = first_outside or st.line
+            continue
+        pending.setdefault(group, []).append((pos, st))
+        sizes[group] = sizes.get(group, 0) + size
+        if closes[group] == pos:  # the frame's last statement
+            ready += pending.pop(group)
+            ready_bytes += sizes.pop(group)
+        if ready_bytes >= limit:
+            batch.rejections += found.rejections
+            found.rejections.clear()
+            yield _frames_batch(batch, ready)
+            batch = StreamBatch(stream_iri, source, order=order, sha256=digest)
+            ready, ready_bytes = [], 0
+    for rest in pending.values():
+        ready += rest
+    batch.rejections += found.rejections
+    if outside:
+        batch.rejections.append(Rejection(source, first_outside, OUTSIDE_FRAMES, outside))
+    yield _frames_batch(batch, ready)
+
+
+def _frames_batch(batch: StreamBatch, statements: list[tuple[int, "Statement"]]) -> StreamBatch:
+    statements.sort(key=lambda item: item[0])
+    _to_frames([st for _, st in statements], batch, positions=[pos for pos, _ in statements])
+    return batch
+
+
 def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     """The statements of a TriG or N-Quads file in order, with their lines; an N-Quads line
     that does not parse goes to ``batch.rejections``, a TriG syntax error is an InputError."""
@@ -206,20 +363,22 @@ def _storable(statements: list["Statement"], batch: StreamBatch, may_hold_nul: b
     limit = settings.max_literal_bytes()
     if not may_hold_nul and not any(isinstance(st.o, Literal) and len(st.o) > limit // 4 for st in statements):
         return statements
-    kept = []
-    for st in statements:
-        s, p, o = st.nt  # N-Triples keeps U+0000 as it is (only \\, ", \n and \r are escaped)
-        reason = None
-        if "\x00" in s or "\x00" in p or "\x00" in o or (st.graph is not None and "\x00" in st.graph):
-            reason = NUL_TERM
-        elif isinstance(st.o, Literal) and len(st.o) > limit // 4 and (size := len(str(st.o).encode())) > limit:
-            reason = f"a literal of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})"
-        if reason is None:
-            kept.append(st)
-            continue
-        text = " ".join(st.nt).replace("\x00", "\\u0000")
-        batch.rejections.append(Rejection(batch.source, st.line, reason, 1, text[:500]))
-    return kept
+    return [st for st in statements if _keep(st, batch, limit)]
+
+
+def _keep(st: "Statement", batch: StreamBatch, limit: int) -> bool:
+    """Whether the store can keep ``st`` (see ``_storable``); if not, it is rejected in ``batch``."""
+    s, p, o = st.nt  # N-Triples keeps U+0000 as it is (only \\, ", \n and \r are escaped)
+    reason = None
+    if "\x00" in s or "\x00" in p or "\x00" in o or (st.graph is not None and "\x00" in st.graph):
+        reason = NUL_TERM
+    elif isinstance(st.o, Literal) and len(st.o) > limit // 4 and (size := len(str(st.o).encode())) > limit:
+        reason = f"a literal of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})"
+    if reason is None:
+        return True
+    text = " ".join(st.nt).replace("\x00", "\\u0000")
+    batch.rejections.append(Rejection(batch.source, st.line, reason, 1, text[:500]))
+    return False
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -466,15 +625,16 @@ class _Part:
 
 
 def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
-               outside: Optional[list[Statement]] = None) -> None:
+               outside: Optional[list[Statement]] = None, positions: Optional[Sequence[int]] = None) -> None:
     """Parts (named graphs, timestamp contexts) → one frame per time, in time order. The
     default graph's other statements are rejected, or collected in ``outside`` when given
-    (a TA-RDF import keeps them as time-invariant statements)."""
+    (a TA-RDF import keeps them as time-invariant statements). ``positions``: each statement's
+    place in its file (default: its index in ``statements``)."""
     collect = outside
     stamps: dict[object, list] = {}
     outside = []
     parts: dict[object, _Part] = {}
-    for pos, st in enumerate(statements):
+    for pos, st in zip(positions, statements) if positions is not None else enumerate(statements):
         if st.graph is None:
             if st.p == PROV_GENERATED_AT:
                 stamps.setdefault(st.s, []).append(st.o)
