@@ -671,23 +671,13 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     if agg.name in ("sum", "avg"):
         # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
         # from it, so asking would render every solution's term for nothing
-        rank = value.number_rank()
-        whole, part = value.exact()
-        # an integer or decimal member without an exact value (out of range) is an error too
-        inexact = ((rank == 0) & whole.isNull()) | ((rank == 1) & part.isNull())
         if expression:
-            bad = F.when(value.number().isNull() | inexact, 1).otherwise(0)
+            bad = F.when(value.number().isNull(), 1).otherwise(0)
         elif value.num is not None:
-            bad = F.when(inexact, 1).otherwise(0)
+            bad = F.lit(0)
         else:
-            bad = F.when(term.isNotNull() & (value.number().isNull() | inexact), 1).otherwise(0)
-        promoted = ST.as_part(whole, part, rank)
-        # exact sums beside the double one (docs/semantics/numbers.md): the integers as WHOLEs,
-        # every integer and decimal as a PART, and whether an integer has no PART (too large to
-        # be summed with decimals)
-        return {name + "_n": value.number(), name + "_r": rank, name + "_bad": bad,
-                name + "_w": F.when(rank == 0, whole), name + "_p": promoted,
-                name + "_big": F.when((rank == 0) & promoted.isNull(), 1).otherwise(0)}
+            bad = F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
+        return {name + "_n": value.number(), name + "_r": value.number_rank(), name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
         columns = {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
         if expression:
@@ -717,29 +707,15 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
             count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
         return [count.cast("double").alias(name + "_c")], ST.count_literal(c("_c")), zero
     if agg.name in ("sum", "avg"):
-        if agg.distinct:
-            total, count = F.sum_distinct(num), F.count_distinct(num)
-            wholes, parts = (F.expr(f"try_sum(DISTINCT `{name}{suffix}`)") for suffix in ("_w", "_p"))
-        else:
-            total, count = F.sum(num), F.count(num)
-            wholes, parts = F.try_sum(c("_w")), F.try_sum(c("_p"))  # NULL past the range: an error
+        total, count = (F.sum_distinct(num), F.count_distinct(num)) if agg.distinct else (F.sum(num), F.count(num))
         columns = [total.alias(name + "_s"), count.alias(name + "_c"), F.max(rank).alias(name + "_r"),
-                   F.max(c("_bad")).alias(name + "_bad"), wholes.alias(name + "_ws"), parts.alias(name + "_ps"),
-                   F.max(c("_big")).alias(name + "_big")]
+                   F.max(c("_bad")).alias(name + "_bad")]
         ok = c("_bad") == 0
-        empty = c("_c") == 0
-        # over integers the WHOLE sum, over decimals (and integers with them) the PART sum
-        whole = F.when(empty, F.lit(0).cast(ST.WHOLE)).otherwise(c("_ws"))
-        part = F.when(c("_big") == 0, c("_ps").try_cast(ST.PART))
         if agg.name == "sum":
-            render = ST.numeric_literal(F.when(ok, F.coalesce(c("_s"), F.lit(0.0))), F.coalesce(c("_r"), F.lit(0)),
-                                        whole, part)
+            render = ST.numeric_literal(F.when(ok, F.coalesce(c("_s"), F.lit(0.0))), F.coalesce(c("_r"), F.lit(0)))
         else:
-            exact = F.when(c("_r") == 0, whole.try_cast(ST.PART)).otherwise(part)
-            mean = ST.part_divide(exact, c("_c").cast(ST.PART))
             render = ST.numeric_literal(F.when(ok, F.when(c("_c") > 0, c("_s") / c("_c")).otherwise(F.lit(0.0))),
-                                        F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)),
-                                        F.lit(0).cast(ST.WHOLE), mean)
+                                        F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
         return columns, render, zero
     if agg.name in ("min", "max") and ranked:  # a number: Spark hashes it
         pick = F.min if agg.name == "min" else F.max

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Callable, Optional
 
 from pyspark.sql import Column
@@ -32,31 +31,10 @@ class Value:
     months: int = 0  # a duration constant's years and months (its µs are the rest)
     anchor: Optional[Column] = None  # getDURATION()'s start, µs: where months are counted from
     iri: bool = False  # a constant IRI: compared with anything by term identity alone
-    # the exact value of an integer (ST.WHOLE) or a decimal (ST.PART) result, where computed;
-    # otherwise read from the term (``exact``)
-    whole: Optional[Column] = None
-    part: Optional[Column] = None
 
     @staticmethod
-    def of_number(num: Column, rank: Column, whole: Optional[Column] = None,
-                  part: Optional[Column] = None) -> "Value":
-        return Value(ST.numeric_literal(num, rank, whole, part), num, rank, whole=whole, part=part)
-
-    @staticmethod
-    def of_exact(double: Column, rank: Column, whole: Column, part: Column) -> "Value":
-        """A number whose integer and decimal results are exact (``whole``, ``part``, each
-        meant for its rank): its double is read from them, so a comparison or a sum of it sees
-        the exact value's error (NULL) too; float and double results keep ``double``."""
-        num = F.when(rank == 0, whole.cast("double")).when(rank == 1, part.cast("double")).otherwise(double)
-        return Value.of_number(num, rank, F.when(rank == 0, whole), F.when(rank == 1, part))
-
-    def exact(self) -> tuple[Column, Column]:
-        """The exact value as (WHOLE where an integer, PART where a decimal): computed, or read
-        from the term's lexical form (docs/semantics/numbers.md)."""
-        rank = self.number_rank()
-        whole = self.whole if self.whole is not None else ST.whole_value(self.term, rank)
-        part = self.part if self.part is not None else ST.part_value(self.term, rank)
-        return whole, part
+    def of_number(num: Column, rank: Column) -> "Value":
+        return Value(ST.numeric_literal(num, rank), num, rank)
 
     @staticmethod
     def of_boolean(value: Column) -> "Value":
@@ -122,10 +100,8 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         operand = compile_expr(expr.operand, scope)
         if expr.op == "!":
             return Value.of_boolean(~operand.ebv())
-        if expr.op != "-":
-            return operand
-        whole, part = operand.exact()
-        return Value.of_exact(-operand.number(), operand.number_rank(), -whole, -part)
+        num, rank = operand.number(), operand.number_rank()
+        return Value.of_number(-num if expr.op == "-" else num, rank)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
         tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
@@ -158,24 +134,12 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
     if op in ("=", "!=", "<", ">", "<=", ">="):
         return Value.of_boolean(_compare(op, left, right, scope))
     a, b = left.number(), right.number()
-    lrank, rrank = left.number_rank(), right.number_rank()
-    rank = F.greatest(lrank, rrank)
-    # XPath F&O 3.1 §4.2 with SPARQL's type promotion (17.3): integer op integer is an exact
-    # integer, with a decimal an exact decimal, with a float or double a double; out of the
-    # exact ranges an error (docs/semantics/numbers.md)
-    (lw, lp), (rw, rp) = left.exact(), right.exact()
-    lpart, rpart = ST.as_part(lw, lp, lrank), ST.as_part(rw, rp, rrank)
+    rank = F.greatest(left.number_rank(), right.number_rank())
     if op == "/":
         # integer / integer is a decimal (17.4.2.4); division by zero is an error
         quotient = F.when(b != 0, a / b)
-        qrank = F.greatest(rank, F.lit(1))
-        return Value.of_exact(quotient, qrank, F.lit(None).cast(ST.WHOLE), ST.part_divide(lpart, rpart))
-    whole = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[op](lw, rw)
-    if op == "*":
-        part = ST.part_multiply(lpart, rpart)
-    else:  # PART + PART fits Spark's widest decimal exactly; back to a PART, or NULL past it
-        part = {"+": F.try_add, "-": F.try_subtract}[op](lpart, rpart).try_cast(ST.PART)
-    return Value.of_exact(_ARITHMETIC[op](a, b), rank, whole, part)
+        return Value.of_number(quotient, F.greatest(rank, F.lit(1)))
+    return Value.of_number(_ARITHMETIC[op](a, b), rank)
 
 
 def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
@@ -194,11 +158,8 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
 
     def numeric(a: Column, b: Column) -> Column:
         """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
-        != is true); Spark's own NaN equals itself and sorts above every number. Two integers
-        or decimals compare by their exact values (``_exact_compare``)."""
-        lrank, rrank = left.number_rank(), right.number_rank()
-        return (F.when((lrank <= 1) & (rrank <= 1), _exact_compare(ordered, left, right))
-                .when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b)))
+        != is true); Spark's own NaN equals itself and sorts above every number."""
+        return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
@@ -228,34 +189,6 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     else:
         result = result.otherwise(F.lit(None).cast("boolean"))
     return result
-
-
-def _exact_compare(ordered, left: Value, right: Value) -> Column:
-    """Two integers or decimals by exact value: as WHOLEs, or promoted to PARTs; an integer too
-    large for a PART is beyond every PART, so its sign decides against one. NULL (an error)
-    where a side has no exact value (out of range)."""
-    lrank, rrank = left.number_rank(), right.number_rank()
-    (lw, lp), (rw, rp) = left.exact(), right.exact()
-    lpart, rpart = ST.as_part(lw, lp, lrank), ST.as_part(rw, rp, rrank)
-
-    def beyond(whole: Column, part: Column) -> Column:  # a side as a double, ±inf past the PARTs
-        return F.when(part.isNotNull(), part.cast("double")).otherwise(F.signum(whole) * F.lit(float("inf")))
-    return (F.when((lrank == 0) & (rrank == 0), ordered(lw, rw))
-            .when(lpart.isNotNull() & rpart.isNotNull(), ordered(lpart, rpart))
-            .otherwise(ordered(beyond(lw, lpart), beyond(rw, rpart))))
-
-
-def _rounding(value: Value, name: str) -> Value:
-    """ceil, floor, round (17.4.4): an integer is its own; a decimal's exact value rounded stays
-    a decimal; a float or double is rounded as a double. SPARQL rounds halves up (towards
-    positive infinity), Spark's round() away from zero: round is floor(x + 0.5)."""
-    whole, part = value.exact()
-    to_whole = F.ceil if name == "ceil" else F.floor
-    number, half = value.number(), F.lit(0.5)
-    if name == "round":
-        number, part = number + half, F.try_add(part, F.lit(Decimal("0.5")))
-    return Value.of_exact(to_whole(number).cast("double"), value.number_rank(), whole,
-                          to_whole(part).try_cast(ST.PART))
 
 
 def _string_arg(value: Value) -> Column:
@@ -301,11 +234,11 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         "lang": lambda: Value(F.when(ST.is_literal(first), ST.string_literal(ST.language(first)))),
         "datatype": lambda: Value(F.when(ST.is_literal(first), F.concat(F.lit("<"), ST.datatype(first), F.lit(">")))),
         "sameterm": lambda: Value.of_boolean(first == args[1].term),
-        "abs": lambda: Value.of_exact(F.abs(args[0].number()), args[0].number_rank(),
-                                      *[F.abs(e) for e in args[0].exact()]),
-        "ceil": lambda: _rounding(args[0], "ceil"),
-        "floor": lambda: _rounding(args[0], "floor"),
-        "round": lambda: _rounding(args[0], "round"),
+        "abs": lambda: Value.of_number(F.abs(args[0].number()), args[0].number_rank()),
+        "ceil": lambda: Value.of_number(F.ceil(args[0].number()).cast("double"), args[0].number_rank()),
+        "floor": lambda: Value.of_number(F.floor(args[0].number()).cast("double"), args[0].number_rank()),
+        # SPARQL rounds halves up (towards positive infinity), Spark's round() away from zero
+        "round": lambda: Value.of_number(F.floor(args[0].number() + 0.5).cast("double"), args[0].number_rank()),
         "strlen": lambda: Value.of_number(F.length(_string_arg(args[0])).cast("double"), F.lit(0)),
         "ucase": lambda: Value(_same_kind_string(args[0], F.upper(_string_arg(args[0])))),
         "lcase": lambda: Value(_same_kind_string(args[0], F.lower(_string_arg(args[0])))),

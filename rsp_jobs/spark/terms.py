@@ -117,97 +117,17 @@ def boolean_literal(value: Column) -> Column:
         ~value, F.lit(f'"false"^^<{T.XSD_BOOLEAN}>'))
 
 
-# Exact numbers (docs/semantics/numbers.md): an xsd:integer (or a type derived from it) is a
-# WHOLE, exact to 38 digits; an xsd:decimal a PART, exact to 19 digits before the point and 18
-# after it (XSD 1.0 Part 2 §3.2.3 asks for at least 18 digits). A PART is one digit narrower than
-# Spark's widest decimal so that Spark adds two of them without dropping a digit of scale. A
-# lexical form outside these ranges has no exact value: any arithmetic, comparison or sum over
-# it is an error, never a rounded number. xsd:float and xsd:double stay IEEE doubles.
-WHOLE, PART = "decimal(38,0)", "decimal(37,18)"
-PART_SCALE = 18
-_WHOLE_FORM = r"^[+-]?[0-9]+$"
-# no exponent (Spark's cast reads one), at most 18 significant digits after the point (Spark's
-# cast would round a 19th); the digits before it are checked by the cast, which gives NULL
-_PART_FORM = r"^[+-]?([0-9]+(\.[0-9]{0,18}0*)?|\.[0-9]{1,18}0*)$"
-
-
-def whole_value(t: Column, rank: Column) -> Column:
-    """An integer literal's exact value (``WHOLE``), NULL for any other term or out of range."""
-    lex = _escaped(t)
-    return F.when((rank == 0) & lex.rlike(_WHOLE_FORM), lex.try_cast(WHOLE))
-
-
-def part_value(t: Column, rank: Column) -> Column:
-    """A decimal literal's exact value (``PART``), NULL for any other term or out of range."""
-    lex = _escaped(t)
-    return F.when((rank == 1) & lex.rlike(_PART_FORM), lex.try_cast(PART))
-
-
-def as_part(whole: Column, part: Column, rank: Column) -> Column:
-    """A value promoted to xsd:decimal (XPath's type promotion): a WHOLE becomes a PART when it
-    fits one (NULL, an error, when it does not)."""
-    return F.when(rank == 0, whole.try_cast(PART)).when(rank == 1, part)
-
-
-def numeric_literal(value: Column, rank: Column, whole: Column = None, part: Column = None) -> Column:
-    """Render a computed number with the datatype its rank says: an integer or a decimal from its
-    exact value (NULL, an error, without one), a float or a double from ``value``."""
-    whole = value.try_cast(WHOLE) if whole is None else whole
-    part = value.try_cast(PART) if part is None else part
+def numeric_literal(value: Column, rank: Column) -> Column:
+    """Render a computed number with the datatype its rank says."""
+    decimal = F.regexp_replace(F.regexp_replace(value.cast("decimal(38,12)").cast("string"),
+                                                r"0+$", ""), r"\.$", ".0")
+    finite = ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
     return (F.when(value.isNull() | rank.isNull(), F.lit(None))
-            .when(rank == 0, F.concat(F.lit('"'), whole.cast("string"), F.lit(f'"^^<{T.XSD_INTEGER}>')))
-            .when(rank == 1, F.concat(F.lit('"'), part_lexical(part), F.lit(f'"^^<{T.XSD_DECIMAL}>')))
+            .when((rank == 0) & finite, F.concat(F.lit('"'), value.cast("bigint").cast("string"),
+                                                 F.lit(f'"^^<{T.XSD_INTEGER}>')))
+            .when((rank == 1) & finite, F.concat(F.lit('"'), decimal, F.lit(f'"^^<{T.XSD_DECIMAL}>')))
             .when(rank == 2, F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_FLOAT}>')))
             .otherwise(F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_DOUBLE}>'))))
-
-
-def _digits(part: Column) -> tuple[Column, Column, Column]:
-    """A PART as its sign (-1, 0, 1), its significant digits as a WHOLE (no point, no trailing
-    zeros after it) and how many of them follow the point: 12.50 is (1, 125, 1)."""
-    text = F.regexp_replace(part.cast("string"), "^-", "")
-    fraction = F.regexp_replace(F.substring_index(text, ".", -1), "0+$", "")
-    return (F.signum(part).cast("int"), F.concat(F.substring_index(text, ".", 1), fraction).try_cast(WHOLE),
-            F.length(fraction))
-
-
-def _scaled(sign: Column, digits: Column, scale: Column) -> Column:
-    """``sign * digits * 10^-scale`` as a PART: the digits written with the point put back; more
-    than 18 digits after it are rounded half up to 18 (Spark's cast), more than 19 before it
-    give NULL, an error."""
-    digits = digits.cast("string")  # lpad cuts a longer string: pad only a shorter one
-    text = F.when(F.length(digits) <= scale, F.lpad(digits, scale + 1, "0")).otherwise(digits)
-    point = F.length(text) - scale
-    lexical = F.concat(F.when(sign < 0, F.lit("-")).otherwise(F.lit("")), F.substring(text, F.lit(1), point),
-                       F.lit("."), F.substring(text, point + 1, 2 ** 31 - 1), F.lit("0"))
-    return lexical.try_cast(PART)
-
-
-def part_multiply(a: Column, b: Column) -> Column:
-    """``a * b`` of two PARTs, exact: Spark's decimal product keeps only 6 digits of scale at
-    this precision, so the significant digits are multiplied as WHOLEs (NULL, an error, past 38
-    of them) and the point put back (rounded half up to 18 digits after it, XPath F&O 3.1 §4.2:
-    the digits kept are the implementation's)."""
-    sa, da, fa = _digits(a)
-    sb, db, fb = _digits(b)
-    return _scaled(sa * sb, F.try_multiply(da, db), fa + fb)
-
-
-def part_divide(a: Column, b: Column) -> Column:
-    """``a / b`` of two PARTs, rounded half up to 18 digits after the point; NULL (an error) when
-    b is 0, when b has more than 19 significant digits or a * 10^(b's digits after the point)
-    leaves the PART range. Spark divides a PART by a 19-digit WHOLE keeping 19 digits of scale
-    (a PART by a PART only 6), so b's point is moved into a first."""
-    sb, db, fb = _digits(b)
-    sa, da, fa = _digits(a)
-    shifted = F.when(fa >= fb, _scaled(sa, da, fa - fb)).otherwise(
-        _scaled(sa, F.try_multiply(da, F.concat(F.lit("1"), F.repeat(F.lit("0"), fb - fa)).try_cast(WHOLE)), F.lit(0)))
-    return F.try_divide(shifted, F.when(sb < 0, -db).otherwise(db).try_cast("decimal(19,0)")).try_cast(PART)
-
-
-def part_lexical(part: Column) -> Column:
-    """XSD's canonical form of a decimal: no trailing zeros after the point, at least one digit
-    after it (``1.0``, ``0.3``)."""
-    return F.regexp_replace(F.regexp_replace(part.cast("string"), r"0+$", ""), r"\.$", ".0")
 
 
 def count_literal(count: Column) -> Column:
