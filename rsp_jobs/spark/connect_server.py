@@ -35,6 +35,15 @@ from rsp_jobs.spark.session import cluster_conf, engine_conf
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # read by the server, and by pyspark's client too
+# A client that dies (a task killed, an `rsp` interrupted) leaves its execution running on the
+# server until the server's maintenance finds no RPC attached to it: the server ends a job's
+# response stream every senderMaxStreamDuration (default 2 minutes) and a live client attaches
+# again at once, so after that and detachedTimeout (default 5 minutes) with no client the
+# execution is removed, which interrupts its Spark jobs. Shorter here: a dead client's job
+# stops within a minute, for a reattach every 20 s of a long job.
+ABANDONED = {"spark.connect.execute.reattachable.senderMaxStreamDuration": "20s",
+             "spark.connect.execute.manager.detachedTimeout": "20s",
+             "spark.connect.execute.manager.maintenanceInterval": "5s"}
 
 
 def new_token() -> str:
@@ -57,7 +66,7 @@ def command(port: int, master: str = settings.DEFAULT_SPARK_MASTER, home: Option
     a cluster master what its executors need (``session.cluster_conf``). ``host``: the address
     it listens on (another machine's tasks need ``0.0.0.0``)."""
     conf = {**engine_conf(home or settings.home_dir()), "spark.connect.grpc.binding.port": str(port),
-            "spark.connect.grpc.binding.address": host}
+            "spark.connect.grpc.binding.address": host, **ABANDONED}
     if not master.startswith("local"):
         conf.update(cluster_conf())
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"

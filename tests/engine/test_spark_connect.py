@@ -112,3 +112,67 @@ def test_the_connect_server_serves_only_clients_with_its_token(tmp_path):
     assert any("SparkConnectServer" in line for line in command_lines)
     assert not any(token in line for line in command_lines)
     assert token not in (tmp_path / "connect.log").read_text()
+
+
+LONG_JOB = r"""
+import sys
+from pyspark.sql import SparkSession
+
+session = SparkSession.builder.remote(sys.argv[1]).create()
+print("started", flush=True)
+session.range(0, 10**13, numPartitions=2).selectExpr("sum(id * id % 7)").collect()  # hours on two cores
+"""
+
+
+def _cpu_seconds(pids) -> float:
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        with suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def test_a_client_killed_mid_job_has_its_job_cancelled_on_the_server(tmp_path):
+    """A task or an ``rsp`` killed while its job runs leaves no one to read the results: the
+    server drops the execution once no client has been attached for ``ABANDONED``'s timeout,
+    which interrupts its Spark job (the server's CPU falls back to idle), and still serves the
+    next client."""
+    import time
+
+    import psutil
+
+    token = connect_server.new_token()
+    port = free_port()
+    server = connect_server.start(port, tmp_path / "connect.log", home=tmp_path, token=token)
+    try:
+        pids = [server.pid, *(c.pid for c in psutil.Process(server.pid).children(recursive=True))]
+        client = subprocess.Popen([sys.executable, "-c", LONG_JOB, connect_server.url(port, token)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert client.stdout.readline().strip() == "started"
+
+        def busy(seconds: float = 3.0) -> float:
+            """The server's CPU use over ``seconds``, in cores."""
+            before = _cpu_seconds(pids)
+            time.sleep(seconds)
+            return (_cpu_seconds(pids) - before) / seconds
+
+        deadline, seen = time.monotonic() + 120, []
+        while (load := busy()) < 0.8:  # the job's two tasks running, on a machine that may be busy
+            seen.append(round(load, 2))
+            assert time.monotonic() < deadline, f"the client's job never ran on the server (cores used: {seen})"
+        client.kill()
+        client.wait(30)
+        killed = time.monotonic()
+        while (load := busy()) > 0.3:
+            assert time.monotonic() - killed < 120, f"the server still computes ({load:.1f} cores) after the client died"
+        cancelled_after = time.monotonic() - killed
+        served = subprocess.run([sys.executable, "-c", CLIENT, json.dumps({"next": connect_server.url(port, token)})],
+                                capture_output=True, text=True, timeout=300)
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert cancelled_after < 75  # a stream of 20 s, 20 s detached, a maintenance every 5 s, the measuring
+    assert json.loads(served.stdout.strip().splitlines()[-1]) == {"next": 3}, served.stderr[-2000:]
