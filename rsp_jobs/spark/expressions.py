@@ -41,7 +41,11 @@ class Value:
         return Value(ST.boolean_literal(value), boolean=value)
 
     def number(self) -> Column:
-        return self.num if self.num is not None else ST.numeric_value(self.term)
+        """The value for arithmetic, comparisons and sums: NULL (an error) for an integer term
+        that a double does not hold exactly (``ST.exact_number``)."""
+        if self.num is not None:
+            return self.num
+        return ST.exact_number(ST.numeric_value(self.term), self.number_rank())
 
     def number_rank(self) -> Column:
         return self.rank if self.rank is not None else ST.numeric_rank(self.term)
@@ -88,6 +92,9 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         value = Value(F.lit(text), iri=isinstance(expr, ast.IRI))
         rdf = T.ast_to_rdflib(expr)
         number = T.numeric_value(rdf)
+        if number is not None and T.NUMERIC_RANK[str(rdf.datatype)] == 0 and abs(number) >= ST.EXACT_INTEGERS_BELOW:
+            number = None  # an integer constant past the doubles' exact range: an error where it is used
+            value.num, value.rank = F.lit(None).cast("double"), F.lit(0)
         if number is not None:
             value.num = F.lit(number)
             value.rank = F.lit(T.NUMERIC_RANK[str(rdf.datatype)])
@@ -139,7 +146,7 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
         # integer / integer is a decimal (17.4.2.4); division by zero is an error
         quotient = F.when(b != 0, a / b)
         return Value.of_number(quotient, F.greatest(rank, F.lit(1)))
-    return Value.of_number(_ARITHMETIC[op](a, b), rank)
+    return Value.of_number(ST.exact_number(_ARITHMETIC[op](a, b), rank), rank)
 
 
 def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:

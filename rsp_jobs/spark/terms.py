@@ -97,6 +97,18 @@ def numeric_value(t: Column) -> Column:
     return F.when(numeric_rank(t).isNotNull(), _escaped(t).cast("double"))
 
 
+# Numbers are computed as doubles, which hold every integer of magnitude below 2^53 exactly
+# and none of the others reliably: an integer past it, read or computed, is an error (unbound)
+# in arithmetic, comparisons and sums, never a nearby number (docs/semantics/numbers.md).
+EXACT_INTEGERS_BELOW = float(2 ** 53)
+
+
+def exact_number(value: Column, rank: Column) -> Column:
+    """``value`` (a double) where it is the number its rank says: NULL for an integer that a
+    double does not hold exactly."""
+    return F.when((rank != 0) | (F.abs(value) < F.lit(EXACT_INTEGERS_BELOW)), value)
+
+
 def is_string_literal(t: Column) -> Column:
     """Simple literals and xsd:string: the ones SPARQL compares as strings."""
     suffix = _suffix(t)
@@ -118,12 +130,14 @@ def boolean_literal(value: Column) -> Column:
 
 
 def numeric_literal(value: Column, rank: Column) -> Column:
-    """Render a computed number with the datatype its rank says."""
+    """Render a computed number with the datatype its rank says; an integer past the doubles'
+    exact range is an error (``EXACT_INTEGERS_BELOW``), where a cast would saturate at 2^63 - 1."""
     decimal = F.regexp_replace(F.regexp_replace(value.cast("decimal(38,12)").cast("string"),
                                                 r"0+$", ""), r"\.$", ".0")
     finite = ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
     return (F.when(value.isNull() | rank.isNull(), F.lit(None))
-            .when((rank == 0) & finite, F.concat(F.lit('"'), value.cast("bigint").cast("string"),
+            .when((rank == 0) & (F.abs(value) < F.lit(EXACT_INTEGERS_BELOW)),
+                  F.concat(F.lit('"'), value.cast("bigint").cast("string"),
                                                  F.lit(f'"^^<{T.XSD_INTEGER}>')))
             .when((rank == 1) & finite, F.concat(F.lit('"'), decimal, F.lit(f'"^^<{T.XSD_DECIMAL}>')))
             .when(rank == 2, F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_FLOAT}>')))

@@ -166,3 +166,26 @@ def test_tasparql_sum_and_avg_over_an_ill_typed_member_are_unbound_with_and_with
         (row,) = tasparql_rows(store, select, group=group)
         row.pop("s", None)
         assert row == {}, argument
+
+
+BIG = {"huge": [f'"{10**30}"^^{INT}', f'"1"^^{INT}'], "top": [f'"{2**63 - 1}"^^{INT}', f'"1"^^{INT}'],
+       "edge": [f'"{2**52}"^^{INT}', f'"1"^^{INT}']}
+
+
+def test_spark_integers_past_what_doubles_hold_exactly_are_errors_never_another_number(tmp_path, spark):
+    """Numbers are computed as doubles, exact for integers below 2^53: a sum, product or
+    comparison that needs a larger integer is unbound (an error) rather than a rounded or
+    saturated number; just under the bound the sum is exact (docs/semantics/numbers.md)."""
+    lake = Lake(tmp_path / "lake")
+    load_files(lake, [(STREAM, stream_file(tmp_path / "n.nq", BIG))])
+    rows = {r["s"]["value"].rsplit("/", 1)[1]: terms_of(r)
+            for r in spark_rows(lake, "?s (SUM(?v) AS ?total) (SUM(?v * 10) AS ?tens)", group="GROUP BY ?s")}
+    assert rows["huge"] == {"s": ("http://ex.org/huge", None)}  # 10^30 + 1, and 10^31 + 10: no number
+    assert rows["top"] == {"s": ("http://ex.org/top", None)}  # 2^63: not 9223372036854775807
+    assert rows["edge"]["total"] == (str(2**52 + 1), f"{XSD}integer")
+    assert "tens" not in rows["edge"]  # (2^52 + 1) * 10 is past 2^53
+    kept = spark_rows(lake, "?s ?v", where="?s <http://ex.org/v> ?v FILTER(?v < 4503599627370497)")
+    assert sorted(r["v"]["value"] for r in kept) == ["1", "1", "1", str(2**52)]  # 10^30, 2^63 - 1: errors
+    assert not [w for w in evaluate(compiler.compile(  # a constant past 2^53 is an error where compared
+        f"REGISTER QUERY q AS\nSELECT ?v\nFROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\n"
+        f"WHERE {{ ?s <http://ex.org/v> ?v FILTER(?v != {10**30 + 1}) }}"), lake, []) if w.bindings]
