@@ -228,20 +228,13 @@ def _exit_on_signal(signum, _frame):
 def _remove_abandoned_scratch(home: Path) -> None:
     """The scratch lakes of ``rsp evaluate`` runs that were killed before they could remove
     their own (``evaluate-<pid>-*``, the process gone): removed by the next run."""
+    from rsp_jobs.ingest.lake import process_alive
+
     for folder in home.glob("evaluate-*"):
         pid = folder.name.split("-")[1]
-        if folder.is_dir() and (not pid.isdigit() or not _alive(int(pid))):
+        if folder.is_dir() and (not pid.isdigit() or not process_alive(int(pid))):
             shutil.rmtree(folder, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _store_problem(exc, url: Optional[str]) -> str:

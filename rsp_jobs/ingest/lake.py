@@ -319,11 +319,13 @@ def _remove_abandoned_stages(root: Path) -> None:
     host = socket.gethostname()
     for stage in root.glob(f"{STAGE_PREFIX}*"):
         owner, _, rest = stage.name[len(STAGE_PREFIX):].rpartition("-")[0].rpartition("-")
-        if owner == host and rest.isdigit() and not _alive(int(rest)):
+        if owner == host and rest.isdigit() and not process_alive(int(rest)):
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this pid runs (one of another user's counts): a writer that is
+    gone left its scratch behind."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

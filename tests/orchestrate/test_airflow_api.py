@@ -140,11 +140,7 @@ def test_what_a_user_sees_in_the_ui_without_network(airflow, tmp_path, data_dir)
     description = airflow.client.get(f"/api/v2/dags/{QUERY_DAG}").raise_for_status().json()["description"]
     (asset,) = airflow.client.get("/api/v2/assets", params={"uri_pattern": OUTPUT_STREAM}).json()["assets"]
     with browser(tmp_path / "screenshots") as ui:
-        ui.open(airflow.url, showing="Sign")
-        ui.driver.find_element(By.CSS_SELECTOR, "input:not([type=password])").send_keys(airflow.user)
-        ui.driver.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(airflow.password)
-        ui.driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        ui.wait_for_text("Dags")
+        ui.log_in(airflow.url, airflow.user, airflow.password)
         ui.screenshot("1-home")
 
         listed = ui.open(f"{airflow.url}/dags", showing=f"{len(PROJECT_DAGS)} Dags")

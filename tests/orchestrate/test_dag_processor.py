@@ -114,11 +114,7 @@ def test_the_ui_lists_the_other_dags_and_names_the_broken_file(deployment, tmp_p
     (queries / "citybench" / "broken_query.rsp").write_text(BROKEN)
     settles(airflow, PROJECT_DAGS, "broken_query.rsp:5:1", "the broken query reported again")
     with browser(tmp_path / "screenshots") as ui:
-        ui.open(airflow.url, showing="Sign")
-        ui.driver.find_element(By.CSS_SELECTOR, "input:not([type=password])").send_keys(airflow.user)
-        ui.driver.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(airflow.password)
-        ui.driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        ui.wait_for_text("Dags")
+        ui.log_in(airflow.url, airflow.user, airflow.password)
         listed = ui.open(f"{airflow.url}/dags", showing=f"{len(PROJECT_DAGS)} Dags")
         assert PROJECT_DAGS <= set(listed.split())
         ui.screenshot("1-dag-list-beside-a-broken-query")

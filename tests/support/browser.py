@@ -50,6 +50,16 @@ class Browser:
             raise AssertionError(f"{self.driver.current_url} did not show {showing!r} within {timeout:g} s "
                                  f"(screenshot: {shot})") from None
 
+    def log_in(self, url: str, user: str, password: str) -> None:
+        """Through the Airflow UI's login form, as a person does, until the home page shows."""
+        from selenium.webdriver.common.by import By
+
+        self.open(url, showing="Sign")
+        self.driver.find_element(By.CSS_SELECTOR, "input:not([type=password])").send_keys(user)
+        self.driver.find_element(By.CSS_SELECTOR, "input[type=password]").send_keys(password)
+        self.driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        self.wait_for_text("Dags")
+
     def screenshot(self, name: str) -> Path:
         self.screenshots.mkdir(parents=True, exist_ok=True)
         path = self.screenshots / f"{name}.png"
