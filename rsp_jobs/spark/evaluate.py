@@ -671,13 +671,16 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     if agg.name in ("sum", "avg"):
         # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
         # from it, so asking would render every solution's term for nothing
+        number, rank = value.number(), value.number_rank()
+        # an integer member a double does not hold exactly would make the sum another number
+        inexact = ST.exact_number(number, rank).isNull()
         if expression:
-            bad = F.when(value.number().isNull(), 1).otherwise(0)
+            bad = F.when(inexact, 1).otherwise(0)
         elif value.num is not None:
             bad = F.lit(0)
         else:
-            bad = F.when(term.isNotNull() & value.number().isNull(), 1).otherwise(0)
-        return {name + "_n": value.number(), name + "_r": value.number_rank(), name + "_bad": bad}
+            bad = F.when(term.isNotNull() & inexact, 1).otherwise(0)
+        return {name + "_n": number, name + "_r": rank, name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
         columns = {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
         if expression:

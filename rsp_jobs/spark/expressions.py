@@ -41,11 +41,7 @@ class Value:
         return Value(ST.boolean_literal(value), boolean=value)
 
     def number(self) -> Column:
-        """The value for arithmetic, comparisons and sums: NULL (an error) for an integer term
-        that a double does not hold exactly (``ST.exact_number``)."""
-        if self.num is not None:
-            return self.num
-        return ST.exact_number(ST.numeric_value(self.term), self.number_rank())
+        return self.num if self.num is not None else ST.numeric_value(self.term)
 
     def number_rank(self) -> Column:
         return self.rank if self.rank is not None else ST.numeric_rank(self.term)
@@ -146,7 +142,7 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
         # integer / integer is a decimal (17.4.2.4); division by zero is an error
         quotient = F.when(b != 0, a / b)
         return Value.of_number(quotient, F.greatest(rank, F.lit(1)))
-    return Value.of_number(ST.exact_number(_ARITHMETIC[op](a, b), rank), rank)
+    return Value.of_number(_ARITHMETIC[op](a, b), rank)
 
 
 def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:

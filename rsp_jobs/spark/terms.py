@@ -98,8 +98,10 @@ def numeric_value(t: Column) -> Column:
 
 
 # Numbers are computed as doubles, which hold every integer of magnitude below 2^53 exactly
-# and none of the others reliably: an integer past it, read or computed, is an error (unbound)
-# in arithmetic, comparisons and sums, never a nearby number (docs/semantics/numbers.md).
+# and none of the others reliably: an integer result past it, an integer constant past it and
+# a sum with a member past it are errors (unbound), never a nearby number
+# (docs/semantics/numbers.md). Checked there only: a check at every read of a number would be
+# copied into every expression over it, which MIN and MAX keys copy again.
 EXACT_INTEGERS_BELOW = float(2 ** 53)
 
 
