@@ -82,7 +82,7 @@ def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence
             entailment: str) -> list[WindowResult]:
     """Run ``physical`` on Spark: its windows' results, those closing after ``report_after``."""
     query, sched, after, until = physical.query, physical.sched, physical.after, physical.until
-    start, end = (None if t is None else from_us(t) for t in (physical.start, physical.end))
+    start, end = (None if t is None else from_us(t) for t in (physical.start, physical.until))
     streams, stream_rows, simple = physical.streams, physical.rows, physical.simple
     spark = get_spark()
     small = physical.facts_on_driver

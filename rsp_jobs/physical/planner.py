@@ -84,14 +84,13 @@ class Step:
 class WindowPlan:
     """How one evaluation of a window query runs. ``after``/``until``: the closes it computes
     (µs, ``after`` excluded; ISTREAM and DSTREAM start one STEP earlier, to compare with the
-    window before the first reported one); ``start``/``end``: the span of the lake it reads."""
+    window before the first reported one); ``[start, until)``: the span of the lake it reads."""
 
     query: ContinuousQuery
     sched: Schedule
     after: Optional[int]
     until: Optional[int]
     start: Optional[int]
-    end: Optional[int]
     rows: int
     windowing: str
     facts_on_driver: bool
@@ -107,7 +106,7 @@ class WindowPlan:
         return self.windowing != ENTAILED
 
     def steps(self) -> tuple[Step, ...]:
-        span = _span_text(self.start, self.end)
+        span = _span_text(self.start, self.until)
         windows = ", ".join(sorted({str(w.window) for w in self.query.windows}))
         facts = ["repeats", "times" if self.windowing == SOLUTIONS else None, "vocabulary",
                  *(f"terms of ({_places(p)})" for p in sorted(self.ranked))]
@@ -180,7 +179,7 @@ def plan_windows(query: ContinuousQuery, stats: Statistics, after: Optional[int]
     on_driver = simple and rows < FACTS_ON_DRIVER_BELOW_ROWS
     ranked = frozenset(places for node in walk(query.plan) if isinstance(node, P.Group)
                        for places in node.ranked if places) if on_driver else frozenset()
-    return WindowPlan(query, sched, after, until, start, until, rows, windowing, on_driver, ranked, interpreted(rows))
+    return WindowPlan(query, sched, after, until, start, rows, windowing, on_driver, ranked, interpreted(rows))
 
 
 def lookback_us(query: ContinuousQuery) -> Optional[int]:
