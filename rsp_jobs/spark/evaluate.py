@@ -38,6 +38,7 @@ from rsp_jobs.algebra.plan import var_name
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.ingest.lake import Vocabulary
 from rsp_jobs.language import ast
+from rsp_jobs.spark import decimals as D
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
@@ -671,18 +672,20 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     if agg.name in ("sum", "avg"):
         # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
         # from it, so asking would render every solution's term for nothing
-        number, rank = value.number(), value.number_rank()
-        # an integer member a double does not hold exactly would make the sum another number
-        inexact = ST.exact_number(number, rank).isNull()
+        number, rank, exact = value.number(), value.number_rank(), value.exact_number()
+        # an integer or decimal member out of the exact range would make the sum another number
+        wrong = number.isNull() | ((rank <= 1) & exact.isNull())
         if expression:
-            bad = F.when(inexact, 1).otherwise(0)
+            bad = F.when(wrong, 1).otherwise(0)
         elif value.num is not None:
             bad = F.lit(0)
         else:
-            bad = F.when(term.isNotNull() & inexact, 1).otherwise(0)
-        return {name + "_n": number, name + "_r": rank, name + "_bad": bad}
+            bad = F.when(term.isNotNull() & wrong, 1).otherwise(0)
+        return {name + "_n": number, name + "_r": rank, name + "_e": exact, name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
-        columns = {name + "_k": F.when(term.isNotNull(), ST.order_struct(term))}
+        key = ST.order_struct(term) if value.num is None else ST.number_order_struct(
+            value.num, value.exact_number(), term)
+        columns = {name + "_k": F.when(term.isNotNull(), key)}
         if expression:
             columns[name + "_bad"] = F.when(term.isNull(), 1).otherwise(0)
         return columns
@@ -710,15 +713,22 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
             count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
         return [count.cast("double").alias(name + "_c")], ST.count_literal(c("_c")), zero
     if agg.name in ("sum", "avg"):
-        total, count = (F.sum_distinct(num), F.count_distinct(num)) if agg.distinct else (F.sum(num), F.count(num))
-        columns = [total.alias(name + "_s"), count.alias(name + "_c"), F.max(rank).alias(name + "_r"),
+        # the exact sum of the integers and decimals, the doubles' where a float or double is a member
+        sum_, count_ = (F.sum_distinct, F.count_distinct) if agg.distinct else (F.sum, F.count)
+        columns = [sum_(num).alias(name + "_s"), sum_(c("_e")).cast(D.EXACT).alias(name + "_x"),
+                   count_(num).alias(name + "_c"), F.max(rank).alias(name + "_r"),
                    F.max(c("_bad")).alias(name + "_bad")]
-        ok = c("_bad") == 0
+        ok, some = c("_bad") == 0, c("_c") > 0
+        total, exact = F.coalesce(c("_s"), F.lit(0.0)), F.coalesce(c("_x"), F.lit(0).cast(D.EXACT))
         if agg.name == "sum":
-            render = ST.numeric_literal(F.when(ok, F.coalesce(c("_s"), F.lit(0.0))), F.coalesce(c("_r"), F.lit(0)))
+            rank = F.coalesce(c("_r"), F.lit(0))
         else:
-            render = ST.numeric_literal(F.when(ok, F.when(c("_c") > 0, c("_s") / c("_c")).otherwise(F.lit(0.0))),
-                                        F.when(c("_c") > 0, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0)))
+            rank = F.when(some, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0))
+            # a count is a divisor with no digits after the point: the quotient is exact to 18 (``D.divide``)
+            total = F.when(some, total / c("_c")).otherwise(F.lit(0.0))
+            exact = F.when(some, (c("_x") / c("_c").cast("decimal(20,0)")).cast(D.EXACT)).otherwise(exact)
+        bound = ok & ((rank >= 2) | (some & c("_x").isNotNull()) | ~some)
+        render = F.when(bound, ST.numeric_literal(total, rank, exact))
         return columns, render, zero
     if agg.name in ("min", "max") and ranked:  # a number: Spark hashes it
         pick = F.min if agg.name == "min" else F.max

@@ -2,12 +2,15 @@
 
 An expression evaluates to a ``Value``: the N-Triples text of the result term, with the number
 or boolean it stands for when that is already known (so ``?v > 80`` compares doubles without
-rendering a term). A SPARQL error is NULL everywhere, and Spark's three-valued AND/OR is
+rendering a term). An integer or decimal is computed exactly (``rsp_jobs.spark.decimals``), and
+its double is the nearest to that exact value, so two doubles that differ order their exact
+values alike and only a tie needs the exact ones. A SPARQL error is NULL everywhere, and Spark's three-valued AND/OR is
 exactly SPARQL's logical-and/or over errors (17.2).
 """
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -17,6 +20,7 @@ from pyspark.sql import functions as F
 from rsp_jobs import terms as T
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.spark import decimals as D
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.times import US_PER_S, ms_to_us, parse_calendar_duration
 
@@ -26,6 +30,7 @@ class Value:
     term: Column
     num: Optional[Column] = None  # double
     rank: Optional[Column] = None  # numeric type rank, with num
+    exact: Optional[Column] = None  # an integer's or decimal's value as D.EXACT, with num
     boolean: Optional[Column] = None
     duration: Optional[Column] = None  # µs, for xsd:duration constants and getDURATION()
     months: int = 0  # a duration constant's years and months (its µs are the rest)
@@ -33,8 +38,14 @@ class Value:
     iri: bool = False  # a constant IRI: compared with anything by term identity alone
 
     @staticmethod
-    def of_number(num: Column, rank: Column) -> "Value":
-        return Value(ST.numeric_literal(num, rank), num, rank)
+    def of_number(num: Column, rank: Column, exact: Optional[Column] = None) -> "Value":
+        """A computed number: ``num`` its double, used where ``rank`` is a float's or a double's;
+        ``exact`` its value where it is an integer's or a decimal's (None: ``num`` is whole and
+        exact, as a count or a string's length is)."""
+        if exact is None:
+            return Value(ST.numeric_literal(num, rank, num.cast(D.EXACT)), num, rank)
+        term = ST.numeric_literal(num, rank, exact)  # a float's or double's term from its own double
+        return Value(term, F.when(rank <= 1, exact.cast("double")).otherwise(num), rank, exact)
 
     @staticmethod
     def of_boolean(value: Column) -> "Value":
@@ -45,6 +56,14 @@ class Value:
 
     def number_rank(self) -> Column:
         return self.rank if self.rank is not None else ST.numeric_rank(self.term)
+
+    def exact_number(self) -> Column:
+        """The value as ``D.EXACT`` where it is an integer or a decimal (NULL where out of range)."""
+        if self.exact is not None:
+            return self.exact
+        if self.num is not None:
+            return F.when(self.rank <= 1, self.num.cast(D.EXACT))  # a count or another whole number
+        return ST.exact_value(self.term)
 
     def ebv(self) -> Column:
         """Effective boolean value (17.2.2); NULL is an error."""
@@ -88,12 +107,14 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         value = Value(F.lit(text), iri=isinstance(expr, ast.IRI))
         rdf = T.ast_to_rdflib(expr)
         number = T.numeric_value(rdf)
-        if number is not None and T.NUMERIC_RANK[str(rdf.datatype)] == 0 and abs(number) >= ST.EXACT_INTEGERS_BELOW:
-            number = None  # an integer constant past the doubles' exact range: an error where it is used
-            value.num, value.rank = F.lit(None).cast("double"), F.lit(0)
         if number is not None:
+            rank = T.NUMERIC_RANK[str(rdf.datatype)]
+            value.rank = F.lit(rank)
             value.num = F.lit(number)
-            value.rank = F.lit(T.NUMERIC_RANK[str(rdf.datatype)])
+            if rank <= 1:  # an integer or decimal out of the exact range is an error where it is used
+                value.exact = D.constant(expr.lexical)
+                if value.exact is None:
+                    value.num, value.exact = F.lit(None).cast("double"), F.lit(None).cast(D.EXACT)
         if isinstance(expr, ast.Literal) and expr.datatype in _DURATION_TYPES:
             value.months, value.duration = _duration_parts(expr, scope)
         return value
@@ -103,8 +124,8 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         operand = compile_expr(expr.operand, scope)
         if expr.op == "!":
             return Value.of_boolean(~operand.ebv())
-        num, rank = operand.number(), operand.number_rank()
-        return Value.of_number(-num if expr.op == "-" else num, rank)
+        num, rank, exact = operand.number(), operand.number_rank(), operand.exact_number()
+        return Value.of_number(-num, rank, -exact) if expr.op == "-" else Value.of_number(num, rank, exact)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
         tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
@@ -118,13 +139,14 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         if scope.timestamp is None:
             raise UnsupportedConstruct(scope.source, "timestamp() outside a window")
         ms = scope.timestamp(expr)
-        return Value.of_number(ms.cast("double"), F.lit(0))
+        return Value.of_number(ms.cast("double"), F.lit(0), ms.cast(D.EXACT))
     if isinstance(expr, ast.Aggregate):
         raise UnsupportedConstruct(scope.source, f"{expr.name.upper()}() outside SELECT, HAVING or ORDER BY")
     raise UnsupportedConstruct(scope.source, type(expr).__name__)
 
 
-_ARITHMETIC = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+_ARITHMETIC = {"+": (lambda a, b: a + b, D.add), "-": (lambda a, b: a - b, D.subtract),
+               "*": (lambda a, b: a * b, D.multiply)}
 
 
 def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
@@ -137,12 +159,14 @@ def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
     if op in ("=", "!=", "<", ">", "<=", ">="):
         return Value.of_boolean(_compare(op, left, right, scope))
     a, b = left.number(), right.number()
+    ea, eb = left.exact_number(), right.exact_number()
     rank = F.greatest(left.number_rank(), right.number_rank())
     if op == "/":
         # integer / integer is a decimal (17.4.2.4); division by zero is an error
         quotient = F.when(b != 0, a / b)
-        return Value.of_number(quotient, F.greatest(rank, F.lit(1)))
-    return Value.of_number(_ARITHMETIC[op](a, b), rank)
+        return Value.of_number(quotient, F.greatest(rank, F.lit(1)), D.divide(ea, eb, quotient))
+    on_doubles, exactly = _ARITHMETIC[op]
+    return Value.of_number(on_doubles(a, b), rank, exactly(ea, eb))
 
 
 def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
@@ -161,8 +185,14 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
 
     def numeric(a: Column, b: Column) -> Column:
         """XPath's op:numeric-equal/less-than/greater-than: false when either side is NaN (so
-        != is true); Spark's own NaN equals itself and sorts above every number."""
-        return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(ordered(a, b))
+        != is true); Spark's own NaN equals itself and sorts above every number. Doubles that
+        differ decide (each is the nearest to its exact value); equal ones of two integers or
+        decimals are compared exactly (``0.1 + 0.2 = 0.3``, ``0.100000000000000001 > 0.1``)."""
+        exact = (left.number_rank() <= 1) & (right.number_rank() <= 1)
+        return (F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!="))
+                .when(a != b, ordered(a, b))
+                .when(exact, ordered(left.exact_number(), right.exact_number()))
+                .otherwise(ordered(a, b)))
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
@@ -192,6 +222,13 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     else:
         result = result.otherwise(F.lit(None).cast("boolean"))
     return result
+
+
+def _rounding(value: Value, function: Callable[[Column], Column]) -> Value:
+    """abs, ceil, floor and round keep their argument's type (17.4.4), on its exact value for
+    an integer or a decimal."""
+    return Value.of_number(function(value.number()).cast("double"), value.number_rank(),
+                           function(value.exact_number()).cast(D.EXACT))
 
 
 def _string_arg(value: Value) -> Column:
@@ -237,11 +274,11 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         "lang": lambda: Value(F.when(ST.is_literal(first), ST.string_literal(ST.language(first)))),
         "datatype": lambda: Value(F.when(ST.is_literal(first), F.concat(F.lit("<"), ST.datatype(first), F.lit(">")))),
         "sameterm": lambda: Value.of_boolean(first == args[1].term),
-        "abs": lambda: Value.of_number(F.abs(args[0].number()), args[0].number_rank()),
-        "ceil": lambda: Value.of_number(F.ceil(args[0].number()).cast("double"), args[0].number_rank()),
-        "floor": lambda: Value.of_number(F.floor(args[0].number()).cast("double"), args[0].number_rank()),
+        "abs": lambda: _rounding(args[0], F.abs),
+        "ceil": lambda: _rounding(args[0], F.ceil),
+        "floor": lambda: _rounding(args[0], F.floor),
         # SPARQL rounds halves up (towards positive infinity), Spark's round() away from zero
-        "round": lambda: Value.of_number(F.floor(args[0].number() + 0.5).cast("double"), args[0].number_rank()),
+        "round": lambda: _rounding(args[0], lambda x: F.floor(x + F.lit(Decimal("0.5")))),
         "strlen": lambda: Value.of_number(F.length(_string_arg(args[0])).cast("double"), F.lit(0)),
         "ucase": lambda: Value(_same_kind_string(args[0], F.upper(_string_arg(args[0])))),
         "lcase": lambda: Value(_same_kind_string(args[0], F.lower(_string_arg(args[0])))),
@@ -333,9 +370,15 @@ def _cast_number(rank: int) -> Callable[[Value], Value]:
     def cast(value: Value) -> Value:
         t = value.term
         num = F.when(ST.is_literal(t), F.coalesce(value.number(), ST.lexical(t).cast("double")))
-        if rank == 0:
-            num = F.when(~F.isnan(num), num.cast("bigint").cast("double"))
-        return Value.of_number(num, F.lit(rank))
+        if rank >= 2:
+            return Value.of_number(num, F.lit(rank), F.lit(None).cast(D.EXACT))
+        # from an integer or decimal its exact value, from a float or double its shortest form,
+        # from a string its lexical form (F&O 19.1.2.2: to xsd:integer towards zero)
+        source = value.number_rank()
+        exact = (F.when(source <= 1, value.exact_number())
+                 .when(source.isNotNull(), D.from_double(num))
+                 .when(ST.is_literal(t), D.parse(ST.lexical(t))))
+        return Value.of_number(num, F.lit(rank), D.truncate(exact) if rank == 0 else exact)
     return cast
 
 

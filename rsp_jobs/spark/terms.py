@@ -17,6 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms as T
+from rsp_jobs.spark import decimals as D
 
 
 def is_iri(t: Column) -> Column:
@@ -97,18 +98,10 @@ def numeric_value(t: Column) -> Column:
     return F.when(numeric_rank(t).isNotNull(), _escaped(t).cast("double"))
 
 
-# Numbers are computed as doubles, which hold every integer of magnitude below 2^53 exactly
-# and none of the others reliably: an integer result past it, an integer constant past it and
-# a sum with a member past it are errors (unbound), never a nearby number
-# (docs/semantics/numbers.md). Checked there only: a check at every read of a number would be
-# copied into every expression over it, which MIN and MAX keys copy again.
-EXACT_INTEGERS_BELOW = float(2 ** 53)
-
-
-def exact_number(value: Column, rank: Column) -> Column:
-    """``value`` (a double) where it is the number its rank says: NULL for an integer that a
-    double does not hold exactly."""
-    return F.when((rank != 0) | (F.abs(value) < F.lit(EXACT_INTEGERS_BELOW)), value)
+def exact_value(t: Column) -> Column:
+    """The value of an xsd:integer or xsd:decimal literal (and the types derived from them) as
+    ``D.EXACT``; NULL for other terms and where it is out of that range (``rsp_jobs.spark.decimals``)."""
+    return F.when(numeric_rank(t) <= 1, D.parse(_escaped(t)))
 
 
 def is_string_literal(t: Column) -> Column:
@@ -131,17 +124,13 @@ def boolean_literal(value: Column) -> Column:
         ~value, F.lit(f'"false"^^<{T.XSD_BOOLEAN}>'))
 
 
-def numeric_literal(value: Column, rank: Column) -> Column:
-    """Render a computed number with the datatype its rank says; an integer past the doubles'
-    exact range is an error (``EXACT_INTEGERS_BELOW``), where a cast would saturate at 2^63 - 1."""
-    decimal = F.regexp_replace(F.regexp_replace(value.cast("decimal(38,12)").cast("string"),
-                                                r"0+$", ""), r"\.$", ".0")
-    finite = ~F.isnan(value) & (F.abs(value) != F.lit(float("inf")))
-    return (F.when(value.isNull() | rank.isNull(), F.lit(None))
-            .when((rank == 0) & (F.abs(value) < F.lit(EXACT_INTEGERS_BELOW)),
-                  F.concat(F.lit('"'), value.cast("bigint").cast("string"),
-                                                 F.lit(f'"^^<{T.XSD_INTEGER}>')))
-            .when((rank == 1) & finite, F.concat(F.lit('"'), decimal, F.lit(f'"^^<{T.XSD_DECIMAL}>')))
+def numeric_literal(value: Column, rank: Column, exact: Column) -> Column:
+    """Render a computed number with the datatype its rank says: an integer or a decimal from
+    ``exact`` (NULL, an error, where that is out of range), a float or a double from ``value``."""
+    return (F.when(rank.isNull(), F.lit(None))
+            .when(rank == 0, F.concat(F.lit('"'), D.integer_lexical(exact), F.lit(f'"^^<{T.XSD_INTEGER}>')))
+            .when(rank == 1, F.concat(F.lit('"'), D.decimal_lexical(exact), F.lit(f'"^^<{T.XSD_DECIMAL}>')))
+            .when(value.isNull(), F.lit(None))
             .when(rank == 2, F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_FLOAT}>')))
             .otherwise(F.concat(F.lit('"'), _double_lexical(value), F.lit(f'"^^<{T.XSD_DOUBLE}>'))))
 
@@ -172,16 +161,24 @@ ORDER_TERM = "term"  # the field of ``order_struct`` that holds the term
 def order_struct(t: Column) -> Column:
     """``order_key`` as one struct, compared field by field as ORDER BY sorts; its last field,
     ``ORDER_TERM``, is ``t`` itself (MIN and MAX keep the struct and read the term from it)."""
-    kind, number, time, text, term = order_key(t)
-    return F.struct(kind.alias("kind"), number.alias("number"), time.alias("time"), text.alias("text"),
-                    term.alias(ORDER_TERM))
+    kind, number, exact, time, text, term = order_key(t)
+    return F.struct(kind.alias("kind"), number.alias("number"), exact.alias("exact"), time.alias("time"),
+                    text.alias("text"), term.alias(ORDER_TERM))
+
+
+def number_order_struct(number: Column, exact: Column, t: Column) -> Column:
+    """``order_struct`` of ``t``, a computed number whose double and exact value are known: a
+    MIN or MAX over ``?v * 10`` orders by them rather than by parsing the term rendered from them."""
+    return F.struct(F.lit(3).alias("kind"), number.alias("number"), exact.alias("exact"),
+                    F.lit(None).cast("timestamp").alias("time"), t.alias("text"), t.alias(ORDER_TERM))
 
 
 def order_key(t: Column) -> list[Column]:
     """Sort keys for SPARQL ORDER BY (15.1): unbound < blank < IRI < literal; literals by number,
-    then by time, then by lexical form."""
+    then by time, then by lexical form. A number's double orders it, its exact value breaks a tie
+    (two decimals or integers that one double rounds to; the exact value is NULL for others)."""
     kind = (F.when(t.isNull(), 0).when(is_blank(t), 1).when(is_iri(t), 2).otherwise(3))
-    return [kind, numeric_value(t), datetime_value(t), F.coalesce(lexical(t), t), t]
+    return [kind, numeric_value(t), exact_value(t), datetime_value(t), F.coalesce(lexical(t), t), t]
 
 
 RANKED_TERM, TERM_RANK = "term", "rank"  # the columns of ``ranks``
@@ -196,11 +193,12 @@ def ranks(spark, terms) -> "DataFrame":
     from rsp_jobs.spark.local import local_frame
 
     terms = set(terms)
-    kind, number, time, text, term = order_key(F.col(RANKED_TERM))
+    kind, number, exact, time, text, term = order_key(F.col(RANKED_TERM))
     keys = local_frame(spark, [(t,) for t in terms], f"{RANKED_TERM} string").select(
-        kind, number, F.unix_micros(time), text, term).collect()
-    ordered = sorted(keys, key=lambda row: (row[0], _spark_order(row[1]), _spark_order(row[2]), row[3], row[4]))
-    return local_frame(spark, [(row[4], rank) for rank, row in enumerate(ordered, 1)],
+        kind, number, exact, F.unix_micros(time), text, term).collect()
+    ordered = sorted(keys, key=lambda row: (row[0], _spark_order(row[1]), _spark_order(row[2]),
+                                            _spark_order(row[3]), row[4], row[5]))
+    return local_frame(spark, [(row[5], rank) for rank, row in enumerate(ordered, 1)],
                        f"{RANKED_TERM} string, {TERM_RANK} long")
 
 

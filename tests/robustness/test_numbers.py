@@ -169,23 +169,63 @@ def test_tasparql_sum_and_avg_over_an_ill_typed_member_are_unbound_with_and_with
 
 
 BIG = {"huge": [f'"{10**30}"^^{INT}', f'"1"^^{INT}'], "top": [f'"{2**63 - 1}"^^{INT}', f'"1"^^{INT}'],
-       "edge": [f'"{2**52}"^^{INT}', f'"1"^^{INT}']}
+       "edge": [f'"{10**18 - 2}"^^{INT}', f'"1"^^{INT}'], "past": [f'"{2**53}"^^{INT}', f'"1"^^{INT}']}
 
 
-def test_spark_integers_past_what_doubles_hold_exactly_are_errors_never_another_number(tmp_path, spark):
-    """Numbers are computed as doubles, exact for integers below 2^53: a sum, product or
-    comparison that needs a larger integer is unbound (an error) rather than a rounded or
-    saturated number; just under the bound the sum is exact (docs/semantics/numbers.md)."""
+def test_spark_integers_are_exact_to_18_digits_and_errors_past_them_never_another_number(tmp_path, spark):
+    """Integers and decimals are exact to 18 digits before the point (XSD §3.2.3's minimum):
+    a sum, product or comparison that needs more is unbound (an error), never a rounded or
+    saturated number; below that bound it is exact, past 2^53 too (docs/semantics/numbers.md)."""
     lake = Lake(tmp_path / "lake")
     load_files(lake, [(STREAM, stream_file(tmp_path / "n.nq", BIG))])
     rows = {r["s"]["value"].rsplit("/", 1)[1]: terms_of(r)
             for r in spark_rows(lake, "?s (SUM(?v) AS ?total) (SUM(?v * 10) AS ?tens)", group="GROUP BY ?s")}
     assert rows["huge"] == {"s": ("http://ex.org/huge", None)}  # 10^30 + 1, and 10^31 + 10: no number
     assert rows["top"] == {"s": ("http://ex.org/top", None)}  # 2^63: not 9223372036854775807
-    assert rows["edge"]["total"] == (str(2**52 + 1), f"{XSD}integer")
-    assert "tens" not in rows["edge"]  # (2^52 + 1) * 10 is past 2^53
-    kept = spark_rows(lake, "?s ?v", where="?s <http://ex.org/v> ?v FILTER(?v < 4503599627370497)")
-    assert sorted(r["v"]["value"] for r in kept) == ["1", "1", "1", str(2**52)]  # 10^30, 2^63 - 1: errors
-    assert not [w for w in evaluate(compiler.compile(  # a constant past 2^53 is an error where compared
+    assert rows["edge"]["total"] == (str(10**18 - 1), f"{XSD}integer")
+    assert "tens" not in rows["edge"]  # (10^18 - 1) * 10 has 19 digits
+    assert rows["past"]["total"] == (str(2**53 + 1), f"{XSD}integer")  # a double would say 2^53
+    assert rows["past"]["tens"] == (str(2**53 * 10 + 10), f"{XSD}integer")
+    kept = spark_rows(lake, "?s ?v", where=f"?s <http://ex.org/v> ?v FILTER(?v < {2**53 + 1})")
+    assert sorted(r["v"]["value"] for r in kept) == ["1", "1", "1", "1", str(2**53)]  # one double, two integers
+    assert not [w for w in evaluate(compiler.compile(  # a constant past the bound is an error where compared
         f"REGISTER QUERY q AS\nSELECT ?v\nFROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\n"
-        f"WHERE {{ ?s <http://ex.org/v> ?v FILTER(?v != {10**30 + 1}) }}"), lake, []) if w.bindings]
+        f"WHERE {{{{ ?s <http://ex.org/v> ?v FILTER(?v != {10**30 + 1}) }}}}"), lake, []) if w.bindings]
+
+
+DEC = f"<{XSD}decimal>"
+DECIMALS = {"tenths": [f'"0.1"^^{DEC}', f'"0.2"^^{DEC}'], "fine": [f'"0.100000000000000001"^^{DEC}'],
+            "tiny": [f'"0.000000000000000001"^^{DEC}', f'"-3"^^{INT}'],
+            "mixed": [f'"1.5"^^<{XSD}double>', f'"2"^^{INT}']}
+
+
+def decimal_rows(lake, select: str, where: str = "?s <http://ex.org/v> ?v", group: str = "") -> dict:
+    return {r["s"]["value"].rsplit("/", 1)[1]: terms_of(r) for r in spark_rows(lake, select, where, group)}
+
+
+def test_spark_decimals_are_exact_in_sums_comparisons_and_arithmetic(tmp_path, spark):
+    """XSD §3.2.3: decimals exact to at least 18 digits; worked out by hand, where doubles give
+    0.30000000000000004, 0.1 + 0.2 != 0.3 and 0.100000000000000001 = 0.1."""
+    lake = Lake(tmp_path / "lake")
+    load_files(lake, [(STREAM, stream_file(tmp_path / "n.nq", DECIMALS))])
+    sums = decimal_rows(lake, "?s (SUM(?v) AS ?t) (AVG(?v) AS ?a) (MAX(?v * 10) AS ?m)", group="GROUP BY ?s")
+    d = f"{XSD}decimal"
+    assert sums["tenths"] == {"s": sums["tenths"]["s"], "t": ("0.3", d), "a": ("0.15", d), "m": ("2.0", d)}
+    assert sums["fine"]["t"] == ("0.100000000000000001", d) and sums["fine"]["m"] == ("1.00000000000000001", d)
+    assert sums["tiny"]["t"] == ("-2.999999999999999999", d)
+    assert sums["mixed"]["t"] == ("3.5", f"{XSD}double")  # a double member: double arithmetic (§17.3)
+
+    kept = decimal_rows(lake, "?s ?v", where="?s <http://ex.org/v> ?v FILTER(?v + 0.2 = 0.3)")
+    assert list(kept) == ["tenths"] and kept["tenths"]["v"] == ("0.1", d)
+    above = decimal_rows(lake, "?s ?v", where="?s <http://ex.org/v> ?v FILTER(?v > 0.1 && ?v < 0.2)")
+    assert list(above) == ["fine"]
+
+    computed = decimal_rows(lake, "?s (?v * ?v AS ?sq) (?v / 3 AS ?third) (-?v AS ?neg) (?v - 0.3 AS ?less) "
+                                  "(?v * 100 AS ?hundred)",
+                            where="?s <http://ex.org/v> ?v FILTER(?v = 0.000000000000000001 || ?v = 0.2)")
+    assert computed["tiny"] == {"s": computed["tiny"]["s"], "sq": ("0.0", d), "third": ("0.0", d),
+                                "neg": ("-0.000000000000000001", d), "less": ("-0.299999999999999999", d),
+                                "hundred": ("0.0000000000000001", d)}
+    assert computed["tenths"]["sq"] == ("0.04", d) and computed["tenths"]["third"] == ("0.066666666666666667", d)
+    assert computed["tenths"]["hundred"] == ("20.0", d)
+
