@@ -26,21 +26,28 @@ Values compare as SPARQL does, through the store's typed columns: numbers by ``o
 ``o_time`` and ``ts``, other terms by their N-Triples text; a comparison that is a type error is
 NULL, which FILTER drops and ``||`` / ``&&`` combine as SPARQL's error does. User text reaches
 the database only as bound parameters.
+
+xsd:integer and xsd:decimal values are exact, read from the term's lexical form: PostgreSQL
+NUMERIC, Python ``Decimal`` functions registered on SQLite connections ("exact numbers" below);
+a float or double makes a value a double, computed on ``o_num`` (SPARQL 1.1 §17.3).
 """
 from __future__ import annotations
 
+import decimal
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any, Optional, Union
 
-from sqlalchemy import (Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
+from sqlalchemy import (Boolean, Double, Engine, Integer, Join, Select, String, and_, case, cast, distinct, func, literal, not_, null,
                         or_, select, true, union_all)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language.tasparql import (BELONGS_TO, Aggregate, BasicPattern, GroupPattern, OptionalPattern, UnionPattern, Bool, Call, Const, FrameTime,
@@ -74,13 +81,19 @@ def run_query(engine: Engine, query: Union[Query, str], source: str = "<query>")
         query = parse(query, source)
     source = query.source
     with engine.connect() as conn:
+        _with_exact_functions(conn)
         plan = _Translator(query, source, _stream_predicates(conn)).plan()
         rows = conn.execute(plan.statement).all()
     width = len(plan.outputs)
-    return QueryResult([name for name, _ in plan.outputs],
-                       [{name: term for (name, kind), value, rank in zip(plan.outputs, row, row[width:] if
-                                                                         plan.ranked else [None] * width)
-                         if (term := _to_json(kind, value, rank)) is not None} for row in rows])
+    start = width * (2 if plan.ranked else 1)  # of the exact values, after the outputs and their ranks
+    results = []
+    for row in rows:
+        ranks = row[width:2 * width] if plan.ranked else (None,) * width
+        exacts = row[start:start + width] if plan.exact else (None,) * width
+        results.append({name: term for (name, kind, exact_kept), value, rank, exact
+                        in zip(plan.outputs, row, ranks, exacts)
+                        if (term := _to_json(kind, value, rank, exact, exact_kept)) is not None})
+    return QueryResult([name for name, _, _ in plan.outputs], results)
 
 
 def translate(text: str, source: str = "<query>", stream_predicates: frozenset = frozenset()) -> tuple[Select, dict[str, Any]]:
@@ -178,6 +191,19 @@ class _Value:
     time: Any = None
     plain_time: bool = False  # a string constant that is a date-time: it orders as a time
     rank: Any = None  # num: the SPARQL numeric type rank of the value (0 integer .. 3 double), when known
+    # num: the value exactly (``_Exact``) when it is an xsd:integer or xsd:decimal, NULL when not;
+    # None when it never is one
+    exact: Any = None
+    rounded: bool = False  # num: ``sql`` is the exact value rounded to the nearest double (a constant)
+
+
+@dataclass(frozen=True)
+class _Number:
+    """A numeric constant: its double and, for an xsd:integer or xsd:decimal, its exact value's
+    canonical text (see "exact numbers")."""
+
+    value: float
+    exact: Optional[str]
 
 
 _ORDERING = {"<", ">", "<=", ">="}
@@ -186,8 +212,9 @@ _ORDERING = {"<", ">", "<=", ">="}
 @dataclass(frozen=True)
 class _Plan:
     statement: Select
-    outputs: list[tuple[str, str]]  # (variable, value kind) per result column
+    outputs: list[tuple[str, str, bool]]  # (variable, value kind, whether it has an exact value) per result column
     ranked: bool = False  # each output column is followed, after all of them, by its numeric type rank
+    exact: bool = False  # then by its exact value (``_Value.exact``)
 
 
 @dataclass(frozen=True)
@@ -269,7 +296,7 @@ class _Translator:
         aggregated = q.group_by is not None or q.having is not None or any(
             _has_aggregate(item.expr) for item in q.items)
         group_keys = self._group_keys() if aggregated else None
-        columns, outputs, ranks = [], [], []
+        columns, outputs, ranks, exacts = [], [], [], []
         for i, item in enumerate(q.items):
             if group_keys is not None and not _has_aggregate(item.expr):
                 self._check_grouped(item.expr, group_keys)
@@ -277,9 +304,12 @@ class _Translator:
             kind, column = _output_column(value)
             columns.append(column.label(f"c{i}"))
             ranks.append(value.rank if value.rank is not None else null())
-            outputs.append((item.name, kind))
+            exacts.append(value.exact if value.exact is not None else null())
+            outputs.append((item.name, kind, value.exact is not None))
         ranked = any(value is not None and not isinstance(value, type(null())) for value in ranks)
-        statement = select(*columns, *([r.label(f"r{i}") for i, r in enumerate(ranks)] if ranked else []))
+        exact = any(kept for _, _, kept in outputs)
+        statement = select(*columns, *([r.label(f"r{i}") for i, r in enumerate(ranks)] if ranked else []),
+                           *([e.label(f"e{i}") for i, e in enumerate(exacts)] if exact else []))
         statement = statement.select_from(from_clause)
         if self.where:
             statement = statement.where(and_(*self.where))
@@ -296,7 +326,7 @@ class _Translator:
             statement = statement.limit(q.limit)
         if q.offset is not None:
             statement = statement.offset(q.offset)
-        return _Plan(statement, outputs, ranked)
+        return _Plan(statement, outputs, ranked, exact)
 
     # -------------------------------------------------------------------------- patterns
 
@@ -643,7 +673,10 @@ class _Translator:
 
     def _value(self, expr, aggregates: bool = False, in_aggregate: bool = False) -> _Value:
         if isinstance(expr, Num):
-            return _Value("num", literal(expr.value, Double))
+            expr = _Number(expr.value, _numeral_exact(expr.value))
+        if isinstance(expr, _Number):
+            exact = None if expr.exact is None else _Exact("const", literal(expr.exact, String))
+            return _Value("num", literal(expr.value, Double), exact=exact, rounded=True)
         if isinstance(expr, Time):
             return _Value("time", literal(expr.value, UTCDateTime))
         if isinstance(expr, Bool):
@@ -735,7 +768,8 @@ class _Translator:
                 return _Value("bool", not_(left.sql))
             return _Value("bool", (and_ if op == "&&" else or_)(left.sql, right.sql))
         if op == "neg":
-            return _Value("num", -self._number(left, expr))
+            exact = _exact(left)
+            return _Value("num", -self._number(left, expr), exact=None if exact is None else _Exact("neg", exact))
         if op in ("+", "-", "*", "/"):
             a, b = self._number(left, expr), self._number(right, expr)
             result = {"+": a + b, "-": a - b, "*": a * b}.get(op)
@@ -744,7 +778,9 @@ class _Translator:
                 rank = case((left.rank > right.rank, left.rank), else_=right.rank)
                 if op == "/":
                     rank = case((rank < 1, 1), else_=rank)
-            return _Value("num", result if result is not None else a / func.nullif(b, 0), rank=rank)
+            exact_a, exact_b = _exact(left), _exact(right)
+            exact = None if exact_a is None or exact_b is None else _Exact(op, exact_a, exact_b)
+            return _Value("num", result if result is not None else a / func.nullif(b, 0), rank=rank, exact=exact)
         return _Value("bool", self._compare(op, left, right, expr))
 
     def _number(self, value: _Value, expr: Op):
@@ -769,7 +805,7 @@ class _Translator:
             return _apply(op, a.sql, b.sql)
         numeric = {"num", "int"}
         if a.kind in numeric and b.kind in numeric:
-            return _apply(op, a.sql, b.sql)
+            return _numeric_comparison(op, a.sql, b.sql, _exact(a), _exact(b), _rounded(a) and _rounded(b))
         if a.kind == "time" and b.kind == "time":
             return _apply(op, a.sql, b.sql)
         if {a.kind, b.kind} == {"time", "num"} or {a.kind, b.kind} == {"time", "int"}:
@@ -783,14 +819,19 @@ class _Translator:
             if op in _ORDERING:
                 raise self.error(expr.pos, f"'{op}' compares numbers or times")
             return _apply(op, literal(1), literal(0))  # never equal: SPARQL's = is false here
-        compared = _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
-        return case((_is_nan(term.text), literal(op == "!=")), else_=compared) if other.kind in numeric else compared
+        if other.kind not in numeric:
+            return _apply(op, other.sql, column) if flip else _apply(op, column, other.sql)
+        pairs = ((other.sql, _exact(other)), (column, _exact(term)))
+        (a_num, a_exact), (b_num, b_exact) = pairs if flip else pairs[::-1]
+        return case((_is_nan(term.text), literal(op == "!=")),
+                    else_=_numeric_comparison(op, a_num, b_num, a_exact, b_exact, _rounded(other)))
 
     def _compare_terms(self, op: str, a: _Value, b: _Value, expr: Op):
         """Both sides numbers: by number; both times: by time; else = and != by term."""
         branches = []
         if a.num is not None and b.num is not None:
-            branches.append((and_(a.num.isnot(None), b.num.isnot(None)), _apply(op, a.num, b.num)))
+            branches.append((and_(a.num.isnot(None), b.num.isnot(None)),
+                             _numeric_comparison(op, a.num, b.num, _exact(a), _exact(b), True)))
         ordering_by_time = op in _ORDERING or not (a.plain_time or b.plain_time)
         if a.time is not None and b.time is not None and ordering_by_time:
             branches.append((and_(a.time.isnot(None), b.time.isnot(None)), _apply(op, a.time, b.time)))
@@ -833,9 +874,13 @@ class _Translator:
             bad = func.max(case((and_(value.text.isnot(None), value.num.is_(None)), 1), else_=0))
         if agg.name in ("sum", "avg"):
             result = func.coalesce(result, 0.0)
+        exact = _exact(value)
+        if exact is not None:
+            exact = _exact_aggregate(agg, exact, number)
         if bad is not None:
             result = case((bad == 1, null()), else_=result)
-        return _Value("num", result, rank=rank)
+            exact = None if exact is None else case((bad == 1, null()), else_=exact)
+        return _Value("num", result, rank=rank, exact=exact)
 
 
 _NUMERIC_FUNCTIONS = {"abs", "ceil", "floor", "round"}
@@ -891,6 +936,8 @@ class _TimePart(FunctionElement):
     type = Double()
     name = "time_part"
     inherit_cache = True
+    # the part is in the statement cache's key: else MONTH(?x.t) reuses the SQL of YEAR(?x.t)
+    _traverse_internals = FunctionElement._traverse_internals + [("part", InternalTraversal.dp_string)]
 
     def __init__(self, part: str, time):
         self.part = part
@@ -907,6 +954,286 @@ def _time_part(element, compiler, **kw):
     if element.part == "second":  # with the microseconds UTCDateTime keeps
         value = f"({value} + CAST(substr({time}, 21, 6) AS REAL) / 1000000.0)"
     return value
+
+
+# ------------------------------------------------------------------------------ exact numbers
+#
+# XSD 1.0 Part 2 §3.2.3: processors support decimals of at least 18 digits, and xsd:integer
+# (§3.3.13) has no bound; SPARQL 1.1 §17.3 promotes integer < decimal < float < double, §18.5.1.3
+# sums with op:numeric-add and §18.5.1.4 averages as Sum / Count. So an xsd:integer or xsd:decimal
+# value is computed exactly, from the term's lexical form: a term of those types, a numeric
+# constant, a COUNT, and what + - * /, SUM, AVG, MIN and MAX make of those alone. It is NUMERIC on
+# PostgreSQL, and on SQLite the canonical text of a Python Decimal through the functions
+# ``_with_exact_functions`` registers. A float or a double operand makes the value a double,
+# computed on ``o_num`` as before (``_Value.sql``): its exact value is NULL. Where both are known,
+# comparisons use the exact values, and results are written from them (``_to_json``).
+#
+# An integer keeps no digit after the point and a decimal at least one (a decimal "5" is read as
+# 5.0), so the result's type follows from its value alike on both backends. A quotient keeps
+# DECIMAL_DIGITS digits after the point, the last rounded half up (away from zero), as on Spark:
+# XPath F&O 3.1 §4.2 leaves the digits of decimal division implementation-defined. It is rounded
+# from the quotient truncated one digit further, which decides half up alike (that digit is 5 or
+# more exactly when the rest is half a unit or more). A value past what PostgreSQL's NUMERIC
+# holds (131072 digits before the point) fails the query there, as FOAR0002 would, rather than
+# round; SQLite's Decimal context keeps every digit.
+
+DECIMAL_DIGITS = 18
+# every digit kept: no operation but a quotient's rounding to DECIMAL_DIGITS rounds
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
+                         traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
+
+# a valid xsd:integer (or derived type) and xsd:decimal literal (XSD §3.3.13.1, §3.2.3.1): its
+# N-Triples text split at the first _XSD_TYPED is the quote and the lexical form, then the local
+# name of the datatype and '>'. Read alike in Python and in PostgreSQL, by string functions and a
+# pattern of the lexical form alone: PostgreSQL's regex engine is many times slower on one
+# pattern of the whole term, with its alternative datatypes, and that is paid at every row read.
+_XSD_TYPED = f'"^^<{XSD}'
+_INTEGER_LEXICAL = r"[+-]?[0-9]+"
+_DECIMAL_LEXICAL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_INTEGER_DATATYPES = tuple(sorted(t[len(XSD):] + ">" for t in INTEGER_TYPES))
+_INTEGER_RE, _DECIMAL_RE = re.compile(_INTEGER_LEXICAL), re.compile(_DECIMAL_LEXICAL)
+
+
+def _exact_term_text(text: Optional[str]) -> Optional[str]:
+    """The exact value of an integer or decimal term's N-Triples text, canonical; else None."""
+    if text is None:
+        return None
+    parts = text.split(_XSD_TYPED, 2)  # as PostgreSQL's split_part
+    lexical, datatype = parts[0][1:], parts[1] if len(parts) > 1 else ""
+    if datatype in _INTEGER_DATATYPES and _INTEGER_RE.fullmatch(lexical):
+        return _exact_text(Decimal(lexical))
+    if datatype == "decimal>" and _DECIMAL_RE.fullmatch(lexical):
+        return _exact_text(_EXACT.add(Decimal(lexical), Decimal("0.0")))
+    return None
+
+
+def _postgresql_exact_term(text: str) -> str:
+    """``_exact_term_text`` in PostgreSQL, as NUMERIC."""
+    lexical, datatype = (f"substr(split_part({text}, '{_XSD_TYPED}', 1), 2)",
+                         f"split_part({text}, '{_XSD_TYPED}', 2)")
+    integers = ", ".join(f"'{t}'" for t in _INTEGER_DATATYPES)
+    return (f"CASE WHEN {datatype} IN ({integers}) AND {lexical} ~ '^{_INTEGER_LEXICAL}$' "
+            f"THEN CAST({lexical} AS NUMERIC) "
+            f"WHEN {datatype} = 'decimal>' AND {lexical} ~ '^{_DECIMAL_LEXICAL}$' "
+            f"THEN CAST({lexical} AS NUMERIC) + 0.0 END")
+
+
+def _numeral_exact(value: float) -> Optional[str]:
+    """The exact value of a numeral of the query. The parser keeps it as a double, so it is the
+    shortest decimal that reads back as that double (``0.1`` is 0.1, not 0.1000000000000000055...):
+    the numeral as written up to 15 significant digits; one with more is exact only as a typed
+    literal (``"0.100000000000000001"^^xsd:decimal``). An integral one is an integer."""
+    if not math.isfinite(value):
+        return None
+    exact = Decimal(repr(value))
+    return _exact_text(Decimal(int(exact)) if value.is_integer() else exact)
+
+
+def _exact_text(number: Decimal) -> str:
+    """The canonical lexical form (XSD §3.3.13.2, §3.2.3.2): no exponent, sign only when
+    negative, no leading zeros; a decimal has no trailing zeros but one digit after the point."""
+    if number.is_zero():
+        number = number.copy_abs()
+    text = format(number, "f")
+    if number.as_tuple().exponent >= 0:
+        return text
+    text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _value_text(number: Decimal) -> str:
+    """The canonical form of the value alone: 1 for 1.0 too."""
+    text = _exact_text(number)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _exact_json(value) -> dict:
+    """An exact result (PostgreSQL's Decimal, SQLite's text, an integer) as an xsd:integer when it
+    has no digit after the point, else an xsd:decimal."""
+    text = _exact_text(value if isinstance(value, Decimal) else Decimal(value))
+    return {"type": "literal", "value": text, "datatype": XSD_DECIMAL if "." in text else XSD_INTEGER}
+
+
+def _exact(value: _Value):
+    """A numeric value's exact value (see ``_Value.exact``)."""
+    if value.kind == "term":  # read only where the store holds a number: most rows of a scan hold none
+        return None if value.num is None else case((value.num.isnot(None), _Exact("of", value.text)))
+    if value.kind == "int":
+        return _Exact("const", value.sql)
+    return value.exact
+
+
+def _rounded(value: _Value) -> bool:
+    """Whether a number's double is its exact value rounded to the nearest double: a term's
+    ``o_num``, a constant, a count; not a computed double, which rounds at each step."""
+    return value.kind in ("term", "int") or value.rounded
+
+
+def _numeric_comparison(op: str, a, b, exact_a, exact_b, rounded: bool = False):
+    """``a op b`` on the exact values when both numbers have one (XPath op:numeric-equal and
+    op:numeric-less-than on decimals), else on their doubles. Rounding to the nearest double
+    keeps the order, so when both doubles are ``rounded`` and differ they decide, and the
+    exact values are read only where they tie (most rows of a FILTER need no exact value)."""
+    if exact_a is None or exact_b is None:
+        return _apply(op, a, b)
+    exact = func.coalesce(_ExactComparison(op, exact_a, exact_b), _apply(op, a, b))
+    return case((a != b, _apply(op, a, b)), (a == b, exact)) if rounded else exact
+
+
+def _exact_aggregate(agg: Aggregate, exact, number):
+    """SUM, AVG, MIN or MAX on the exact values when every member has one (as many of them as
+    numbers), else NULL: with a float or double member the double aggregate stands, and an
+    integer or decimal that is ill-typed makes the aggregate unbound (``_to_json``)."""
+    every = func.count(exact) == func.count(number)
+    if agg.name in ("min", "max"):
+        return case((every, _Exact(agg.name, exact)))
+    if agg.distinct:  # duplicates by value, 1 and 1.0 alike (PostgreSQL's DISTINCT on NUMERIC)
+        total, count = _Exact("sum distinct", _Exact("value", exact)), func.count(distinct(_Exact("value", exact)))
+        # which of equal members is kept is arbitrary: the sum is a decimal when a member is (§17.3)
+        total = case((_Exact("any decimal", exact), _Exact("+", total, _Exact("const", literal("0.0")))),
+                     else_=total)
+    else:
+        total, count = _Exact("sum", exact), func.count(exact)
+    if agg.name == "sum":
+        return case((every, func.coalesce(total, 0)))
+    # AVG; Avg({}) = 0, an integer (§18.5.1.4)
+    return case((func.count(number) == 0, 0), (every, _Exact("/", total, _Exact("const", count))))
+
+
+# on SQLite, doubles and floats (most numbers of a stream) skip the call into Python
+_SQLITE_DOUBLE = f"{{0}} GLOB '*\"^^<{XSD}double>' OR {{0}} GLOB '*\"^^<{XSD}float>'"
+# per operation: its SQL on PostgreSQL (NUMERIC) and on SQLite (``_SQLITE_FUNCTIONS``)
+_EXACT_SQL = {
+    "of": (_postgresql_exact_term("{0}"), f"CASE WHEN {_SQLITE_DOUBLE} THEN NULL ELSE rsp_decimal_of({{0}}) END"),
+    "const": ("CAST({0} AS NUMERIC)", "{0}"),
+    "neg": ("(- {0})", "rsp_decimal_sub(0, {0})"),
+    "+": ("({0} + {1})", "rsp_decimal_add({0}, {1})"),
+    "-": ("({0} - {1})", "rsp_decimal_sub({0}, {1})"),
+    "*": ("({0} * {1})", "rsp_decimal_mul({0}, {1})"),
+    "/": (f"round(div(CAST({{0}} AS NUMERIC) * 1{'0' * (DECIMAL_DIGITS + 1)}, NULLIF({{1}}, 0))"
+          f" * 0.{'0' * DECIMAL_DIGITS}1, {DECIMAL_DIGITS})", "rsp_decimal_div({0}, {1})"),
+    "sum": ("sum({0})", "rsp_decimal_sum({0})"),
+    "sum distinct": ("sum(DISTINCT {0})", "rsp_decimal_sum(DISTINCT {0})"),
+    "value": ("{0}", "rsp_decimal_value({0})"),  # a key equal for equal values
+    "any decimal": ("bool_or(scale({0}) > 0)", "(max(instr({0}, '.')) > 0)"),
+    "min": ("min({0})", "rsp_decimal_min({0})"),
+    "max": ("max({0})", "rsp_decimal_max({0})"),
+}
+
+
+class _Exact(FunctionElement):
+    """An exact operation on xsd:integer and xsd:decimal values (``_EXACT_SQL``)."""
+
+    name = "exact"
+    inherit_cache = True
+    _traverse_internals = FunctionElement._traverse_internals + [("op", InternalTraversal.dp_string)]
+
+    def __init__(self, op: str, *args):
+        self.op = op
+        super().__init__(*args)
+
+
+@compiles(_Exact)
+def _exact_sql(element, compiler, **kw):
+    postgresql, sqlite = _EXACT_SQL[element.op]
+    template = postgresql if compiler.dialect.name == "postgresql" else sqlite
+    return template.format(*(compiler.process(c, **kw) for c in element.clauses))
+
+
+class _ExactComparison(FunctionElement):
+    """``=``, ``!=``, ``<`` ... of two exact values."""
+
+    type = Boolean()
+    name = "exact_comparison"
+    inherit_cache = True
+    _traverse_internals = FunctionElement._traverse_internals + [("op", InternalTraversal.dp_string)]
+
+    def __init__(self, op: str, a, b):
+        self.op = op
+        super().__init__(a, b)
+
+
+@compiles(_ExactComparison)
+def _exact_comparison_sql(element, compiler, **kw):
+    a, b = (compiler.process(c, **kw) for c in element.clauses)
+    if compiler.dialect.name == "postgresql":
+        return f"({a} {element.op} {b})"
+    return f"(rsp_decimal_cmp({a}, {b}) {element.op} 0)"
+
+
+def _with_exact_functions(conn) -> None:
+    """SQLite has no exact decimal type: register the Decimal functions of ``_EXACT_SQL`` on the
+    connection, once (the pool keeps them with it)."""
+    if conn.dialect.name != "sqlite" or conn.connection.info.get("rsp_decimal"):
+        return
+    sqlite = conn.connection.driver_connection
+    for name, (arity, function) in _SQLITE_FUNCTIONS.items():
+        sqlite.create_function(name, arity, function, deterministic=True)
+    for name, aggregate in _SQLITE_AGGREGATES.items():
+        sqlite.create_aggregate(name, 1, aggregate)
+    conn.connection.info["rsp_decimal"] = True
+
+
+def _divide(a: Decimal, b: Decimal) -> Optional[Decimal]:
+    """a / b to DECIMAL_DIGITS after the point, rounded half up (as PostgreSQL's round); None (an
+    error, FOAR0001) when b is 0."""
+    if b.is_zero():
+        return None
+    truncated = _EXACT.scaleb(_EXACT.divide_int(_EXACT.scaleb(a, DECIMAL_DIGITS + 1), b), -DECIMAL_DIGITS - 1)
+    return truncated.quantize(Decimal(1).scaleb(-DECIMAL_DIGITS), decimal.ROUND_HALF_UP, _EXACT)
+
+
+def _on_text(operation, written=_exact_text):
+    """A SQLite function of exact values (text or integers), NULL when one is."""
+    def apply(*values):
+        if any(v is None for v in values):
+            return None
+        result = operation(*(Decimal(v) for v in values))
+        return None if result is None else written(result)
+    return apply
+
+
+_SQLITE_FUNCTIONS = {
+    "rsp_decimal_of": (1, _exact_term_text),
+    "rsp_decimal_add": (2, _on_text(_EXACT.add)),
+    "rsp_decimal_sub": (2, _on_text(_EXACT.subtract)),
+    "rsp_decimal_mul": (2, _on_text(_EXACT.multiply)),
+    "rsp_decimal_div": (2, _on_text(_divide)),
+    "rsp_decimal_cmp": (2, _on_text(_EXACT.compare, int)),
+    "rsp_decimal_value": (1, _on_text(lambda number: number, _value_text)),
+}
+
+
+class _ExactFold:
+    """A SQLite aggregate of exact values: ``combine`` folds them; NULL over none, as SQL's."""
+
+    combine = None
+
+    def __init__(self):
+        self.value = None
+
+    def step(self, value):
+        if value is not None:
+            number = Decimal(value)
+            self.value = number if self.value is None else self.combine(self.value, number)
+
+    def finalize(self):
+        return None if self.value is None else _exact_text(self.value)
+
+
+class _ExactSum(_ExactFold):
+    combine = staticmethod(_EXACT.add)
+
+
+class _ExactMin(_ExactFold):
+    combine = staticmethod(lambda a, b: b if b < a else a)
+
+
+class _ExactMax(_ExactFold):
+    combine = staticmethod(lambda a, b: b if b > a else a)
+
+
+_SQLITE_AGGREGATES = {"rsp_decimal_sum": _ExactSum, "rsp_decimal_min": _ExactMin, "rsp_decimal_max": _ExactMax}
 
 
 def _numeric_rank(text):
@@ -939,7 +1266,7 @@ def _expression_constant(literal_term: LiteralTerm, translator: _Translator):
     datatype = str(term.datatype) if term.datatype is not None else None
     if datatype in NUMERIC_RANK:
         try:
-            return Num(float(term.toPython()))
+            return _Number(float(term.toPython()), _exact_term_text(literal_term.const.nt))
         except (TypeError, ValueError):
             raise translator.error(literal_term.pos, f"not a number: {literal_term.const.nt}") from None
     if datatype == XSD_DATETIME:
@@ -987,7 +1314,15 @@ def _position(expr) -> Pos:
 # ------------------------------------------------------------------------------------ results
 
 
-def _to_json(kind: str, value, rank=None) -> Optional[dict]:
+def _to_json(kind: str, value, rank=None, exact=None, exact_kept: bool = False) -> Optional[dict]:
+    """A result column as a SPARQL JSON term. A number with an exact value is written from it;
+    an xsd:integer or xsd:decimal aggregate without one (over an ill-typed member) is unbound,
+    never its double."""
+    if kind == "num" and exact_kept:
+        if exact is not None:
+            return _exact_json(exact)
+        if rank is not None and int(rank) <= 1:
+            return None
     if value is None:
         return None
     if kind == "num" and rank is not None and math.isfinite(float(value)):

@@ -229,3 +229,103 @@ def test_spark_decimals_are_exact_in_sums_comparisons_and_arithmetic(tmp_path, s
     assert computed["tenths"]["sq"] == ("0.04", d) and computed["tenths"]["third"] == ("0.066666666666666667", d)
     assert computed["tenths"]["hundred"] == ("20.0", d)
 
+
+# --------------------------------------------------------------- TA-SPARQL: exact integers and decimals
+#
+# XSD 1.0 Part 2 §3.2.3: at least 18 decimal digits; xsd:integer has no bound. SPARQL 1.1 §17.3
+# promotes integer < decimal < float < double; a sum of integers is an integer, of decimals a
+# decimal (§18.5.1.3), an average a decimal (§18.5.1.4). TA-SPARQL computes xsd:integer and
+# xsd:decimal values exactly on SQLite and PostgreSQL; floats and doubles stay doubles. A quotient
+# keeps 18 digits after the point, rounded half up (rsp_jobs/store/tasparql.py, "exact numbers").
+
+DEC, DBL = f"<{XSD}decimal>", f"<{XSD}double>"
+EXACT = {
+    "tenths": [f'"0.1"^^{DEC}', f'"0.2"^^{DEC}'],
+    "huge": [f'"{10**30}"^^{INT}', f'"1"^^{INT}'],
+    "fine": [f'"0.100000000000000001"^^{DEC}', f'"0.1"^^{DEC}'],
+    "mixed": [f'"1"^^{INT}', f'"0.5"^^{DEC}'],
+    "thirds": [f'"1"^^{INT}', f'"2"^^{INT}', f'"4"^^{INT}'],
+    "doubles": [f'"0.1"^^{DBL}', f'"0.2"^^{DBL}'],
+    "illtyped": [f'"1"^^{INT}', f'"1.5"^^{INT}'],  # "1.5" is no integer: every aggregate is an error
+}
+I, D, F = f"{XSD}integer", f"{XSD}decimal", f"{XSD}double"
+# by hand: (SUM, AVG, MIN, MAX) per subject
+EXACT_AGGREGATES = {
+    "tenths": (("0.3", D), ("0.15", D), ("0.1", D), ("0.2", D)),
+    "huge": ((str(10**30 + 1), I), ("5" + "0" * 29 + ".5", D), ("1", I), (str(10**30), I)),
+    "fine": (("0.200000000000000001", D), ("0.100000000000000001", D), ("0.1", D), ("0.100000000000000001", D)),
+    "mixed": (("1.5", D), ("0.75", D), ("0.5", D), ("1", I)),
+    "thirds": (("7", I), ("2.333333333333333333", D), ("1", I), ("4", I)),
+    "illtyped": (None, None, None, None),  # before: MAX was 1.5 written as the integer 2
+    "doubles": (("0.30000000000000004", F), ("0.15000000000000002", F), ("0.1", F), ("0.2", F)),
+}
+
+
+def exact_rows(store, select: str, where: str = "?s <http://ex.org/v> ?v", group: str = "") -> dict:
+    """The rows' terms by subject name (several rows of one subject: a sorted list of them)."""
+    found: dict = {}
+    for row in tasparql_rows(store, select, where, group):
+        found.setdefault(row.pop("s")["value"].rsplit("/", 1)[1], []).append(terms_of(row))
+    return {s: rows[0] if len(rows) == 1 else sorted(rows, key=str) for s, rows in found.items()}
+
+
+def test_tasparql_sums_averages_and_extremes_of_integers_and_decimals_are_exact(store, tmp_path):
+    import_stream(store, stream_file(tmp_path / "n.nq", EXACT), STREAM)
+    rows = exact_rows(store, "?s (SUM(?v) AS ?sum) (AVG(?v) AS ?avg) (MIN(?v) AS ?min) (MAX(?v) AS ?max)",
+                      group="GROUP BY ?s")
+    assert {s: tuple(r.get(k) for k in ("sum", "avg", "min", "max")) for s, r in rows.items()} == {
+        **EXACT_AGGREGATES}
+    # SUM(10^30, 1) is that integer, never 1000000000000000019884624838656; so is each member + 0
+    (row,) = tasparql_rows(store, "(SUM(?v + 0) AS ?sum)", where="<http://ex.org/huge> <http://ex.org/v> ?v")
+    assert terms_of(row) == {"sum": (str(10**30 + 1), I)}
+
+
+def test_tasparql_arithmetic_on_integers_and_decimals_is_exact(store, tmp_path):
+    import_stream(store, stream_file(tmp_path / "n.nq", {k: EXACT[k] for k in ("tenths", "huge", "doubles")}), STREAM)
+    rows = exact_rows(store, "?s (?v + 1 AS ?plus) (?v * 10 AS ?times) (?v / 3 AS ?third) (-?v AS ?minus) "
+                             "(0.1 + 0.2 AS ?literals)")
+    tenths = [{"plus": (f"1.{d}", D), "times": (f"{d}.0", D), "third": (third, D), "minus": (f"-0.{d}", D),
+               "literals": ("0.3", D)} for d, third in ((1, "0.0" + "3" * 17), (2, "0.0" + "6" * 16 + "7"))]
+    assert rows["tenths"] == sorted(tenths, key=str)
+    assert rows["huge"] == sorted([
+        {"plus": (str(10**30 + 1), I), "times": (str(10**31), I), "third": ("3" * 30 + "." + "3" * 18, D),
+         "minus": (f"-{10**30}", I), "literals": ("0.3", D)},
+        {"plus": ("2", I), "times": ("10", I), "third": ("0." + "3" * 18, D), "minus": ("-1", I),
+         "literals": ("0.3", D)}], key=str)
+    # a double operand keeps double arithmetic (SPARQL 1.1 §17.3)
+    assert {r["plus"] for r in rows["doubles"]} == {("1.1", F), ("1.2", F)}
+
+
+@pytest.mark.parametrize("condition, kept", [
+    ("?v + 0.2 = 0.3", ["0.1", "0.1"]),  # as doubles, 0.1 + 0.2 is 0.30000000000000004
+    (f'?v > "0.1"^^{DEC}', ["0.100000000000000001", "0.2", "1", str(10**30)]),
+    (f'?v != "0.1"^^{DEC} && ?v < "0.100000000000000002"^^{DEC}', ["0.100000000000000001"]),
+    (f'?v + 1 = "{10**30 + 1}"^^{INT}', [str(10**30)]),
+    (f'?v = "{10**30 + 1}"^^{INT}', []),  # as doubles they are equal
+    (f'"0.100000000000000001"^^{DEC} > "0.1"^^{DEC} && ?v = "0.2"^^{DEC}', ["0.2"]),
+    (f'?v * 3 = "0.3"^^{DEC}', ["0.1", "0.1"]),
+    (f'?v / 3 = "0.066666666666666667"^^{DEC}', ["0.2"]),  # 18 digits after the point, rounded half up
+    (f'?v / -3 = "-0.066666666666666667"^^{DEC}', ["0.2"]),  # half up is away from zero
+    (f'("0.000000000000000003"^^{DEC} / 2 = "0.000000000000000002"^^{DEC}) && ?v = 1', ["1"]),  # a tie
+])
+def test_tasparql_comparisons_of_integers_and_decimals_are_exact(condition, kept, store, tmp_path):
+    import_stream(store, stream_file(tmp_path / "n.nq", {k: EXACT[k] for k in ("tenths", "huge", "fine")}), STREAM)
+    result = run_query(store, f"SELECT ?v WHERE {{ GRAPH ?f[*] {{ ?s <http://ex.org/v> ?v }} FILTER({condition}) }}")
+    assert sorted(row["v"]["value"] for row in result.rows) == sorted(kept), condition
+
+
+def test_tasparql_comparisons_of_doubles_stay_doubles(store, tmp_path):
+    import_stream(store, stream_file(tmp_path / "n.nq", {"doubles": EXACT["doubles"]}), STREAM)
+    for condition, kept in ((f'?v + "0.2"^^{DBL} = "0.4"^^{DBL}', ["0.2"]),
+                            (f'?v + "0.2"^^{DBL} = "0.3"^^{DBL}', [])):  # 0.30000000000000004
+        result = run_query(store, f"SELECT ?v WHERE {{ GRAPH ?f[*] {{ ?s <http://ex.org/v> ?v }} FILTER({condition}) }}")
+        assert [row["v"]["value"] for row in result.rows] == kept, condition
+
+
+def test_tasparql_distinct_sums_take_equal_values_once(store, tmp_path):
+    """1 and 1.0 are one value (as PostgreSQL's DISTINCT on NUMERIC has them, so SQLite too);
+    the sum is a decimal, as one member is."""
+    import_stream(store, stream_file(tmp_path / "n.nq", {"same": [f'"1"^^{INT}', f'"1.0"^^{DEC}', f'"2"^^{INT}']}),
+                  STREAM)
+    (row,) = tasparql_rows(store, "(SUM(DISTINCT ?v) AS ?sum) (AVG(DISTINCT ?v) AS ?avg) (SUM(?v) AS ?all)")
+    assert terms_of(row) == {"sum": ("3.0", D), "avg": ("1.5", D), "all": ("4.0", D)}

@@ -344,6 +344,19 @@ def test_frame_time_in_arithmetic_and_comparisons(dart_store, dart):
         assert rows(result) == [(ts, h, (ts - QUAKE).total_seconds()) for ts, h in after], condition
 
 
+def test_each_part_of_a_time_compiles_to_its_own_sql(store):
+    """YEAR, MONTH, ... differ only in the part they read; each must be its own statement, not
+    the statement cache's entry of another part (MONTH once answered the year)."""
+    stream = "http://example.org/s/parts"
+    batch = StreamBatch(stream=stream, source="parts")
+    batch.elements.append(Element(stream, datetime(2014, 8, 1, 7, 50, 3, tzinfo=UTC), f"{stream}/f",
+                                  "<http://example.org/a>", "<http://example.org/p>", '"x"', None, None))
+    load_batch(store, batch)
+    parts = {name: run_query(store, f"SELECT ({name}(?x.t) AS ?v) WHERE {{ ?x[*] <http://example.org/p> ?o }}")
+             .rows[0]["v"]["value"] for name in ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS")}
+    assert parts == {"YEAR": "2014", "MONTH": "8", "DAY": "1", "HOURS": "7", "MINUTES": "50", "SECONDS": "3"}
+
+
 def test_distinct_order_limit_offset(dart_store, dart):
     result = query(dart_store, """SELECT DISTINCT ?s WHERE { ?x[*] dart:height ?h . ?x dsv:belongsTo ?s }
                                    ORDER BY DESC(?s)""")
