@@ -125,6 +125,7 @@ class Call:
 @dataclass(frozen=True)
 class Num:
     value: float
+    text: str = ""  # the numeral as written: its exact value where it has no exponent
 
 
 @dataclass(frozen=True)
@@ -655,7 +656,7 @@ class _Builder(Transformer):
     def negate(self, meta, children):
         (operand,) = children
         if isinstance(operand, Num):
-            return Num(-operand.value)
+            return Num(-operand.value, "-" + operand.text if operand.text else "")
         return Op("neg", operand, None, _pos(meta))
 
     def aggregate(self, children):
@@ -677,7 +678,7 @@ class _Builder(Transformer):
         return self.key_time(children)
 
     def number(self, children):
-        return Num(float(children[0]))
+        return Num(float(children[0]), str(children[0]))
 
     # ---------------------------------------------------------------------------- terms
 

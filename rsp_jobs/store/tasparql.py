@@ -673,7 +673,7 @@ class _Translator:
 
     def _value(self, expr, aggregates: bool = False, in_aggregate: bool = False) -> _Value:
         if isinstance(expr, Num):
-            expr = _Number(expr.value, _numeral_exact(expr.value))
+            expr = _Number(expr.value, _numeral_exact(expr))
         if isinstance(expr, _Number):
             exact = None if expr.exact is None else _Exact("const", literal(expr.exact, String))
             return _Value("num", literal(expr.value, Double), exact=exact, rounded=True)
@@ -1018,13 +1018,16 @@ def _postgresql_exact_term(text: str) -> str:
             f"THEN CAST({lexical} AS NUMERIC) + 0.0 END")
 
 
-def _numeral_exact(value: float) -> Optional[str]:
-    """The exact value of a numeral of the query. The parser keeps it as a double, so it is the
-    shortest decimal that reads back as that double (``0.1`` is 0.1, not 0.1000000000000000055...):
-    the numeral as written up to 15 significant digits; one with more is exact only as a typed
-    literal (``"0.100000000000000001"^^xsd:decimal``). An integral one is an integer."""
+def _numeral_exact(numeral) -> Optional[str]:
+    """The exact value of a numeral of the query (a ``Num``): as written (``0.100000000000000001``,
+    ``1000000000000000000000000000001``). One with an exponent is read from its double as the
+    shortest decimal that reads back as it (``1e-1`` is 0.1, not 0.1000000000000000055...); an
+    integral one is an integer."""
+    value = numeral.value
     if not math.isfinite(value):
         return None
+    if numeral.text and "e" not in numeral.text.lower():
+        return _exact_text(Decimal(numeral.text))
     exact = Decimal(repr(value))
     return _exact_text(Decimal(int(exact)) if value.is_integer() else exact)
 

@@ -307,6 +307,9 @@ def test_tasparql_arithmetic_on_integers_and_decimals_is_exact(store, tmp_path):
     (f'?v / 3 = "0.066666666666666667"^^{DEC}', ["0.2"]),  # 18 digits after the point, rounded half up
     (f'?v / -3 = "-0.066666666666666667"^^{DEC}', ["0.2"]),  # half up is away from zero
     (f'("0.000000000000000003"^^{DEC} / 2 = "0.000000000000000002"^^{DEC}) && ?v = 1', ["1"]),  # a tie
+    ("?v > 0.1 && ?v < 0.100000000000000002", ["0.100000000000000001"]),  # numerals as written, too
+    (f"?v + 1 = {10**30 + 1}", [str(10**30)]),
+    (f"?v = {10**30 + 1}", []),
 ])
 def test_tasparql_comparisons_of_integers_and_decimals_are_exact(condition, kept, store, tmp_path):
     import_stream(store, stream_file(tmp_path / "n.nq", {k: EXACT[k] for k in ("tenths", "huge", "fine")}), STREAM)
