@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import os
 import shutil
@@ -306,10 +307,13 @@ def cmd_evaluate(args) -> int:
         lake = Lake(args.lake or scratch / "lake")
         store = _store_engine(args.store) if args.store is not None else None
         started = datetime.now(timezone.utc)
+        known = None
         if store is not None:
+            from rsp_jobs.store.frames import known_frames
             from rsp_jobs.store.provenance import store_ingest
 
-        for loaded in load_files(lake, args.stream, store, each=None if store is None else
+            known = functools.partial(known_frames, store)
+        for loaded in load_files(lake, args.stream, known, each=None if store is None else
                                  lambda path, batch: store_ingest(store, batch, str(path), started)):
             _report_rejections(loaded)
         out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout

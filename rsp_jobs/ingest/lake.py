@@ -427,12 +427,15 @@ class FileLoad(NamedTuple):
         return sum(r.triples for r in self.rejections)
 
 
-def load_files(lake: Lake, files: Sequence[tuple[str, Path]], store=None,
+def load_files(lake: Lake, files: Sequence[tuple[str, Path]],
+               known_frames: Optional[Callable[[str, Sequence[datetime]], dict[datetime, str]]] = None,
                each: Optional[Callable[[Path, StreamBatch], None]] = None) -> list[FileLoad]:
     """Read stream files (stream IRI, path) into the lake, in the order given: a file's place
     among its stream's files is its delivery order (``StreamBatch.order``), and a time that
-    several files bring is one frame, named by the first of them (with ``store``, an engine of
-    the frame store: by the frame the store already has at that time). A large file is read
+    several files bring is one frame, named by the first of them (with ``known_frames``, which
+    gives a stream's frames at some times, ``{ts: frame IRI}``: by the frame already known at
+    that time, such as the frame store's ``rsp_jobs.store.frames.known_frames``; the lake does
+    not read the store, which is built on it). A large file is read
     and written in batches of whole frames (``read_stream_chunks``), each handed to ``each``
     (path, batch) once it is in the lake, so that no file is held whole."""
     known: dict[str, dict] = {}  # per stream: time -> frame IRI
@@ -442,10 +445,8 @@ def load_files(lake: Lake, files: Sequence[tuple[str, Path]], store=None,
         base = hashlib.sha1(f"{iri}|{Path(path)}".encode()).hexdigest()[:16]
         accepted, repeated, rejections = 0, 0, []
         for k, batch in enumerate(read_stream_chunks(path, iri, order=delivered[iri])):
-            if store is not None:
-                from rsp_jobs.store.frames import known_frames
-
-                for ts, frame in known_frames(store, iri, [p.ts for p in batch.parts]).items():
+            if known_frames is not None:
+                for ts, frame in known_frames(iri, [p.ts for p in batch.parts]).items():
                     mine.setdefault(ts, frame)
             merge_known_frames(batch, mine)
             if k == 0:
