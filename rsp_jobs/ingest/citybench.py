@@ -34,6 +34,7 @@ from rdflib import RDF, XSD, Literal, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Rejection
+from rsp_jobs.namespaces import CT
 from rsp_jobs.rdf_files import load_rdf_file
 from rsp_jobs.settings import data_dir
 from rsp_jobs.textfile import open_text
@@ -44,7 +45,6 @@ log = logging.getLogger(__name__)
 SES = Namespace("http://www.insight-centre.org/dataset/SampleEventService#")
 SSN = Namespace("http://purl.oclc.org/NET/ssnx/ssn#")
 SAO = Namespace("http://purl.oclc.org/NET/sao/")
-CT = Namespace("http://www.insight-centre.org/citytraffic#")
 PROV = Namespace("http://www.w3.org/ns/prov#")
 
 LOCATION_START = datetime(2014, 8, 1, tzinfo=timezone.utc)

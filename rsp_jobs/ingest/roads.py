@@ -21,8 +21,8 @@ CityBench background where it has them, so the graph joins with ``SensorReposito
   The segment's own endpoint coordinates are not repeated: the repository has them on the same
   IRI, and for two segments (171572, 172602) they disagree with the CSV's nodes.
 
-The ``roads:`` vocabulary (``urn:rsp:ns:roads/``) covers what neither file has; its terms carry
-an ``rdfs:comment`` in the graph itself:
+The ``roads:`` vocabulary (``urn:rsp:ns:roads/``, ``rsp_jobs.namespaces.ROADS``) covers what
+neither file has; its terms carry an ``rdfs:comment`` in the graph itself:
 
 - ``roads:Segment``: a directed road segment watched by one traffic sensor;
 - ``roads:sensor``: segment -> its traffic sensor (``ses:AarhusTrafficData<REPORT_ID>``);
@@ -55,13 +55,13 @@ from typing import Optional, Union
 from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.citybench import CT, SES, SSN, sensor_repository_path, traffic_metadata_path
+from rsp_jobs.ingest.citybench import SES, SSN, sensor_repository_path, traffic_metadata_path
 from rsp_jobs.ingest.rdf_stream import Rejection
+from rsp_jobs.namespaces import CT, ROADS
 from rsp_jobs.textfile import open_text
 
 log = logging.getLogger(__name__)
 
-ROADS = Namespace("urn:rsp:ns:roads/")
 GEO = Namespace("http://www.w3.org/2003/01/geo/wgs84_pos#")
 NODE_PREFIX = "urn:rsp:roads:node/"
 SEGMENT_PREFIX = "urn:rsp:roads:segment/"

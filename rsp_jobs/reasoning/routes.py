@@ -4,7 +4,9 @@ whether its end node can still be reached from its start node over the other roa
 transitive closure of the road relation), and only then look for the best such route.
 
 The road graph is the one ``rsp_jobs.ingest.roads`` builds (``ct:hasFirstNode``,
-``ct:hasSecondNode``, ``roads:lengthInMetres``, ``roads:sensor``). Semantics fixed here:
+``ct:hasSecondNode``, ``roads:lengthInMetres``, ``roads:sensor``), in the vocabularies of
+``rsp_jobs.namespaces``: routing reads the graph, not the adapter that wrote it. Semantics fixed
+here:
 
 * The segments left out are the blocked one plus every segment in ``avoid`` (say, the other
   segments currently congested); each may be named by its segment IRI or by its traffic
@@ -27,8 +29,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, dijkstra
 
 from rsp_jobs.errors import InputError, RspError
-from rsp_jobs.ingest.citybench import CT
-from rsp_jobs.ingest.roads import ROADS
+from rsp_jobs.namespaces import CT, ROADS
 
 Road = Union[str, URIRef]
 
