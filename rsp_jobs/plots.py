@@ -68,7 +68,7 @@ class DartView:
     end: Optional[datetime] = None
 
 
-# Decision (issue 18): without --from/--to a DART plot shows where something happened: from two
+# Decided: without --from/--to a DART plot shows where something happened: from two
 # hours before the station's first detection to four after its last (a tsunami's wave train lasts
 # hours), or with no detection its last day of samples.
 BEFORE_DETECTION, AFTER_DETECTION, QUIET_DAY = timedelta(hours=2), timedelta(hours=4), timedelta(days=1)

@@ -143,7 +143,7 @@ def supersede(conn: Connection, query_iri: str, entities: Sequence[str]) -> list
     record those entities (nor what each was derived from), and one left generating nothing is
     removed, with what it used. Returns the IRIs of the removed activities.
 
-    Decision (issue 19): a re-run over windows already evaluated (an Airflow retry after a
+    Decided: a re-run over windows already evaluated (an Airflow retry after a
     killed try that had committed, a cleared task, ``rsp evaluate --store`` again) leaves one
     evaluation activity per window, the latest: the frames it rewrote are what it computed. A
     revision after late data is not a re-run: its caller does not call this, and the activity
