@@ -551,11 +551,13 @@ def _physical(compiled, args) -> str:
     from rsp_jobs.errors import InputError
     from rsp_jobs.ingest.lake import Lake, project_lake
     from rsp_jobs.physical import planner
+    from rsp_jobs.physical.statistics import LakeStatistics
 
     if not isinstance(compiled, ContinuousQuery) or compiled.pattern:
         raise InputError(f"{args.query_file}: --physical plans window queries; patterns and rules read their "
                          "streams whole (rsp_jobs.engine.match)")
-    stats = planner.SliceOf(args.rows) if args.rows is not None else Lake(args.lake) if args.lake else project_lake()
+    stats = planner.SliceOf(args.rows) if args.rows is not None else \
+        LakeStatistics(Lake(args.lake) if args.lake else project_lake())
     return planner.plan_windows(compiled, stats, args.after, args.until, entailment=args.entailment).explain()
 
 

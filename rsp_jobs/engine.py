@@ -21,6 +21,7 @@ from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.physical import planner
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.reasoning.entailment import WINDOW_KEY, entail
@@ -32,9 +33,9 @@ from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark
 from rsp_jobs.times import from_us
 
 
-def _files_facts(lake: Lake, streams: Sequence[str], start, end, ranked: set,
+def _files_facts(stats: LakeStatistics, streams: Sequence[str], start, end, ranked: set,
                  background: Background) -> tuple[Future, Future]:
-    """The slice's ``SliceFacts`` (``Lake.facts``), then the terms of each place set in
+    """The slice's ``SliceFacts`` (``LakeStatistics.facts``), then the terms of each place set in
     ``ranked`` ranked (``rank_terms``: a local relation Spark evaluates on the driver, 0.07-0.1 s
     for CityBench's 1,500-2,500 values), on a thread of their own while the driver builds the
     plan's first steps: it waits on the JVM then, and pyarrow reads without holding the GIL (a
@@ -50,7 +51,7 @@ def _files_facts(lake: Lake, streams: Sequence[str], start, end, ranked: set,
             future.set_exception(error)
 
     def read() -> None:
-        settle(facts, lambda: lake.facts(streams, start, end, {place for places in ranked for place in places}))
+        settle(facts, lambda: stats.facts(streams, start, end, {place for places in ranked for place in places}))
         settle(ranks, lambda: {places: rank_terms(get_spark(), places, facts.result().terms, background)
                                for places in ranked})
 
@@ -74,7 +75,7 @@ def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str]
     entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
     (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``.
     How it runs is the physical plan's (``planner.plan_windows``: ``rsp explain --physical``)."""
-    physical = planner.plan_windows(query, lake, interval.after, interval.until, t0_us, entailment)
+    physical = planner.plan_windows(query, LakeStatistics(lake), interval.after, interval.until, t0_us, entailment)
     yield from execute(physical, lake, background_files, interval.after, entailment)
 
 
@@ -88,7 +89,8 @@ def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence
     small = physical.facts_on_driver
     spans = windows.spans(query, sched, after, until) if physical.windowing == planner.SOLUTIONS else None
     background = Background.for_query(query.graphs, background_files, query.source)
-    facts, ranks = (_files_facts(lake, streams, start, end, set(physical.ranked), background) if small
+    stats = LakeStatistics(lake)
+    facts, ranks = (_files_facts(stats, streams, start, end, set(physical.ranked), background) if small
                     else (None, None))
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
@@ -125,7 +127,7 @@ def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence
                 active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
             # under entailment a window's graph may hold what its triples do not name
             vocabulary = None if not simple else facts.result().vocabulary if small else \
-                lake.vocabulary(streams, start, end)
+                stats.vocabulary(streams, start, end)
             evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, ranks)
             solutions = evaluator.evaluate(query.plan)
             frame = result_frame(query, evaluator, solutions, sched)
@@ -164,7 +166,7 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         partials = None
         start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
     end = None if interval.until is None else from_us(interval.until + 1)
-    with settings_while(get_spark(), batch_settings(lake.rows(pattern_streams(pattern), start, end))):
+    with settings_while(get_spark(), batch_settings(LakeStatistics(lake).rows(pattern_streams(pattern), start, end))):
         elements = _events(lake, pattern_streams(pattern), start, end)
         background = Background.for_query(pattern.graphs, background_files, pattern.source)
         if check_regime(entailment) != "simple":
@@ -197,7 +199,7 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
     end = None if interval.until is None else from_us(interval.until + 1)
     streams = sorted({s for r in rules.rules for s in pattern_streams(r)})
     backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
-    with settings_while(get_spark(), batch_settings(lake.rows(streams, start, end))):
+    with settings_while(get_spark(), batch_settings(LakeStatistics(lake).rows(streams, start, end))):
         elements = _events(lake, streams, start, end).cache()  # planned under the batch's settings
         try:
             from rsp_jobs.spark.rules import evaluate_rules

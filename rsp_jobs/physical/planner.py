@@ -50,7 +50,7 @@ SOLUTIONS, TRIPLES, ENTAILED = "solutions", "triples", "entailed triples"
 
 
 class Statistics(Protocol):
-    """What the planner asks of the lake before Spark reads it (``rsp_jobs.ingest.lake.Lake``)."""
+    """What the planner asks of the lake before Spark reads it (``statistics.LakeStatistics``)."""
 
     def rows(self, streams: Iterable[str], start=None, end=None) -> int: ...
 

@@ -156,8 +156,9 @@ def small_batch() -> dict[str, str]:
 
 
 def batch_settings(rows: int) -> dict[str, str]:
-    """The settings for an action that reads ``rows`` stream rows (``Lake.rows``): none (the
-    session's: Spark's generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``small_batch()`` below."""
+    """The settings for an action that reads ``rows`` stream rows (``LakeStatistics.rows``): none
+    (the session's: Spark's generated code) from ``INTERPRETED_BELOW_ROWS`` on, ``small_batch()``
+    below."""
     return small_batch() if interpreted(rows) else {}
 
 

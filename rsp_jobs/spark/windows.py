@@ -65,7 +65,7 @@ def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedul
     close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
     ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already
     (``elements`` is then not read); ``repeats=False``: the slice holds no triple twice and no
-    stream is read by two windows (``Lake.repeats``), so no window can hold one twice."""
+    stream is read by two windows (``LakeStatistics.repeats``), so no window can hold one twice."""
     max_range = max((w.window.range_ms * MS for w in query.windows
                      if isinstance(w.window, ast.TimeWindow)), default=None)
     if tagged is None:
@@ -218,9 +218,9 @@ class Spans:
         return self.to_windows(times, "ts", "ts", []).groupBy("_win").agg(F.min("_open").alias("_open"))
 
     def active_of(self, spark, times: Iterable[int]) -> DataFrame:
-        """``active`` from the slice's distinct times (µs) read on the driver (``Lake.times``),
-        as a local relation: no scan of the slice, no shuffle and no cached plan in the job
-        (a day of CityBench has 288 times and 288 closes). The closes of a time are
+        """``active`` from the slice's distinct times (µs) read on the driver
+        (``LakeStatistics.times``), as a local relation: no scan of the slice, no shuffle and no
+        cached plan in the job (a day of CityBench has 288 times and 288 closes). The closes of a time are
         ``_time_window``'s for ``lo = hi = ts``, in integers."""
         rng, base, grid, t0 = self.range_us, self.sched.first_close, self.sched.step, self.sched.t0
         first = max(0, -((base - t0 - rng) // grid))

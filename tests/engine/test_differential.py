@@ -248,8 +248,9 @@ def test_a_triple_at_several_times_is_one_solution_in_each_window_that_holds_the
                                                                                   monkeypatch):
     """Solutions go to sliding windows (``optimize.window_solutions``); a window holds a triple
     that arrives at 0, 600 and 1300 ms once, so it has each solution once (the slice repeats a
-    triple, told by ``Lake.repeats`` or, from ``planner.FACTS_ON_DRIVER_BELOW_ROWS`` rows on, by
-    ``windows.with_repeats``), and a join partner 1900 ms later shares only some windows."""
+    triple, told by ``LakeStatistics.repeats`` or, from ``planner.FACTS_ON_DRIVER_BELOW_ROWS``
+    rows on, by ``windows.with_repeats``), and a join partner 1900 ms later shares only some
+    windows."""
     if repeats_by == "spark":
         monkeypatch.setattr(planner, "FACTS_ON_DRIVER_BELOW_ROWS", 0)
     a0, a1, a2, p0, p1, val = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "p0", "p1", "val"))
@@ -310,8 +311,8 @@ def test_a_band_joins_bucket_meets_every_time_within_range(wide, spark):
                                                 ("[RANGE 500ms STEP 500ms]", 70_000, (None, 4_000_000))],
                          ids=["sliding", "sliding_t0_bounded", "tumbling_after", "tumbling_t0_until"])
 def test_the_windows_with_data_from_the_drivers_times_are_sparks(window, t0, bounds, spark):
-    """``Spans.active_of`` (the closes of the slice's times, on the driver, from ``Lake.times``)
-    gives the windows and opens ``Spans.active`` computes in Spark: uneven times, several at a
+    """``Spans.active_of`` (the closes of the slice's times, on the driver, from
+    ``LakeStatistics.times``) gives the windows and opens ``Spans.active`` computes in Spark: uneven times, several at a
     time, at and beside every close and window edge, the first windows before t0 + RANGE, and
     the run's interval cutting the closes."""
     from rsp_jobs.algebra.schedule import schedule
@@ -360,8 +361,8 @@ def test_min_and_max_are_the_least_and_greatest_by_order_by(skip, tmp_path, spar
 @pytest.mark.parametrize("case", ["background_classes", "background_join"])
 def test_a_pattern_the_slice_cannot_match_reads_the_background_alone(case, skip, tmp_path, background_file, spark,
                                                                     monkeypatch):
-    """The slice's triples name ex:p0 and rdf:type with ex:Odd only (``Lake.vocabulary``), so
-    ``?x a ex:Even``, ``ex:label`` and ``ex:kind`` match the background alone, ``?y a ex:Odd``
+    """The slice's triples name ex:p0 and rdf:type with ex:Odd only
+    (``LakeStatistics.vocabulary``), so ``?x a ex:Even``, ``ex:label`` and ``ex:kind`` match the background alone, ``?y a ex:Odd``
     and ``?y a ?c`` both (ex:a2 is Odd in the stream only): the answers are rdflib's over each
     window with the background, whether solutions or triples go to windows."""
     a0, a1, a2, a3, p0 = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "a3", "p0"))

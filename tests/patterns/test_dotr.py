@@ -14,6 +14,7 @@ import pytest
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.language.rules import parse_rule
 from rsp_jobs.spark.background import Background
@@ -110,7 +111,7 @@ def run(lake, spark, text, after=None, until=None, consumed=frozenset(), backgro
     start = None if after is None else T0 + timedelta(microseconds=after - rule.bound_us - T0_US)
     end = None if until is None else T0 + timedelta(microseconds=until - T0_US + 1)
     frame = lake.read(spark, rule.streams, start, end)
-    with as_a_batch(spark, lake.rows(rule.streams, start, end)):
+    with as_a_batch(spark, LakeStatistics(lake).rows(rule.streams, start, end)):
         found, consumed = evaluate_rule(rule, frame, background or Background(), after, until, consumed)
     return [m.to_json() for m in found], consumed  # the shape the brute-force reference gives
 
@@ -223,7 +224,7 @@ def together_and_apart(lake, spark, texts, stream=GENERATED):
     rules = [compile(HEAD.replace("{stream}", stream) + text, f"rule{i}.dotr") for i, text in enumerate(texts)]
     frame = lake.read(spark, rules[0].streams)
     merged, apart = compile_rule_set(rules), compile_rule_set(rules, skip=SET_RULES_APART)
-    with as_a_batch(spark, lake.rows(rules[0].streams, None, None)):
+    with as_a_batch(spark, LakeStatistics(lake).rows(rules[0].streams, None, None)):
         got, want = ([([m.to_json() for m in ms], c)
                       for ms, c in evaluate_rules(plan, frame, [Background()] * len(rules))]
                      for plan in (merged, apart))

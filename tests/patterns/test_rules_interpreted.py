@@ -1,5 +1,5 @@
 """A small batch runs on Spark's interpreted expressions, a large one on its generated code
-(``session.batch_settings``, by the rows ``Lake.rows`` counts): DOTR's benchmark rules
+(``session.batch_settings``, by the rows ``LakeStatistics.rows`` counts): DOTR's benchmark rules
 (``rsp_jobs.bench.patterns``, Margara et al. 2018 §5) find the same matches either way, and
 so does a rule evaluated on its own."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.engine import Interval, match, match_rules
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.physical.planner import INTERPRETED_BELOW_ROWS
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.times import to_us
 
 MINUTES, PER_SECOND, RULES = 3, 5, 3
@@ -34,7 +35,7 @@ def _matches(each) -> list:
 
 def test_rules_match_alike_interpreted_and_compiled(scenario, monkeypatch):
     lake, files, rules = scenario
-    assert lake.rows([patterns.STREAM]) < INTERPRETED_BELOW_ROWS
+    assert LakeStatistics(lake).rows([patterns.STREAM]) < INTERPRETED_BELOW_ROWS
     origin = to_us(patterns.START)
     interval = Interval(origin - 1, origin + MINUTES * 60 * patterns.S)
     interpreted = _matches(match_rules(compile_rule_set(rules), lake, files, interval))

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from rsp_jobs.ingest.lake import project_lake
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.ingest import ingest_landing, loadable_suffixes
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Frame, IngestedFile
 
@@ -55,7 +56,8 @@ def assert_loaded_whole(report, landing: Path) -> None:
     assert (report.status, report.frames, report.triples, report.duplicates, report.quarantined) == \
         ("loaded", FRAMES, FRAMES, 0, 0)
     assert stored(db.engine()) == (FRAMES, 1)
-    assert len(project_lake().times([STREAM])) == FRAMES and project_lake().rows([STREAM]) == FRAMES
+    stats = LakeStatistics(project_lake())
+    assert len(stats.times([STREAM])) == FRAMES and stats.rows([STREAM]) == FRAMES
     assert (landing / "loaded" / "a.nq").read_text() == frames_text(0, FRAMES)
     assert not (landing / "a.nq").exists()
 
@@ -106,7 +108,7 @@ def test_a_file_that_grows_while_it_is_read_is_not_marked_loaded(home, data_dir,
     assert "a.nq: changed while it was read" in caplog.text and "left for the next run" in caplog.text
     assert path.is_file() and not (landing / "loaded").exists()
     assert stored(db.engine()) == (0, 0)  # the store rolled back ...
-    assert project_lake().rows([STREAM]) == 0  # ... and so did the lake
+    assert LakeStatistics(project_lake()).rows([STREAM]) == 0  # ... and so did the lake
 
     monkeypatch.setattr(gate, "check_input_batch", check)
     (report,) = ingest_landing(STREAM).files

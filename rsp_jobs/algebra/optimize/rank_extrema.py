@@ -11,9 +11,9 @@ This rule finds those arguments: a MIN or MAX of a variable that only triple pat
 constant predicate bind, at the subject or the object (no BIND, no aggregate of a subquery).
 Each of its values is then such a term of a triple in the window or in the background: the
 terms at that place of the triples with that predicate, which the engine reads from the
-lake's files and the background graphs (``Lake.terms``, ``Background.terms``). Where it cannot
-(under entailment a window holds derived triples; a slice too large to read on the driver;
-more terms than a local relation holds) the aggregate sorts as before."""
+lake's files and the background graphs (``LakeStatistics.terms``, ``Background.terms``). Where
+it cannot (under entailment a window holds derived triples; a slice too large to read on the
+driver; more terms than a local relation holds) the aggregate sorts as before."""
 from __future__ import annotations
 
 from dataclasses import replace
