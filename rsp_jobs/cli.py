@@ -517,7 +517,7 @@ def cmd_query(args) -> int:
 
 def cmd_explain(args) -> int:
     from rsp_jobs.algebra.explain import explain
-    from rsp_jobs.algebra.rules import RulePlan
+    from rsp_jobs.algebra.dotr import RulePlan
     from rsp_jobs.compiler import compile_file, compile_rule_set
     from rsp_jobs.errors import InputError
 

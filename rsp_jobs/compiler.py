@@ -15,11 +15,11 @@ from typing import Iterable, Optional, Union
 
 from rsp_jobs.algebra.optimize import optimize
 from rsp_jobs.algebra.plan import PatternQuery, WindowQuery
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.language import tasparql
 from rsp_jobs.language.parser import parse_query
-from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.language.dotr import parse_rule
 from rsp_jobs.textfile import read_text
 
 OneTimeQuery = tasparql.Query

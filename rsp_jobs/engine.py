@@ -17,7 +17,7 @@ from typing import Iterator, Optional, Sequence
 
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.physical import planner

@@ -1,5 +1,5 @@
 """One traversal for every tree the compiler builds: the C-SPARQL/EP-SPARQL and DOTR syntax
-trees (``language.ast``, ``language.rules``), the TA-SPARQL one (``language.tasparql``) and the
+trees (``language.ast``, ``language.dotr``), the TA-SPARQL one (``language.tasparql``) and the
 logical plan (``algebra.plan``). They are all frozen dataclasses, so a node's children are the
 dataclasses in its fields, directly or inside tuples (``Group.keys`` holds pairs): one generic
 walk replaces a walker per node family, and a rewrite rebuilds only what changed.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsp_jobs.algebra.plan import PatternQuery, WindowQuery
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.dotr import RulePlan
 from rsp_jobs.compiler import OneTimeQuery, compile, compile_file, is_pattern
 from rsp_jobs.settings import REPO_ROOT
 

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Union
 
 from rsp_jobs.algebra import plan as P
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 from rsp_jobs.language import ast
 from rsp_jobs.tree import children, is_node
 

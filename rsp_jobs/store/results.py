@@ -35,7 +35,7 @@ RSP = "urn:rsp:ns:"
 
 class ContinuousQuery(Protocol):
     """What the store reads of a compiled query: an ``rsp_jobs.algebra.plan.ContinuousQuery``
-    or a DOTR rule (``rsp_jobs.language.rules.Rule``). Named here so the store does not import
+    or a DOTR rule (``rsp_jobs.language.dotr.Rule``). Named here so the store does not import
     the engine's layers; ``store_evaluation`` of a window evaluation also reads ``windows``
     (each with its ``stream``) for the input frames the windows could see."""
 

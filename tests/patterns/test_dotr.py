@@ -16,7 +16,7 @@ from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.compiler import compile, compile_rule_set
-from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.language.dotr import parse_rule
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule, evaluate_rules
 from tests.patterns import dotr_reference as ref

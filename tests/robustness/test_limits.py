@@ -9,7 +9,7 @@ from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language.diagnostics import MAX_DEPTH
 from rsp_jobs.language.parser import MAX_COUNT, parse_query
 from rsp_jobs.times import MAX_DURATION_MS, parse_duration
-from rsp_jobs.language.rules import parse_rule
+from rsp_jobs.language.dotr import parse_rule
 from rsp_jobs.language.tasparql import parse as parse_tasparql
 
 HEAD = "REGISTER QUERY q AS\nSELECT ?s\nFROM STREAM <http://ex.org/s> "

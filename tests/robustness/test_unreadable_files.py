@@ -11,7 +11,7 @@ import pytest
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.language.parser import parse_query_file
-from rsp_jobs.language.rules import parse_rule_file
+from rsp_jobs.language.dotr import parse_rule_file
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.store import db

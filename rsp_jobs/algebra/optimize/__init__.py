@@ -19,7 +19,7 @@ from rsp_jobs.algebra.optimize.share_event_queries import share_event_queries
 from rsp_jobs.algebra.optimize.share_events_across_rules import share_events_across_rules
 from rsp_jobs.algebra.optimize.share_events_differing_in_an_iri import share_events_differing_in_an_iri
 from rsp_jobs.algebra.optimize.window_solutions import window_solutions
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 
 # rules over a window query's or a pattern's plan
 QUERY_RULES = (order_joins, bound_join_keys, prune_predicates, window_solutions, rank_extrema)

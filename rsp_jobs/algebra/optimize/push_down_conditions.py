@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.dotr import RulePlan
 
 
 def push_down_conditions(plan: RulePlan) -> RulePlan:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rsp_jobs.algebra.rules import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 
 
 def share_candidates_across_alike_rules(plan: RuleSetPlan) -> RuleSetPlan:

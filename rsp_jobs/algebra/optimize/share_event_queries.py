@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence, TypeVar
 
-from rsp_jobs.algebra.rules import RulePlan
+from rsp_jobs.algebra.dotr import RulePlan
 
 E = TypeVar("E")
 

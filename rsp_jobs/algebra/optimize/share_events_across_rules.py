@@ -2,14 +2,14 @@
 each distinct event SELECT: its facts go to every rule and label that asked for it (ten
 sequence rules over eleven event types evaluate eleven SELECTs, not twenty). DOTR §5 does the
 same for its benchmark, merging "SPARQL queries that differ only for their FILTER part"; here
-an event's FILTER that reads another event is already a rule condition (``language.rules``),
+an event's FILTER that reads another event is already a rule condition (``language.dotr``),
 so such queries are equal."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 from rsp_jobs.algebra.optimize.share_event_queries import merge_equal_queries
-from rsp_jobs.algebra.rules import RuleSetPlan
+from rsp_jobs.algebra.dotr import RuleSetPlan
 
 
 def share_events_across_rules(plan: RuleSetPlan) -> RuleSetPlan:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Optional
 
 from rsp_jobs.algebra import plan as P
-from rsp_jobs.algebra.rules import RuleSetPlan, SharedEvent
+from rsp_jobs.algebra.dotr import RuleSetPlan, SharedEvent
 from rsp_jobs.language import ast
 from rsp_jobs.tree import walk
 

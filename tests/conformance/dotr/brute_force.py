@@ -2,7 +2,7 @@
 ESWC 2018, §3 and §4), to check the engine against.
 
 It reads the rule's syntax tree for its structure (labels, policies, scopes, the texts of its
-queries and conditions; ``rsp_jobs.language.rules``), never the engine's algebra or Spark code,
+queries and conditions; ``rsp_jobs.language.dotr``), never the engine's algebra or Spark code,
 and evaluates every step the way the paper describes it, with rdflib doing all SPARQL:
 
 1. *Ontological reasoning* (§3 "the enriched dynamic knowledge, comprising the content of any
@@ -44,7 +44,7 @@ from rdflib import Graph, Literal, URIRef
 from rdflib.namespace import XSD
 
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import Rule, Within
+from rsp_jobs.language.dotr import Rule, Within
 from rsp_jobs.terms import ast_to_nt, nt_to_rdflib, to_nt
 
 Triple = tuple[str, str, str]

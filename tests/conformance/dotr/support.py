@@ -15,7 +15,7 @@ from typing import Optional
 
 from rdflib import Graph
 
-from rsp_jobs.algebra.rules import RulePlan as Rule
+from rsp_jobs.algebra.dotr import RulePlan as Rule
 from rsp_jobs.compiler import compile
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.rules import evaluate_rule

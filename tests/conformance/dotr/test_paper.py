@@ -193,7 +193,7 @@ def test_the_rule_grammar_has_no_lalr_conflicts(caplog):
     `between`): lark would resolve a shift/reduce conflict silently, as a shift."""
     from lark import Lark
 
-    from rsp_jobs.language.rules import _GRAMMAR
+    from rsp_jobs.language.dotr import _GRAMMAR
 
     with caplog.at_level("DEBUG", logger="lark"):
         Lark.open(str(_GRAMMAR), parser="lalr", debug=True)
