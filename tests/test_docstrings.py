@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["rsp_jobs.compiler", "rsp_jobs.results", "rsp_jobs.tree", "rsp_jobs.times", "rsp_jobs.reasoning.entailment"]
+MODULES = ["rsp_jobs.compiler", "rsp_jobs.results", "rsp_jobs.tree", "rsp_jobs.times", "rsp_jobs.reasoning.entailment",
+           "rsp_jobs.language.ast"]
 
 
 @pytest.mark.parametrize("name", MODULES)

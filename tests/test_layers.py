@@ -78,7 +78,8 @@ LEAVES = {"rsp_jobs.times": {"rsp_jobs.errors"},
 # (module, what it imports) -> why the backwards import stays for now
 PENDING = {
     ("rsp_jobs.terms", "rsp_jobs.language.ast"):
-        "terms.ast_to_nt and ast_to_rdflib turn the AST's constants into terms; they are to move to the language",
+        "terms.ast_to_nt and ast_to_rdflib (deferred imports) for the Spark modules being rewritten "
+        "(rsp_jobs.spark.evaluate, events, rules); they are to call rsp_jobs.language.ast.to_nt and to_rdflib",
     ("rsp_jobs.reasoning.entailment", "rsp_jobs.spark.local"):
         "reasoning.entailment.entail builds Spark plans; it is to move to rsp_jobs.spark",
     ("rsp_jobs.reasoning.entailment", "pyspark.sql"):

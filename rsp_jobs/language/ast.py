@@ -10,10 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+import rdflib
+
+from rsp_jobs import terms
 from rsp_jobs.times import duration_text
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+XSD = terms.XSD
+RDF_TYPE = terms.RDF_TYPE
 # C-SPARQL's function namespace: `PREFIX f: <http://larkc.eu/csparql/sparql/jena/ext#>` then f:timestamp
 CSPARQL_FUNCTIONS = "http://larkc.eu/csparql/sparql/jena/ext#"
 
@@ -65,6 +68,29 @@ class BNode:
 
 
 Term = Union[Var, IRI, Literal, BNode]
+
+
+def to_rdflib(term: Term) -> rdflib.term.Node:
+    """A constant of the query as an rdflib term (normalised the way data terms are)."""
+    if isinstance(term, IRI):
+        return rdflib.URIRef(term.value)
+    if isinstance(term, Literal):
+        if term.lang:
+            return rdflib.Literal(term.lexical, lang=term.lang)
+        datatype = rdflib.URIRef(term.datatype) if term.datatype else None
+        return rdflib.Literal(term.lexical, datatype=datatype)
+    if isinstance(term, BNode):
+        return rdflib.BNode(term.label)
+    raise TypeError(f"not a constant: {term!r}")
+
+
+def to_nt(term: Term) -> str:
+    """A constant of the query as N-Triples text, exactly as the lake holds the same term.
+
+    >>> to_nt(Literal("1", XSD + "integer"))
+    '"1"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    """
+    return terms.to_nt(to_rdflib(term))
 
 
 # ---------------------------------------------------------------------------------- expressions

@@ -63,7 +63,7 @@ class Clause:
 def compile_rules(rules: Sequence[DatalogRule]) -> tuple[Clause, ...]:
     """The parsed rules (``language/datalog.py``) as clauses over N-Triples text."""
     def term(t: ast.Term) -> str:
-        return f"?{t.name}" if isinstance(t, ast.Var) else terms.ast_to_nt(t)
+        return f"?{t.name}" if isinstance(t, ast.Var) else ast.to_nt(t)
 
     def atom(t: ast.TriplePattern) -> Atom:
         return Atom(term(t.subject), term(t.predicate), term(t.object))

@@ -103,7 +103,7 @@ class Background:
         """The terms (N-Triples) at ``position`` (``s`` or ``o``) of the triples with
         ``predicate`` (N-Triples) in every background graph (``optimize.rank_extrema``)."""
         rows = _rows(self._visible(None) + self._visible(ast.Var("g")),
-                     (None, terms.ast_to_rdflib(ast.IRI(predicate[1:-1])), None))
+                     (None, ast.to_rdflib(ast.IRI(predicate[1:-1])), None))
         return {row[1] if position == "s" else row[3] for row in rows}
 
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
@@ -169,7 +169,7 @@ def _kept(cache: dict, size: int, key: tuple, graphs: list, make):
 
 def _constants(triple: ast.TriplePattern) -> tuple:
     """A pattern as rdflib's ``triples`` takes it: its constants, None for a variable."""
-    return tuple(None if isinstance(t, (ast.Var, ast.BNode)) else terms.ast_to_rdflib(t)
+    return tuple(None if isinstance(t, (ast.Var, ast.BNode)) else ast.to_rdflib(t)
                  for t in (triple.subject, triple.predicate, triple.object))
 
 

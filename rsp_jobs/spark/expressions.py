@@ -103,9 +103,9 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
             return Value(col, *scope.numbers[expr.name])
         return Value(col if col is not None else F.lit(None).cast("string"))
     if isinstance(expr, (ast.IRI, ast.Literal)):
-        text = T.ast_to_nt(expr)
+        text = ast.to_nt(expr)
         value = Value(F.lit(text), iri=isinstance(expr, ast.IRI))
-        rdf = T.ast_to_rdflib(expr)
+        rdf = ast.to_rdflib(expr)
         number = T.numeric_value(rdf)
         if number is not None:
             rank = T.NUMERIC_RANK[str(rdf.datatype)]

@@ -62,7 +62,7 @@ def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: 
             return F.col(vcol(term.name)) if term.name in names else F.lit(None).cast("string")
         if isinstance(term, ast.BNode):
             return F.concat(F.lit("_:b"), F.substring(solution_id, 1, 16), F.lit("_" + term.label))
-        return F.lit(terms.ast_to_nt(term))
+        return F.lit(ast.to_nt(term))
 
     triples = []
     for t in template:
@@ -81,7 +81,7 @@ def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, nam
     stream triples and the background), per window. Reifications are not followed."""
     spark = evaluator.spark
     parts = [rows.select(WIN, F.col(vcol(n)).alias("_r")) for n in names]
-    parts += [evaluator.active.select(WIN, F.lit(terms.ast_to_nt(iri)).alias("_r")) for iri in query.described]
+    parts += [evaluator.active.select(WIN, F.lit(ast.to_nt(iri)).alias("_r")) for iri in query.described]
     if not parts:
         return spark.createDataFrame([], f"{WIN} long, line string")
     resources = parts[0]

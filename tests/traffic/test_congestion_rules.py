@@ -36,7 +36,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.compiler import compile
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.spark.background import load_graph
-from rsp_jobs.terms import ast_to_nt, to_nt
+from rsp_jobs.terms import to_nt
 from tests.patterns import dotr_reference as dotr_ref
 from tests.conformance.epsparql import brute_force as ep_ref
 
@@ -152,7 +152,7 @@ def plan_triples(node) -> list[ast.TriplePattern]:
 
 def pattern_constants(patterns: list[ast.TriplePattern]) -> list[tuple]:
     """Each pattern as (s, p, o) N-Triples constants, None for a variable or blank node."""
-    return [tuple(None if isinstance(term, (ast.Var, ast.BNode)) else ast_to_nt(term)
+    return [tuple(None if isinstance(term, (ast.Var, ast.BNode)) else ast.to_nt(term)
                   for term in (t.subject, t.predicate, t.object)) for t in patterns]
 
 

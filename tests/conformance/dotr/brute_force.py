@@ -45,7 +45,7 @@ from rdflib.namespace import XSD
 
 from rsp_jobs.language import ast
 from rsp_jobs.language.dotr import Rule, Within
-from rsp_jobs.terms import ast_to_nt, nt_to_rdflib, to_nt
+from rsp_jobs.terms import nt_to_rdflib, to_nt
 
 Triple = tuple[str, str, str]
 _REFERENCE = re.compile(r"(?<![\w?$:/#.])([A-Za-z][A-Za-z0-9_]*)\.\?(\w+)")
@@ -99,11 +99,11 @@ def enrich(triples: set[Triple], background: set[Triple], rule: Rule, regime: st
 
 
 def _sparql_term(term: ast.Term) -> str:
-    return f"?{term.name}" if isinstance(term, ast.Var) else ast_to_nt(term)
+    return f"?{term.name}" if isinstance(term, ast.Var) else ast.to_nt(term)
 
 
 def _ground(term: ast.Term, row):
-    return row[term.name] if isinstance(term, ast.Var) else nt_to_rdflib(ast_to_nt(term))
+    return row[term.name] if isinstance(term, ast.Var) else nt_to_rdflib(ast.to_nt(term))
 
 
 # ------------------------------------------------------------------------------ 2. facts
@@ -279,7 +279,7 @@ def _output(rule: Rule, env: dict[str, Fact], values: dict[str, Optional[str]]) 
                 label, var = t.name.split("\u00b7")
                 return env[label].get(var)
             return values[t.name] if t.name in values else f"_:new/{t.name}"
-        return ast_to_nt(t)
+        return ast.to_nt(t)
     lines = set()
     for t in rule.template:
         s, p, o = term(t.subject), term(t.predicate), term(t.object)

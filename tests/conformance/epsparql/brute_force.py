@@ -41,7 +41,7 @@ from rdflib import Literal
 
 from rsp_jobs.language import ast
 from rsp_jobs.language.parser import parse_query
-from rsp_jobs.terms import ast_to_nt, nt_to_json, nt_to_rdflib
+from rsp_jobs.terms import nt_to_json, nt_to_rdflib
 
 XSD = ast.XSD
 DURATIONS = {XSD + "duration", XSD + "dayTimeDuration", XSD + "yearMonthDuration"}
@@ -156,7 +156,7 @@ def _instantiate(q: ast.Query, s: Sol) -> list[str]:
             return mu.get(term.name)
         if isinstance(term, ast.BNode):
             return f"_:b{stamp}_{term.label}"
-        return ast_to_nt(term)
+        return ast.to_nt(term)
 
     lines = set()
     for t in q.template:
@@ -267,7 +267,7 @@ class _Eval:
                     name = term.name if isinstance(term, ast.Var) else "_:" + term.label
                     ok = ok and mu.setdefault(name, value) == value
                 else:
-                    ok = ok and ast_to_nt(term) == value
+                    ok = ok and ast.to_nt(term) == value
             if ok:
                 out.add(Sol(frozenset(mu.items()), ta, tw, ev))
         return out
@@ -385,9 +385,9 @@ def _value(expr, s: Sol):
     if isinstance(expr, ast.Var):
         return _from_nt(dict(s.mu)[expr.name])
     if isinstance(expr, ast.Literal):
-        return _from_nt(ast_to_nt(expr))
+        return _from_nt(ast.to_nt(expr))
     if isinstance(expr, ast.IRI):
-        return ast_to_nt(expr)
+        return ast.to_nt(expr)
     if isinstance(expr, ast.UnaryOp):
         v = _value(expr.operand, s)
         if expr.op == "!":
