@@ -24,7 +24,7 @@ from rsp_jobs.physical import planner
 from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.reasoning.entailment import WINDOW_KEY, entail
+from rsp_jobs.spark.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms

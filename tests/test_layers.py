@@ -80,10 +80,9 @@ PENDING = {
     ("rsp_jobs.terms", "rsp_jobs.language.ast"):
         "terms.ast_to_nt and ast_to_rdflib (deferred imports) for the Spark modules being rewritten "
         "(rsp_jobs.spark.evaluate, events, rules); they are to call rsp_jobs.language.ast.to_nt and to_rdflib",
-    ("rsp_jobs.reasoning.entailment", "rsp_jobs.spark.local"):
-        "reasoning.entailment.entail builds Spark plans; it is to move to rsp_jobs.spark",
-    ("rsp_jobs.reasoning.entailment", "pyspark.sql"):
-        "reasoning.entailment.entail builds Spark plans; it is to move to rsp_jobs.spark",
+    ("rsp_jobs.reasoning.entailment", "rsp_jobs.spark.entailment"):
+        "reasoning.entailment.entail (a deferred import) for rsp_jobs.spark.rules, being rewritten; "
+        "it is to import rsp_jobs.spark.entailment.entail",
 }
 # a module's former name -> the only modules that may still import it (they are being rewritten)
 FORMER_NAMES = {"rsp_jobs.language.rules": {"rsp_jobs.spark.rules"},  # now rsp_jobs.language.dotr

@@ -92,7 +92,8 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     from rsp_jobs import compiler
     from rsp_jobs.engine import Interval, evaluate
     from rsp_jobs.ingest.lake import Lake
-    from rsp_jobs.reasoning.entailment import Schema, closed, entail
+    from rsp_jobs.reasoning.entailment import Schema, closed
+    from rsp_jobs.spark.entailment import entail
     from rsp_jobs.spark.session import get_spark
     from rsp_jobs.terms import nt_to_rdflib
 

@@ -13,13 +13,13 @@ Plain Python, semi-naive (each round joins only what the previous round added, t
 the instant's and the background's indexes). Why not Spark: an instant is one graph of a few
 triples to a few thousand, and the rules' joins are index look-ups on the closed background;
 a Spark job per instant or a self-join per rule and round would cost more than the reasoning
-(``rsp_jobs.reasoning.entailment`` collects its per-frame transitive closures for the same
+(``rsp_jobs.spark.entailment`` collects its per-frame transitive closures for the same
 reason). The background's own consequences are computed once (``closure`` with no background)
 and become background: an instant derives only what needs one of its own triples.
 
 A regime (RDFS, RDFS++) combines with user rules as more clauses (``regime_clauses``): those of
-``entailment.entail``, applied to what the user rules derive, so the instant's closure is the
-least fixpoint of both (``spark/datalog.py``).
+``rsp_jobs.spark.entailment.entail``, applied to what the user rules derive, so the instant's
+closure is the least fixpoint of both (``spark/datalog.py``).
 
 Triples are N-Triples text ``(s, p, o)``; in a clause a term starting with ``?`` is a variable.
 A derived triple that is not RDF (a literal subject, a predicate that is not an IRI) is not
