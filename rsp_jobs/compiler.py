@@ -1,6 +1,7 @@
 """The compiler's one entry: text → syntax tree → logical plan → optimized plan, for every
 language the platform reads. The Spark evaluators (``rsp_jobs.engine``) and the store's
-one-time queries (``rsp_jobs.store.tasparql``) then only execute what this returns.
+one-time queries (``rsp_jobs.store.tasparql``, through its SQL generator) then only execute what
+this returns.
 
     >>> query = compile("REGISTER QUERY q AS SELECT ?s FROM STREAM <urn:s> [RANGE 1m STEP 10s] "
     ...                 "WHERE { ?s <urn:p> ?o }")
@@ -16,13 +17,13 @@ from typing import Iterable, Optional, Union
 from rsp_jobs.algebra.optimize import optimize
 from rsp_jobs.algebra.plan import PatternQuery, WindowQuery
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
+from rsp_jobs.algebra.tasparql import OneTimeQuery, plan as plan_one_time
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.language import tasparql
 from rsp_jobs.language.parser import parse_query
 from rsp_jobs.language.dotr import parse_rule
 from rsp_jobs.textfile import read_text
 
-OneTimeQuery = tasparql.Query
 # what compile returns: a C-SPARQL window query, an EP-SPARQL pattern, a DOTR rule, or a
 # one-time TA-SPARQL query over the frame store
 CompiledQuery = Union[WindowQuery, PatternQuery, RulePlan, OneTimeQuery]
@@ -42,7 +43,7 @@ def compile(text: str, source: str = "<query>", language: Optional[str] = None,
     language = language or LANGUAGES.get(Path(source).suffix.lower(), "rsp")
     skip = _skipped(skip)
     if language == "tasparql":
-        return tasparql.parse(text, source)
+        return plan_one_time(tasparql.parse(text, source))
     if language == "dotr":
         return optimize(plan_rule(parse_rule(text, source)), skip)
     if language != "rsp":

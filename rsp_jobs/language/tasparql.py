@@ -1,10 +1,11 @@
 """TA-SPARQL text → syntax tree (Rodriguez, McGrath, Liu, Myers, SSN 2009, §6 and Table 2).
 
 The grammar is ``tasparql.lark``, which shares its SPARQL terminals with the C-SPARQL and DOTR
-grammars; ``rsp_jobs/store/tasparql.py`` translates the tree into one SQL SELECT over the frame
-store. Terms are kept as the store writes them (N-Triples text, through rdflib), frame variables
-and their selectors are collected once per query, and every problem is a QuerySyntaxError naming
-line and column.
+grammars. The tree is frozen dataclasses and tuples, never changed once built;
+``rsp_jobs.algebra.tasparql`` plans it and ``rsp_jobs/store/sql/`` writes the plan as SQL over the
+frame store. Terms are kept as the store writes them (N-Triples text, through rdflib), frame
+variables and their selectors are collected once per query, and every problem is a
+QuerySyntaxError naming line and column.
 """
 from __future__ import annotations
 
@@ -183,26 +184,33 @@ class Item:
     pos: Pos
 
 
-@dataclass
+@dataclass(frozen=True)
 class BasicPattern:
     """Frame, stream-membership, timestamp, link and time-invariant patterns, all joined: the
     triples of a group that no OPTIONAL or UNION separates."""
 
-    triples: list[Triple] = field(default_factory=list)
-    memberships: list[Membership] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    invariants: list[Invariant] = field(default_factory=list)
-    stamps: list[Stamp] = field(default_factory=list)
+    triples: tuple[Triple, ...] = ()
+    memberships: tuple[Membership, ...] = ()
+    links: tuple[Link, ...] = ()
+    invariants: tuple[Invariant, ...] = ()
+    stamps: tuple[Stamp, ...] = ()
 
-    def frames(self) -> list[str]:
+    @classmethod
+    def of(cls, patterns) -> "BasicPattern":
+        """The patterns of a group, as written, sorted by kind (each kind keeps its order)."""
+        def kind(k):
+            return tuple(p for p in patterns if isinstance(p, k))
+        return cls(kind(Triple), kind(Membership), kind(Link), kind(Invariant), kind(Stamp))
+
+    def frames(self) -> tuple[str, ...]:
         """The frame variables this pattern binds, in order of appearance."""
         names = [t.frame for t in self.triples] + [m.frame for m in self.memberships]
         names += [s.frame for s in self.stamps] + [link.frame for link in self.links]
-        return list(dict.fromkeys(names))
+        return tuple(dict.fromkeys(names))
 
-    def extend(self, other: "BasicPattern") -> None:
-        for name in ("triples", "memberships", "links", "invariants", "stamps"):
-            getattr(self, name).extend(getattr(other, name))
+    def patterns(self) -> tuple:
+        """Every pattern, kind by kind (``of``'s inverse, as a nested group merges into its parent)."""
+        return self.triples + self.memberships + self.links + self.invariants + self.stamps
 
 
 @dataclass(frozen=True)
@@ -219,14 +227,14 @@ class OptionalPattern:
     group: "GroupPattern"
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupPattern:
     """``{ ... }``: its elements joined in order (an OptionalPattern left-joins what comes before
     it), then its FILTERs. Nested groups with no OPTIONAL or UNION are merged into their parent,
     FILTERs and all (TA-SPARQL §6, example 6)."""
 
-    elements: list = field(default_factory=list)  # BasicPattern, UnionPattern, OptionalPattern, GroupPattern
-    filters: list = field(default_factory=list)
+    elements: tuple = ()  # BasicPattern, UnionPattern, OptionalPattern, GroupPattern
+    filters: tuple = ()
 
     @property
     def basic(self) -> Optional[BasicPattern]:
@@ -239,25 +247,28 @@ class GroupPattern:
     def flat(self) -> bool:
         return not self.elements or self.basic is not None
 
-    def current(self) -> BasicPattern:
-        """The BasicPattern that triples written next belong to."""
-        if not self.elements or not isinstance(self.elements[-1], BasicPattern):
-            self.elements.append(BasicPattern())
-        return self.elements[-1]
+
+@dataclass(frozen=True)
+class FrameVariable:
+    """A frame variable of the query (or one made for ``<stream>[sel]``) and its selector: one
+    selector per variable, query-wide; None is ``[*]``."""
+
+    name: str
+    pos: Pos
+    selector: Optional[Selector]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Query:
     """A one-time TA-SPARQL SELECT over the frame store."""
 
     distinct: bool
-    items: list[Item]
-    frames: dict[str, Pos]  # frame variables, in order of appearance
-    selectors: dict[str, Selector]
+    items: tuple[Item, ...]
+    frames: tuple[FrameVariable, ...]  # in order of appearance
     where: GroupPattern
-    group_by: Optional[list[Any]]
+    group_by: Optional[tuple[Any, ...]]
     having: Optional[Any]
-    order_by: list[tuple[Any, bool]]
+    order_by: tuple[tuple[Any, bool], ...]
     limit: Optional[int]
     offset: Optional[int]
     source: str = "<query>"  # the file or argument it came from, for messages
@@ -282,11 +293,9 @@ def parse(text: str, source: str = "<query>") -> Query:
     check_depth(tree, source)
     check_literals(tree, source)
     try:
-        query = _Builder(source).transform(tree)
+        return _Builder(source).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises
         raise err.orig_exc from None
-    query.source = source
-    return query
 
 
 _TERMINAL_NAMES = {
@@ -328,7 +337,7 @@ def _pos(item) -> Pos:
 
 @dataclass
 class _Frames:
-    """The frame variables of a query and their selectors: one per variable, query-wide."""
+    """The frame variables of a query and their selectors, as the builder meets them."""
 
     names: dict[str, Pos] = field(default_factory=dict)
     selectors: dict[str, Selector] = field(default_factory=dict)
@@ -337,7 +346,8 @@ class _Frames:
 
 class _Builder(Transformer):
     """Parse tree → ``Query``: prefixed names expanded, strings unescaped, terms written as the
-    store writes them (through rdflib, ``terms.to_nt``), frame variables and selectors found."""
+    store writes them (through rdflib, ``terms.to_nt``), frame variables and selectors found.
+    What it collects on the way is its own; the tree it returns is frozen."""
 
     def __init__(self, source: str):
         super().__init__(visit_tokens=False)
@@ -362,19 +372,20 @@ class _Builder(Transformer):
         distinct, items, where, group_by, having, order_by, limit_offset = children
         f = self._frames
         if items is None:  # SELECT *: every variable, in order of appearance
-            items = [Item(name, VarRef(name, pos), pos) for name, pos in self._variables.items()
-                     if name not in f.hidden]
+            items = tuple(Item(name, VarRef(name, pos), pos) for name, pos in self._variables.items()
+                          if name not in f.hidden)
         names = set()
         for item in items:
             if item.name in names:
                 raise self._error(item.pos, f"?{item.name} is projected twice")
             names.add(item.name)
         limit, offset = limit_offset or (None, None)
-        return Query(distinct is not None, items, f.names, f.selectors, where, group_by, having, order_by or [],
-                     limit, offset)
+        frames = tuple(FrameVariable(name, pos, f.selectors.get(name)) for name, pos in f.names.items())
+        return Query(distinct is not None, items, frames, where, group_by, having, order_by or (), limit, offset,
+                     self._source)
 
     def select_items(self, children):
-        return children
+        return tuple(children)
 
     def select_all(self, _):
         return None
@@ -403,25 +414,33 @@ class _Builder(Transformer):
     # --------------------------------------------------------------------- patterns
 
     def group(self, children) -> GroupPattern:
-        group = GroupPattern()
+        """Consecutive patterns (triples, GRAPH blocks, merged nested groups) make one
+        BasicPattern; an OPTIONAL, a UNION or a group that has one starts the next."""
+        elements, filters = [], []
+
+        def patterns() -> list:  # the patterns of the BasicPattern being written
+            if not elements or not isinstance(elements[-1], list):
+                elements.append([])
+            return elements[-1]
+
         for child in children:
             if child is None:
                 continue
             if isinstance(child, list):
                 for subject, selector, verb, obj in child:
-                    self._top_level_triple(subject, selector, verb, obj, group.current())
+                    self._top_level_triple(subject, selector, verb, obj, patterns())
             elif isinstance(child, _GraphBlock):
-                group.current().triples.extend(child.triples)
-                group.filters.extend(child.filters)
+                patterns().extend(child.triples)
+                filters.extend(child.filters)
             elif isinstance(child, GroupPattern) and child.flat:
                 if child.basic is not None:
-                    group.current().extend(child.basic)
-                group.filters.extend(child.filters)
+                    patterns().extend(child.basic.patterns())
+                filters.extend(child.filters)
             elif isinstance(child, (GroupPattern, UnionPattern, OptionalPattern)):
-                group.elements.append(child)
+                elements.append(child)
             else:
-                group.filters.append(child)
-        return group
+                filters.append(child)
+        return GroupPattern(tuple(BasicPattern.of(e) if isinstance(e, list) else e for e in elements), tuple(filters))
 
     def group_or_union(self, children):
         return children[0] if len(children) == 1 else UnionPattern(tuple(children))
@@ -429,59 +448,59 @@ class _Builder(Transformer):
     def optional(self, children):
         return OptionalPattern(children[0])
 
-    def _top_level_triple(self, subject, selector, verb, obj, basic: BasicPattern):
+    def _top_level_triple(self, subject, selector, verb, obj, patterns: list):
         """Outside GRAPH (TA-RDF §6, Table 2): a frame in the object (``s p ?x[sel]``) makes a
         time-invariant statement linking to a stream; an IRI with a selector is that stream's
-        frames; an IRI without one a time-invariant resource; a variable subject a frame."""
+        frames; an IRI without one a time-invariant resource; a variable subject a frame.
+        The patterns it makes are added to ``patterns``, the group's current ones."""
         if isinstance(obj, _FrameRef):
-            frame = self._frame_ref(obj, basic)
+            frame = self._frame_ref(obj, patterns)
             if isinstance(subject, Located) and selector is not None:
                 raise self._error(selector.pos, "a statement about two frames is not supported: "
                                                 "select the frame in the subject or in the object")
             if isinstance(subject, Var) and selector is not None:
                 raise self._error(selector.pos, "a statement about two frames is not supported: "
                                                 "select the frame in the subject or in the object")
-            basic.links.append(Link(subject.const if isinstance(subject, Located) else subject,
-                                              verb, frame.name))
+            patterns.append(Link(subject.const if isinstance(subject, Located) else subject, verb, frame.name))
             return
         if isinstance(subject, Located):
             if selector is None:
-                basic.invariants.append(Invariant(subject.const, verb, obj))
+                patterns.append(Invariant(subject.const, verb, obj))
                 return
-            subject = self._frame_ref(_FrameRef(subject, selector), basic)
+            subject = self._frame_ref(_FrameRef(subject, selector), patterns)
             selector = None
         self._frame(subject, selector)
         if verb == Const(f"<{HAS_TIMESTAMP}>"):
             if not isinstance(obj, (Var, LiteralTerm)):
                 raise self._error(subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime")
-            basic.stamps.append(Stamp(subject.name, obj))
+            patterns.append(Stamp(subject.name, obj))
             return
         if verb == Const(f"<{BELONGS_TO}>"):
             if isinstance(obj, LiteralTerm):
                 raise self._error(subject.pos, "dsv:belongsTo takes a stream IRI or a variable")
-            basic.memberships.append(Membership(subject.name, obj))
+            patterns.append(Membership(subject.name, obj))
         else:
-            basic.triples.append(Triple(subject.name, None, verb, obj))
+            patterns.append(Triple(subject.name, None, verb, obj))
 
     def graph_block(self, children):
         var, selector, *rest = children
         frame = self._var(var)
         self._frame(frame, selector)
-        block = _GraphBlock([], [])
+        triples, filters = [], []
         for child in rest:
             if isinstance(child, list):
                 for subject, inner_selector, verb, obj in child:
                     if inner_selector is not None:
                         raise self._error(inner_selector.pos, "a selector inside GRAPH: the frame is "
                                                               f"?{frame.name}, selected after GRAPH")
-                    block.triples.append(Triple(frame.name, subject, verb, obj))
+                    triples.append(Triple(frame.name, subject, verb, obj))
             elif child is not None:
-                block.filters.append(child)
-        return block
+                filters.append(child)
+        return _GraphBlock(tuple(triples), tuple(filters))
 
-    def _frame_ref(self, ref: "_FrameRef", basic: BasicPattern) -> Var:
+    def _frame_ref(self, ref: "_FrameRef", patterns: list) -> Var:
         """The frame variable of ``?x[sel]`` or ``<stream>[sel]`` (a hidden variable, one per
-        stream and selector, that dsv:belongsTo the stream in each pattern that names it)."""
+        stream and selector, that dsv:belongsTo the stream in each group that names it)."""
         if isinstance(ref.term, Var):
             self._frame(ref.term, ref.selector)
             return ref.term
@@ -490,8 +509,8 @@ class _Builder(Transformer):
         self._frames.hidden.add(name)
         self._frame(var, ref.selector)
         membership = Membership(name, ref.term.const)
-        if membership not in basic.memberships:
-            basic.memberships.append(membership)
+        if membership not in patterns:
+            patterns.append(membership)
         return var
 
     def _frame(self, var: Var, selector: Optional[Selector]) -> None:
@@ -590,7 +609,7 @@ class _Builder(Transformer):
     # ---------------------------------------------------------------- modifiers
 
     def group_clause(self, children):
-        return children
+        return tuple(children)
 
     def key_var(self, children):
         return VarRef(children[0][1:], _pos(children[0]))
@@ -602,7 +621,7 @@ class _Builder(Transformer):
         return children[0]
 
     def order_clause(self, children):
-        return children
+        return tuple(children)
 
     def order_condition(self, children):
         if len(children) == 1:
@@ -727,8 +746,8 @@ class _Builder(Transformer):
 class _GraphBlock:
     """A GRAPH block's frame patterns and FILTERs, for the group around it."""
 
-    triples: list
-    filters: list
+    triples: tuple
+    filters: tuple
 
 
 @dataclass(frozen=True)

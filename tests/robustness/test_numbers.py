@@ -236,7 +236,7 @@ def test_spark_decimals_are_exact_in_sums_comparisons_and_arithmetic(tmp_path, s
 # promotes integer < decimal < float < double; a sum of integers is an integer, of decimals a
 # decimal (§18.5.1.3), an average a decimal (§18.5.1.4). TA-SPARQL computes xsd:integer and
 # xsd:decimal values exactly on SQLite and PostgreSQL; floats and doubles stay doubles. A quotient
-# keeps 18 digits after the point, rounded half up (rsp_jobs/store/tasparql.py, "exact numbers").
+# keeps 18 digits after the point, rounded half up (rsp_jobs/store/sql/expressions.py).
 
 DEC, DBL = f"<{XSD}decimal>", f"<{XSD}double>"
 EXACT = {
