@@ -555,7 +555,7 @@ def _physical(compiled, args) -> str:
 
     if not isinstance(compiled, ContinuousQuery) or compiled.pattern:
         raise InputError(f"{args.query_file}: --physical plans window queries; patterns and rules read their "
-                         "streams whole (rsp_jobs.engine.match)")
+                         "streams whole (rsp_jobs.engine.match), and a TA-SPARQL query is one SQL statement")
     stats = planner.SliceOf(args.rows) if args.rows is not None else \
         LakeStatistics(Lake(args.lake) if args.lake else project_lake())
     return planner.plan_windows(compiled, stats, args.after, args.until, entailment=args.entailment).explain()

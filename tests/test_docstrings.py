@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["rsp_jobs.compiler", "rsp_jobs.results", "rsp_jobs.tree", "rsp_jobs.times", "rsp_jobs.reasoning.entailment",
-           "rsp_jobs.language.ast"]
+           "rsp_jobs.language.ast", "rsp_jobs.algebra.tasparql", "rsp_jobs.algebra.tasparql.exact",
+           "rsp_jobs.algebra.tasparql.explain"]
 
 
 @pytest.mark.parametrize("name", MODULES)

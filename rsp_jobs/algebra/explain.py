@@ -1,6 +1,7 @@
 """A plan as text, one operator a line, children indented: what ``rsp explain`` prints and
 what the optimizer's golden files (``tests/fixtures/algebra/*.plan``) hold. Expressions and
-triple patterns are written in SPARQL syntax, so a plan reads like the query it came from."""
+triple patterns are written in SPARQL syntax, so a plan reads like the query it came from; a
+TA-SPARQL plan is written by ``algebra/tasparql/explain.py``."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,11 +9,15 @@ from typing import Union
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.tasparql import OneTimeQuery
+from rsp_jobs.algebra.tasparql.explain import explain as explain_one_time
 from rsp_jobs.language import ast
 from rsp_jobs.tree import children, is_node
 
 
-def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan]) -> str:
+def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan, OneTimeQuery]) -> str:
+    if isinstance(compiled, OneTimeQuery):
+        return explain_one_time(compiled)
     if isinstance(compiled, RuleSetPlan):
         lines = [f"RuleSet {' '.join(r.name for r in compiled.rules)}"]
         for group in compiled.groups:
