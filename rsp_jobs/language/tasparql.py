@@ -130,24 +130,6 @@ class Num:
 
 
 @dataclass(frozen=True)
-class Time:
-    value: datetime
-
-
-@dataclass(frozen=True)
-class TermConst:
-    """An IRI or a non-numeric literal; ``time`` when it is a plain string holding a date-time."""
-
-    nt: str
-    time: Optional[datetime] = None
-
-
-@dataclass(frozen=True)
-class Bool:
-    value: bool
-
-
-@dataclass(frozen=True)
 class VarRef:
     name: str
     pos: Pos
@@ -215,14 +197,14 @@ class BasicPattern:
 
 @dataclass(frozen=True)
 class UnionPattern:
-    """``{ P1 } UNION { P2 } ...``: the solutions of each branch (SPARQL 1.1 §18.2.2.4)."""
+    """``{ P1 } UNION { P2 } ...``: the solutions of each branch (SPARQL 1.1 §18.2.2.6)."""
 
     branches: tuple["GroupPattern", ...]
 
 
 @dataclass(frozen=True)
 class OptionalPattern:
-    """``OPTIONAL { P FILTER(F) }``: LeftJoin(what comes before, P, F) (SPARQL 1.1 §18.2.2.5)."""
+    """``OPTIONAL { P FILTER(F) }``: LeftJoin(what comes before, P, F) (SPARQL 1.1 §18.2.2.6)."""
 
     group: "GroupPattern"
 

@@ -295,12 +295,6 @@ class Types:
         ORDER BY); never inside another one."""
         if isinstance(expr, ast.Num):
             return Number(expr.value, numeral_exact(expr.value, expr.text))
-        if isinstance(expr, ast.Time):
-            return Time(expr.value)
-        if isinstance(expr, ast.Bool):
-            return Boolean(expr.value)
-        if isinstance(expr, ast.TermConst):
-            return Term(expr.nt, expr.time)
         if isinstance(expr, ast.LiteralTerm):
             return constant(expr, self.source)
         if isinstance(expr, ast.Const):
