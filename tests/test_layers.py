@@ -192,11 +192,13 @@ def _describe(group: list[str], cycle: list[str], graph: dict[str, dict[str, int
 
 
 def layer_of(name: str) -> str:
-    """The layer of module ``name``: the one whose member is its longest prefix."""
+    """The layer of module ``name``: the one whose member is its longest prefix (the package
+    itself, ``rsp_jobs``, is only its ``__init__``: a new top-level module must be placed)."""
     best, found = -1, None
     for layer, members in MEMBERS.items():
         for member in members:
-            if (name == member or name.startswith(member + ".")) and len(member) > best:
+            inside = name.startswith(member + ".") and "." in member
+            if (name == member or inside) and len(member) > best:
                 best, found = len(member), layer
     if found is None:
         raise KeyError(name)
