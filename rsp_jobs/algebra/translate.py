@@ -27,6 +27,7 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
     node, variables = _modifiers(query, node)
+    _check_binds(node, query.source)
     reg = query.registration
     kind = reg.kind if reg else "QUERY"
     return (P.PatternQuery if pattern else P.WindowQuery)(
@@ -131,6 +132,40 @@ def _check_aliases(query: ast.Query, items: list[ast.SelectItem]) -> None:
                              f"bound {'in the WHERE clause' if item.var in _in_scope(query.where) else 'before it'}; "
                              "SPARQL 1.1 (section 18.2.1) requires a new one: choose another name")
         bound.add(item.var)
+
+
+def _check_binds(node: P.Node, source: str) -> frozenset[str]:
+    """SPARQL 1.1 section 18.2.1: "The variable introduced by the BIND clause must not have
+    been used in the group graph pattern up to the point of use in BIND" (nor, as a select
+    expression's, be in scope). Checked on the plan, before anything runs, for every Extend of
+    the query and its subqueries; returns the variables ``node``'s solutions may bind, as the
+    evaluators have them (a blank node's label among them)."""
+    if isinstance(node, P.BGP):
+        graph = [node.graph.name] if isinstance(node.graph, ast.Var) and node.triples else []
+        return frozenset(graph).union(*map(P.pattern_vars, node.triples))
+    if isinstance(node, P.Project):
+        _check_binds(node.input, source)
+        return frozenset(v.name for v in node.vars)
+    if isinstance(node, P.Group):
+        _check_binds(node.input, source)
+        return frozenset(v.name for _, v in node.keys + node.aggregates)
+    if isinstance(node, P.Minus):
+        _check_binds(node.right, source)
+        return _check_binds(node.left, source)
+    if isinstance(node, (P.Extend, P.GroupExtend)):
+        bound = _check_binds(node.input, source)
+        if isinstance(node, P.Extend) and node.var.name in bound:
+            raise QueryError(f"{source}: BIND assigns ?{node.var.name}, which is already bound "
+                             "in the group (SPARQL 18.2.1)")
+        return bound | {node.var.name}
+    return frozenset().union(*(_check_binds(child, source) for child in _plan_children(node)))
+
+
+def _plan_children(node: P.Node) -> list[P.Node]:
+    """The operators right below ``node`` (its expressions left out)."""
+    if isinstance(node, (P.Filter, P.ToMultiset, P.OrderBy, P.Distinct, P.Slice)):
+        return [node.input]
+    return [node.left, node.right]  # the joins and Union
 
 
 def _aggregate_clauses(query: ast.Query, node: P.Node) -> P.Node:

@@ -1,0 +1,48 @@
+"""Static checks of the translation to algebra (SPARQL 1.1 section 18.2): a query that breaks a
+scope rule is refused by ``compiler.compile``, before any Spark job; no Spark."""
+from __future__ import annotations
+
+import pytest
+
+from rsp_jobs.compiler import compile
+from rsp_jobs.errors import QueryError
+
+WINDOW = "REGISTER QUERY q AS SELECT * FROM STREAM <urn:s> [RANGE 1m STEP 10s] WHERE {{ {body} }}"
+PATTERN = "REGISTER QUERY p AS SELECT * FROM STREAM <urn:s> WHERE {{ {body} }}"
+ALREADY_BOUND = r"^q\.rsp: BIND assigns \?o, which is already bound in the group \(SPARQL 18\.2\.1\)$"
+
+
+@pytest.mark.parametrize("body", [
+    "?s <urn:p> ?o BIND (1 AS ?o)",
+    "?s <urn:p> ?x OPTIONAL { ?s <urn:q> ?o } BIND (1 AS ?o)",
+    "{ ?s <urn:p> ?o } UNION { ?s <urn:q> ?x } BIND (1 AS ?o)",
+    "?s <urn:p> ?x { SELECT ?o WHERE { ?o <urn:q> ?y BIND (2 AS ?o) } }",
+    "?s <urn:p> ?x BIND (1 AS ?o) BIND (2 AS ?o)",
+])
+def test_compile_refuses_a_bind_of_a_variable_already_in_scope(body):
+    with pytest.raises(QueryError, match=ALREADY_BOUND):
+        compile(WINDOW.format(body=body), "q.rsp")
+
+
+def test_compile_refuses_it_in_an_ep_sparql_pattern():
+    body = "{ ?s <urn:p> ?o } SEQ { ?s <urn:q> ?x } BIND (1 AS ?o)"
+    with pytest.raises(QueryError, match=ALREADY_BOUND):
+        compile(PATTERN.format(body=body), "q.rsp")
+
+
+def test_compile_refuses_it_in_a_dotr_event_select():
+    rule = ("FROM STREAM <urn:s>\ndefine r { ?s a <urn:R> }\n"
+            "from A = [SELECT ?s ?o WHERE { ?s <urn:p> ?o BIND (1 AS ?o) }]\nwith ?s = A.?s\n")
+    with pytest.raises(QueryError, match=r"^r\.dotr: BIND assigns \?o, which is already bound"):
+        compile(rule, "r.dotr")
+
+
+@pytest.mark.parametrize("body", [
+    "?s <urn:p> ?x BIND (1 AS ?o)",                        # ?o is new
+    "BIND (1 AS ?o) ?s <urn:p> ?o",                        # bound after the BIND: a join
+    "?s <urn:p> ?x { ?s <urn:q> ?o } UNION { BIND (1 AS ?o) }",  # another group's scope
+    "?s <urn:p> ?x MINUS { ?s <urn:q> ?o } BIND (1 AS ?o)",  # MINUS binds nothing
+    "?s <urn:p> ?x { SELECT ?s WHERE { ?s <urn:q> ?o } } BIND (1 AS ?o)",  # projected away
+])
+def test_compile_accepts_a_bind_of_a_new_variable(body):
+    compile(WINDOW.format(body=body), "q.rsp")
