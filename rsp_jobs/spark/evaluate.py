@@ -1,5 +1,7 @@
-"""Logical plan → Spark DataFrames, one function per algebra operator (as rdflib's
-``evaluate.py`` does for SPARQL), evaluated for all windows of a run at once.
+"""Logical plan → Spark DataFrames over windows: one method per algebra operator (as rdflib's
+``evaluate.py`` has), evaluated for all windows of a run at once. What an operator does to
+solutions is ``r2r``'s, written once for windows and EP-SPARQL patterns alike; this module
+chooses the frames it works on and how they meet in time (``r2r.Meeting``).
 
 Solutions carry the window close ``_win`` as an ordinary join key, so a join, a group or an
 ORDER BY per window is one Spark operator over all windows. Background knowledge is the same in
@@ -35,64 +37,27 @@ from pyspark.sql import types as T
 from rsp_jobs import terms
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import var_name
-from rsp_jobs.errors import QueryError, UnsupportedConstruct
+from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.ingest.lake import Vocabulary
 from rsp_jobs.language import ast
 from rsp_jobs.spark import decimals as D
+from rsp_jobs.spark import r2r
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.local import LOCAL_ROWS
+from rsp_jobs.spark.r2r import HI, LO, WIN, triple_match, vcol
 from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
 
-WIN, RANK = "_win", "_rank"
+RANK = "_rank"
 COUNT_RANK = 0  # a COUNT is an xsd:integer (SPARQL 18.5.1.2)
 # a BGP's solutions over the slice's triples, before windows (``windows.Spans``): the earliest
-# and latest time of their triples
-LO, HI = "_lo", "_hi"
-SPAN = (LO, HI)
+# and latest time of their triples (``r2r.SPANNED``)
+SPAN = r2r.SPANNED.columns
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
 # hold in every window
 KEY, ANY_WINDOW = "_key", -(2 ** 63)
-
-
-def vcol(name: str) -> str:
-    return "v_" + name
-
-
-def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, str]]:
-    """The condition a ``g, s, p, o`` row meets to match ``triple`` in ``graph`` (None: the
-    default graph; an IRI; a variable), and the column each variable binds."""
-    conds, binds = [], {}
-    if graph is None:
-        conds.append(F.col("g").isNull())
-    elif isinstance(graph, ast.IRI):
-        conds.append(F.col("g") == f"<{graph.value}>")
-    else:
-        conds.append(F.col("g").isNotNull())
-        binds[graph.name] = "g"
-    for column, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object)):
-        name = var_name(term)
-        if name is None:
-            conds.append(F.col(column) == terms.ast_to_nt(term))
-        elif name in binds:
-            conds.append(F.col(column) == F.col(binds[name]))
-        else:
-            binds[name] = column
-    return functools.reduce(lambda a, b: a & b, conds), binds
-
-
-def joined_columns(shared: list[str], names: tuple[str, ...]):
-    """Variables in a join condition (OPTIONAL's expression): a shared one is whichever side
-    binds it (the right side's columns are renamed ``_r_v_<name>``)."""
-    def column(name: str) -> Optional[Column]:
-        if name in shared:
-            return F.coalesce(F.col(vcol(name)), F.col("_r_" + vcol(name)))
-        if name in names:
-            return F.col(vcol(name))
-        return None
-    return column
 
 
 @dataclass(frozen=True)
@@ -117,8 +82,13 @@ class Solutions:
             [RANK] if windowed and rank and self.ranked else [])
 
     @property
+    def annotation(self) -> r2r.Annotation:
+        """How ``dep`` rows are annotated in time: by window, or by span before windows."""
+        return r2r.SPANNED if self.spanned else r2r.WINDOW
+
+    @property
     def window_columns(self) -> list[str]:
-        return list(SPAN) if self.spanned else [WIN]
+        return list(self.annotation.columns)
 
 
 class Evaluator:
@@ -185,7 +155,7 @@ class Evaluator:
             parts.append(add(sols.dep))
         if sols.indep is not None:
             parts.append(add(sols.indep).crossJoin(self.active.select(WIN)))
-        return _union_all(parts) if parts else add(self._empty(sols.vars, windowed=True))
+        return r2r.union(parts) if parts else add(self._empty(sols.vars, windowed=True))
 
     # ------------------------------------------------------------------ patterns
 
@@ -263,7 +233,7 @@ class Evaluator:
         indep = None
         if a.indep is not None and b.indep is not None:
             indep = self._join_frames(a.indep, b.indep, a, b, (False, False))
-        return Solutions(_union_all(dep_parts), indep, _merge_vars(a, b), _join_maybe(a, b), spanned=a.spanned)
+        return Solutions(r2r.union(dep_parts), indep, r2r.merged_vars(a, b), r2r.join_maybe(a, b), spanned=a.spanned)
 
     def _join_band(self, left: DataFrame, b_dep: DataFrame, b_indep: Optional[DataFrame],
                    a: Solutions, b: Solutions) -> DataFrame:
@@ -314,57 +284,29 @@ class Evaluator:
     def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
                      windowed: tuple[bool, bool], how: str = "inner", expr: Optional[ast.Expr] = None,
                      keyed: bool = False, right_key: Optional[Column] = None) -> DataFrame:
-        """Join two solution frames on compatible bindings (SPARQL 18.3): equal where both
-        sides are certainly bound, equal-or-unbound where either side may be unbound; on the
-        window where both are window rows (``windowed``: whether ``left``, ``right`` are), on
-        ``KEY`` where both have that (``keyed``, ``_join_either``; ``right_key``: ``right``'s
-        key, computed from its columns, where it has none yet). A join's solutions are a
-        multiset: an ORDER BY position does not carry through it."""
-        shared = [v for v in a.vars if v in b.vars]
-        both_windowed = all(windowed)
-        spanned = a.spanned and both_windowed  # _join_band: the window columns are SPAN
-        renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
-        if both_windowed:
-            renamed.update({c: "_r_" + c for c in a.window_columns})
+        """``r2r.join`` of two solution frames, ``windowed`` saying whether ``left`` and
+        ``right`` are window rows (``dep``): two such meet in their window, or within RANGE
+        before windows (``_join_band``); a window-independent side meets any. ``keyed``: on
+        ``KEY`` as well (``_join_either``, ``_join_band``; ``right_key``: ``right``'s key,
+        computed from its columns, where it has none yet). A join's solutions are a multiset:
+        an ORDER BY position does not carry through it."""
+        meeting = self._meeting(a, b, windowed)
         if keyed:
-            renamed[KEY] = "_r_" + KEY
-        right_columns = ([KEY] if keyed and right_key is None else []) + b.columns(windowed[1], rank=False)
-        right = right.select(*([] if right_key is None else [right_key.alias(renamed[KEY])]),
-                             *[F.col(c).alias(renamed.get(c, c)) for c in right_columns])
-        conds = []
-        if spanned:  # within RANGE of each other (greatest/least pass over b_indep's NULLs)
-            conds.append(F.greatest(HI, "_r_" + HI) - F.least(LO, "_r_" + LO) < F.lit(self.spans.range_us))
-        elif both_windowed:
-            conds.append(F.col(WIN) == F.col("_r_" + WIN))
-        if keyed:
-            conds.append(F.col(KEY) == F.col("_r_" + KEY))
-        for v in shared:
-            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
-            if v in a.maybe or v in b.maybe:
-                conds.append(lc.isNull() | rc.isNull() | (lc == rc))
-            else:
-                conds.append(lc == rc)
-        if expr is not None:
-            scope = Scope(joined_columns(shared, a.vars + b.vars), source=self.query.source)
-            conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
-        condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
-        joined = left.join(right, on=condition, how=how)
-        if spanned:
-            win = [F.least(LO, "_r_" + LO).alias(LO), F.greatest(HI, "_r_" + HI).alias(HI)]
-        else:
-            win = [F.col(c) for c in (a if windowed[0] else b).window_columns] if any(windowed) else []
-        out_vars = []
-        for v in _merge_vars(a, b):
-            if v in shared:
-                out_vars.append(F.coalesce(F.col(vcol(v)), F.col("_r_" + vcol(v))).alias(vcol(v)))
-            else:
-                out_vars.append(F.col(vcol(v)))
-        return joined.select(*win, *out_vars)
+            meeting = r2r.Keyed(meeting, KEY, right_key)
+        return r2r.join(left, right, a, b, meeting, how, expr, self.query.source)
+
+    def _meeting(self, a: Solutions, b: Solutions, windowed: tuple[bool, bool]) -> r2r.Meeting:
+        """How window rows meet: in the same window, or within RANGE while spanned; where one
+        side is window-independent, the joined rows are the other side's windows."""
+        if all(windowed):
+            return r2r.WithinRange(self.spans.range_us) if a.spanned else r2r.SameWindow()
+        if windowed[0]:
+            return r2r.Unrelated(tuple(a.window_columns))
+        return r2r.Unrelated(tuple(b.window_columns) if windowed[1] else (), from_right=True)
 
     def _leftjoin(self, node: P.LeftJoin) -> Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
-        vars_ = _merge_vars(a, b)
-        maybe = a.maybe | (frozenset(b.vars) - frozenset(a.vars))
+        vars_, maybe = r2r.merged_vars(a, b), r2r.left_join_maybe(a, b)
         if b.dep is None:  # the optional part is background only: no window needed
             dep = (self._join_frames(a.dep, b.indep, a, b, (True, False), "left", node.expr)
                    if a.dep is not None else None)
@@ -385,54 +327,32 @@ class Evaluator:
         return Solutions(self._anti(self.to_dep(a), self.to_dep(b), a, b, (True, True)), None, a.vars, a.maybe,
                          a.ranked)
 
-    def _anti(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
+    @staticmethod
+    def _anti(left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
               windowed: tuple[bool, bool]) -> DataFrame:
-        """The solutions of ``left`` that no ``right`` solution is compatible with while
-        sharing a bound variable (the MINUS condition)."""
-        shared = [v for v in a.vars if v in b.vars]
-        renamed = {vcol(v): "_r_" + vcol(v) for v in shared}
-        both_windowed = all(windowed)
-        if both_windowed:
-            renamed[WIN] = "_r_" + WIN
-        right = right.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns(windowed[1], rank=False)])
-        conds = [F.col(WIN) == F.col("_r_" + WIN)] if both_windowed else []
-        overlap = F.lit(False)
-        for v in shared:
-            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
-            conds.append(lc.isNull() | rc.isNull() | (lc == rc))
-            overlap = overlap | (lc.isNotNull() & rc.isNotNull())
-        conds.append(overlap)
-        return left.join(right, on=functools.reduce(lambda x, y: x & y, conds), how="left_anti")
+        """``r2r.minus`` within each window where both sides are window rows."""
+        return r2r.minus(left, right, a, b, r2r.SameWindow() if all(windowed) else r2r.Unrelated())
 
     def _union(self, node: P.Union_) -> Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
-        vars_ = _merge_vars(a, b)
-        only_one = frozenset(a.vars) ^ frozenset(b.vars)
-        maybe = a.maybe | b.maybe | only_one
+        vars_ = r2r.merged_vars(a, b)
 
         def align(frame: Optional[DataFrame], sols: Solutions, windowed: bool) -> Optional[DataFrame]:
-            if frame is None:
-                return None
-            cols = [F.col(WIN)] if windowed else []
-            cols += [F.col(vcol(v)) if v in sols.vars else F.lit(None).cast("string").alias(vcol(v))
-                     for v in vars_]
-            return frame.select(*cols)
+            return None if frame is None else r2r.project(frame, sols, vars_, [WIN] if windowed else [])
 
-        dep = _union_all([f for f in (align(a.dep, a, True), align(b.dep, b, True)) if f is not None])
-        indep = _union_all([f for f in (align(a.indep, a, False), align(b.indep, b, False)) if f is not None])
-        return Solutions(dep, indep, vars_, maybe)
+        dep = r2r.union([align(a.dep, a, True), align(b.dep, b, True)])
+        indep = r2r.union([align(a.indep, a, False), align(b.indep, b, False)])
+        return Solutions(dep, indep, vars_, r2r.union_maybe(a, b))
 
     # ------------------------------------------------------------------ expressions
 
     def _scope(self, sols: Solutions, timestamps: Optional[dict] = None) -> Scope:
-        def column(name: str) -> Optional[Column]:
-            return F.col(vcol(name)) if name in sols.vars else None
-
         def timestamp(call: ast.Timestamp) -> Column:
             return F.col(timestamps[call])
 
         numbers = {name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()}
-        return Scope(column, timestamp if timestamps is not None else None, self.query.source, numbers=numbers)
+        return r2r.scope(sols, self.query.source, timestamp=timestamp if timestamps is not None else None,
+                         numbers=numbers)
 
     def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, Optional[dict]]:
         """Join in, for each timestamp(s, p, o) call, the time (ms) of the latest window
@@ -448,7 +368,7 @@ class Evaluator:
             for column, term in (("s", call.subject), ("p", call.predicate), ("o", call.object)):
                 var = var_name(term)
                 if var is None:
-                    conds.append(F.col(column) == terms.ast_to_nt(term))
+                    conds.append(F.col(column) == ast.to_nt(term))
                 elif var in sols.vars:
                     keys.append((column, var))
             latest = self.rows
@@ -467,11 +387,11 @@ class Evaluator:
 
     def _filter(self, node: P.Filter) -> Solutions:
         sols, stamps = self._with_timestamps(self.evaluate(node.input, spanned=True), node.expr)
-        test = compile_expr(node.expr, self._scope(sols, stamps)).ebv()
+        test = r2r.true(compile_expr(node.expr, self._scope(sols, stamps)))
         hidden = list(stamps.values()) if stamps else []
 
         def apply(frame):
-            return None if frame is None else frame.where(F.coalesce(test, F.lit(False))).drop(*hidden)
+            return None if frame is None else r2r.filter_(frame, test).drop(*hidden)
 
         # what passes FILTER(bound(?x) && ..) has ?x bound (optimize.bound_join_keys): later
         # joins on ?x are equi-joins
@@ -483,17 +403,14 @@ class Evaluator:
         scope = self._scope(sols, stamps)
         columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
         for bind in binds:
-            if bind.var.name in vars_:
-                raise QueryError(f"{self.query.source}: BIND assigns ?{bind.var.name}, which is already bound "
-                                 "in the group (SPARQL 18.2.1)")
-            columns[vcol(bind.var.name)] = compile_expr(bind.expr, scope).term
+            columns[bind.var.name] = compile_expr(bind.expr, scope).term
             if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:  # BIND(?count AS ?n): the same number
                 numbers[bind.var.name] = numbers[bind.expr.name]
             vars_ += (bind.var.name,)
         hidden = list(stamps.values()) if stamps else []
 
         def apply(frame):
-            return None if frame is None else frame.withColumns(columns).drop(*hidden)
+            return None if frame is None else r2r.extend(frame, columns).drop(*hidden)
 
         return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=vars_,
                        maybe=sols.maybe | {bind.var.name for bind in binds}, numbers=numbers)
@@ -601,25 +518,17 @@ class Evaluator:
         def project(frame: Optional[DataFrame], windowed: bool) -> Optional[DataFrame]:
             if frame is None:
                 return None
-            cols = [F.col(WIN)] if windowed else []
-            cols += [F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n))
-                     for n in names]
-            if windowed and inner.ranked:
-                cols.append(F.col(RANK))
-            return frame.select(*cols)
+            return r2r.project(frame, inner, names, [WIN] if windowed else [],
+                               [RANK] if windowed and inner.ranked else [])
 
-        maybe = frozenset(n for n in names if n in inner.maybe or n not in inner.vars)
-        return Solutions(project(inner.dep, True), project(inner.indep, False), names, maybe, inner.ranked)
+        return Solutions(project(inner.dep, True), project(inner.indep, False), names,
+                         r2r.project_maybe(inner, names), inner.ranked)
 
     def _distinct(self, node: P.Distinct) -> Solutions:
-        """Distinct per window; unbound counts as a value (Spark groups NULLs together)."""
+        """Distinct per window; a ranked solution keeps its first position."""
         inner = self.evaluate(node.input)
-        frame = self.to_dep(inner)
-        cols = [vcol(v) for v in inner.vars]
-        if inner.ranked:  # keep each distinct solution at its first position
-            frame = frame.groupBy(WIN, *cols).agg(F.min(RANK).alias(RANK))
-        else:
-            frame = frame.dropDuplicates([WIN, *cols])
+        first = [F.min(RANK).alias(RANK)] if inner.ranked else []
+        frame = r2r.distinct(self.to_dep(inner), inner, r2r.WINDOW, first)
         return Solutions(frame, None, inner.vars, inner.maybe, inner.ranked)
 
     def _slice(self, node: P.Slice) -> Solutions:
@@ -756,27 +665,9 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
     raise UnsupportedConstruct(source, f"aggregate {agg.name.upper()}")
 
 
-def _merge_vars(a: Solutions, b: Solutions) -> tuple[str, ...]:
-    return a.vars + tuple(v for v in b.vars if v not in a.vars)
-
-
-def _join_maybe(a: Solutions, b: Solutions) -> frozenset[str]:
-    out = set()
-    for v in _merge_vars(a, b):
-        in_a, in_b = v in a.vars, v in b.vars
-        if (in_a and in_b and v in a.maybe and v in b.maybe) or (in_a and not in_b and v in a.maybe) or \
-                (in_b and not in_a and v in b.maybe):
-            out.add(v)
-    return frozenset(out)
-
-
 def _constant(term) -> Optional[str]:
     """A pattern's term in N-Triples, as the lake holds it; None for a variable."""
-    return None if isinstance(term, (ast.Var, ast.BNode)) else terms.ast_to_nt(term)
-
-
-def _union_all(frames: list[DataFrame]) -> Optional[DataFrame]:
-    return functools.reduce(DataFrame.unionByName, frames) if frames else None
+    return None if isinstance(term, (ast.Var, ast.BNode)) else ast.to_nt(term)
 
 
 def _binds_together(node: P.Extend) -> list[P.Extend]:

@@ -2,7 +2,9 @@
 
 A solution is a row ``_ta, _tw`` (its interval, µs), ``_ev`` (the frame IRIs of the events it
 uses, for provenance) and ``v_<var>`` columns (N-Triples text, NULL unbound, as in
-``evaluate.py``). Section 3.2's semantics, operator by operator:
+``evaluate.py``; ``r2r.INTERVAL``). What the SPARQL operators do is ``r2r``'s, as for windows;
+the event operators are ``r2r.join`` with a temporal relation (``RELATIONS``). Section 3.2's
+semantics, operator by operator:
 
 - a stream triple is an atomic event over [t, t]; a background triple holds at no particular
   time (NULL interval), meets every temporal condition and leaves the interval of what it joins
@@ -50,13 +52,13 @@ from rsp_jobs.algebra.patterns import PartialMatches
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.results import Match
+from rsp_jobs.spark import r2r
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.evaluate import joined_columns, triple_match, vcol
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.r2r import EV, TA, TW, triple_match, vcol
 from rsp_jobs.tree import walk
 from rsp_jobs.spark.local import local_frame, materialized, release
 
-TA, TW, EV = "_ta", "_tw", "_ev"
 EVENT_SCHEMA = T.StructType([
     T.StructField("g", T.StringType()), T.StructField("s", T.StringType()),
     T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
@@ -267,7 +269,7 @@ def _instantiate(query: P.ContinuousQuery, ta: int, tw: int, nt: dict[str, str])
             return nt.get(term.name)
         if isinstance(term, ast.BNode):
             return f"_:b{stamp}_{term.label}"
-        return terms.ast_to_nt(term)
+        return ast.to_nt(term)
 
     return terms.template_lines(query.template, position)
 
@@ -286,11 +288,6 @@ class _Solutions:
     maybe: frozenset[str] = frozenset()
     bag: bool = False  # rows are a projection's bag, not (possibly repeated) solutions
     key: str = ""  # names the subexpression: what its kept partial matches are stored under
-
-    @property
-    def columns(self) -> list[str]:
-        """The frame's columns, known without asking Spark (a round trip on Spark Connect)."""
-        return [TA, TW, EV, *map(vcol, self.vars)]
 
     @property
     def schema(self) -> T.StructType:
@@ -462,93 +459,41 @@ class _Evaluator:
 
     def _pairs(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr], optional: bool,
                key: str) -> _Solutions:
-        shared = [v for v in a.vars if v in b.vars]
-        renamed = {vcol(v): "_r_" + vcol(v) for v in shared} | {TA: "_r" + TA, TW: "_r" + TW, EV: "_r" + EV}
-        right = b.frame.select(*[F.col(c).alias(renamed.get(c, c)) for c in b.columns])
-        ta1, tw1, ta2, tw2 = F.col(TA), F.col(TW), F.col("_r" + TA), F.col("_r" + TW)
-        conds = []
-        for v in shared:
-            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
-            conds.append(lc.isNull() | rc.isNull() | (lc == rc) if v in a.maybe or v in b.maybe else lc == rc)
-        # A timeless (background) side meets every temporal condition.
-        timeless = ta1.isNull() | ta2.isNull()
-        if kind == "seq":
-            conds.append(timeless | (tw1 < ta2))
-        elif kind == "after":
-            conds.append(timeless | (tw2 < ta1))
-        elif kind == "eq":
-            conds.append(timeless | ((ta1 == ta2) & (tw1 == tw2)))
-        elif kind == "optional":
-            conds.append(timeless | (tw2 <= tw1))
-        start, end = F.least(ta1, ta2), F.greatest(tw1, tw2)  # both skip NULL
-        if expr is not None:
-            scope = Scope(joined_columns(shared, a.vars + b.vars), source=self.query.source,
-                          interval=lambda: (start, end))
-            conds.append(F.coalesce(compile_expr(expr, scope).ebv(), F.lit(False)))
-        condition = functools.reduce(lambda x, y: x & y, conds) if conds else F.lit(True)
-        joined = a.frame.join(right, on=condition, how="left" if optional else "inner")
-        out_vars = []
-        for v in _merge(a.vars, b.vars):
-            if v in shared:
-                out_vars.append(F.coalesce(F.col(vcol(v)), F.col("_r_" + vcol(v))).alias(vcol(v)))
-            else:
-                out_vars.append(F.col(vcol(v)))
-        events = F.array_distinct(F.concat(F.col(EV), F.coalesce(F.col("_r" + EV), F.array().cast("array<string>"))))
-        frame = joined.select(start.alias(TA), end.alias(TW), events.alias(EV), *out_vars)
-        if optional:
-            maybe = a.maybe | (frozenset(b.vars) - frozenset(a.vars))
-        else:
-            maybe = frozenset(v for v in _merge(a.vars, b.vars)
-                              if (v not in b.vars or v in b.maybe) and (v not in a.vars or v in a.maybe))
-        return _Solutions(frame, _merge(a.vars, b.vars), maybe, key=key)
+        meeting = r2r.Intervals(RELATIONS[kind])
+        frame = r2r.join(a.frame, b.frame, a, b, meeting, "left" if optional else "inner", expr, self.query.source)
+        maybe = r2r.left_join_maybe(a, b) if optional else r2r.join_maybe(a, b)
+        return _Solutions(frame, r2r.merged_vars(a, b), maybe, key=key)
 
     def _minus(self, node: P.Minus) -> _Solutions:
         """SPARQL 18.5 Minus, timeless: removes the left solutions some compatible right one
         shares a bound variable with, wherever in time that one is."""
         a, b = self._both(node)
-        shared = [v for v in a.vars if v in b.vars]
-        if not shared:
+        if not r2r.shared(a, b):
             return a
-        right = b.frame.select(*[F.col(vcol(v)).alias("_r_" + vcol(v)) for v in shared])
-        conds, overlap = [], F.lit(False)
-        for v in shared:
-            lc, rc = F.col(vcol(v)), F.col("_r_" + vcol(v))
-            conds.append(lc.isNull() | rc.isNull() | (lc == rc))
-            overlap = overlap | (lc.isNotNull() & rc.isNotNull())
-        condition = functools.reduce(lambda x, y: x & y, conds) & overlap
-        return _Solutions(a.frame.join(right, on=condition, how="left_anti"), a.vars, a.maybe,
+        return _Solutions(r2r.minus(a.frame, b.frame, a, b, r2r.Unrelated()), a.vars, a.maybe,
                           key=_key("minus", a.key, b.key))
 
     def _union(self, node: P.Union_) -> _Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
-        names = _merge(a.vars, b.vars)
-
-        def align(sols: _Solutions) -> DataFrame:
-            return sols.frame.select(TA, TW, EV, *[
-                F.col(vcol(v)) if v in sols.vars else F.lit(None).cast("string").alias(vcol(v)) for v in names])
-
-        maybe = a.maybe | b.maybe | (frozenset(a.vars) ^ frozenset(b.vars))
-        return _Solutions(align(a).unionByName(align(b)), names, maybe, key=_key("union", a.key, b.key))
+        names = r2r.merged_vars(a, b)
+        frame = r2r.union([r2r.project(sols.frame, sols, names, r2r.INTERVAL.columns) for sols in (a, b)])
+        return _Solutions(frame, names, r2r.union_maybe(a, b), key=_key("union", a.key, b.key))
 
     # ---------------------------------------------------------------- expressions
 
     def _scope(self, sols: _Solutions) -> Scope:
-        return Scope(lambda name: F.col(vcol(name)) if name in sols.vars else None, source=self.query.source,
-                     interval=lambda: (F.col(TA), F.col(TW)))
+        return r2r.scope(sols, self.query.source, r2r.INTERVAL)
 
     def _filter(self, node: P.Filter) -> _Solutions:
         sols = self.evaluate(node.input)
-        test = compile_expr(node.expr, self._scope(sols)).ebv()
-        return _Solutions(sols.frame.where(F.coalesce(test, F.lit(False))), sols.vars, sols.maybe,
+        test = r2r.true(compile_expr(node.expr, self._scope(sols)))
+        return _Solutions(r2r.filter_(sols.frame, test), sols.vars, sols.maybe,
                           key=_key("filter", node.expr, sols.key))
 
     def _extend(self, node: P.Extend) -> _Solutions:
         sols = self.evaluate(node.input)
-        if node.var.name in sols.vars:
-            raise QueryError(f"{self.query.source}: BIND assigns ?{node.var.name}, which is already bound "
-                             "in the group (SPARQL 18.2.1)")
         term = compile_expr(node.expr, self._scope(sols)).term
-        return _Solutions(sols.frame.withColumn(vcol(node.var.name), term), sols.vars + (node.var.name,),
+        return _Solutions(r2r.extend(sols.frame, {node.var.name: term}), sols.vars + (node.var.name,),
                           sols.maybe | {node.var.name}, key=_key("extend", node.var, node.expr, sols.key))
 
     # ---------------------------------------------------------------- modifiers
@@ -557,10 +502,8 @@ class _Evaluator:
         """The set of solutions projected to a bag: one row per ⟨μ, tα, tω⟩."""
         inner = self.evaluate(node.input)
         names = tuple(v.name for v in node.vars)
-        frame = _as_set(inner).select(TA, TW, EV, *[
-            F.col(vcol(n)) if n in inner.vars else F.lit(None).cast("string").alias(vcol(n)) for n in names])
-        return _Solutions(frame, names, frozenset(n for n in names if n in inner.maybe or n not in inner.vars),
-                          bag=True, key=_key("project", names, inner.key))
+        frame = r2r.project(_as_set(inner), inner, names, r2r.INTERVAL.columns)
+        return _Solutions(frame, names, r2r.project_maybe(inner, names), bag=True, key=_key("project", names, inner.key))
 
     def _distinct(self, node: P.Distinct) -> _Solutions:
         """Rows with the same bindings over the same interval, once."""
@@ -575,10 +518,16 @@ class _Evaluator:
 
 def _as_set(sols: _Solutions) -> DataFrame:
     """One row per distinct ⟨μ, tα, tω⟩, its provenance the union of its derivations'."""
-    cols = [vcol(v) for v in sols.vars]
-    return sols.frame.groupBy(TA, TW, *cols).agg(
-        F.sort_array(F.array_distinct(F.flatten(F.collect_list(EV)))).alias(EV))
+    return r2r.distinct(sols.frame, sols, r2r.INTERVAL)
 
 
-def _merge(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-    return a + tuple(v for v in b if v not in a)
+# EP-SPARQL's temporal relations (section 3.2) over (tα, tω) of the left solution and (t'α, t'ω)
+# of the right: SeqJoin's, the same flipped (SeqRightJoin keeps the right, later part), EqJoin's,
+# and plain OPTIONAL's (the optional part ending no later: docs/decisions/ep-sparql.md); Join has none
+RELATIONS: dict[str, Optional[r2r.Relation]] = {
+    "join": None,
+    "seq": lambda ta1, tw1, ta2, tw2: tw1 < ta2,
+    "after": lambda ta1, tw1, ta2, tw2: tw2 < ta1,
+    "eq": lambda ta1, tw1, ta2, tw2: (ta1 == ta2) & (tw1 == tw2),
+    "optional": lambda ta1, tw1, ta2, tw2: tw2 <= tw1,
+}
