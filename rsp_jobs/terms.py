@@ -70,9 +70,9 @@ def _special_float(term: Literal):
 
 
 def ast_to_rdflib(term) -> Node:
-    """``rsp_jobs.language.ast.to_rdflib``, by the name ``rsp_jobs.spark.evaluate``, ``events``
-    and ``rules`` still call; they are being rewritten, and this goes once they call the
-    language's own function (terms are below the language and do not otherwise import it)."""
+    """``rsp_jobs.language.ast.to_rdflib``, by the name ``rsp_jobs.spark.rules`` still calls; it
+    is being rewritten, and this goes once it calls the language's own function (terms are below
+    the language and do not otherwise import it)."""
     from rsp_jobs.language import ast
 
     return ast.to_rdflib(term)

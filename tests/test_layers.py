@@ -78,8 +78,8 @@ LEAVES = {"rsp_jobs.times": {"rsp_jobs.errors"},
 # (module, what it imports) -> why the backwards import stays for now
 PENDING = {
     ("rsp_jobs.terms", "rsp_jobs.language.ast"):
-        "terms.ast_to_nt and ast_to_rdflib (deferred imports) for the Spark modules being rewritten "
-        "(rsp_jobs.spark.evaluate, events, rules); they are to call rsp_jobs.language.ast.to_nt and to_rdflib",
+        "terms.ast_to_nt and ast_to_rdflib (deferred imports) for rsp_jobs.spark.rules, being rewritten; "
+        "it is to call rsp_jobs.language.ast.to_nt",
     ("rsp_jobs.reasoning.entailment", "rsp_jobs.spark.entailment"):
         "reasoning.entailment.entail (a deferred import) for rsp_jobs.spark.rules, being rewritten; "
         "it is to import rsp_jobs.spark.entailment.entail",
