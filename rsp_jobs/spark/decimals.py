@@ -78,7 +78,7 @@ def divide(a: Column, b: Column, approximate: Column) -> Column:
     short = b.cast(_DIVISOR)
     return (F.when(b == 0, F.lit(None).cast(EXACT))
             .when(short.cast(EXACT) == b, (a / short).cast(EXACT))  # (Spark's common type would drop b's digits)
-            .otherwise(approximate.cast("string").cast(EXACT)))
+            .otherwise(from_double(approximate)))
 
 
 def from_double(value: Column) -> Column:
