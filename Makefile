@@ -10,10 +10,17 @@ export RSP_DATA_DIR
 # every test module) from source each time: the fast tier took 57 s instead of 40 s
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test test-fast demo bench airflow lock clean
+.PHONY: setup check test test-fast demo bench airflow lock clean
 
 setup:
 	@scripts/bootstrap.sh
+
+# lint and format (ruff) and types (mypy), as configured in pyproject.toml; `ruff format` and
+# `ruff check --fix` repair most of what the first two report
+check: setup
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/mypy
 
 # on TEST_WORKERS processes (pytest-xdist), a module to a worker: its fixtures are made once
 TEST_WORKERS ?= 2

@@ -2,6 +2,7 @@
 query with an ``[alert]`` table), one ingest DAG per stream of ``queries/streams.toml``; made by
 ``rsp_jobs.orchestrate.dag_factory``. A file that cannot become a DAG is left out here and
 reported by ``rsp_query_errors.py``, so that Airflow keeps the other DAGs active."""
+
 from rsp_jobs.orchestrate.dag_factory import build
 
 globals().update(build()[0])

@@ -5,6 +5,7 @@ The project logs what its jobs do under the ``rsp`` logger (``rsp.run``, ``rsp.i
 it; a program with no logging configured (``rsp`` on a terminal) prints only warnings. Great
 Expectations' per-call INFO lines are held back to warnings (``quality/validate.py``).
 """
+
 import logging
 
 logging.getLogger("rsp").setLevel(logging.INFO)

@@ -1,4 +1,5 @@
 """The ``rsp`` command."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,13 +13,13 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Optional, Sequence
 
 from rsp_jobs import settings
-from rsp_jobs.errors import RspError
 from rsp_jobs.algebra.regimes import REGIMES
+from rsp_jobs.errors import RspError
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
 
@@ -31,7 +32,9 @@ def parse_time(text: str) -> int:
     try:
         return parse_us(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time or epoch milliseconds: {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 time or epoch milliseconds: {text!r}"
+        ) from None
 
 
 def stream_spec(text: str) -> tuple[str, str]:
@@ -45,146 +48,309 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rsp", description="RDF stream processing on Spark")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ev = sub.add_parser("evaluate", help="evaluate a continuous query over stream files",
-                        description="Evaluate a C-SPARQL / RSP-QL query over stream files and write one "
-                                    "JSON object per reported window; for an EP-SPARQL pattern query or "
-                                    "a DOTR rule (.dotr), one JSON object per match. A DOTR rule that consumes "
-                                    "keeps what it consumed in the store (--store, else the default one), so "
-                                    "consecutive --from/--to intervals give what one run gives.")
+    ev = sub.add_parser(
+        "evaluate",
+        help="evaluate a continuous query over stream files",
+        description="Evaluate a C-SPARQL / RSP-QL query over stream files and write one "
+        "JSON object per reported window; for an EP-SPARQL pattern query or "
+        "a DOTR rule (.dotr), one JSON object per match. A DOTR rule that consumes "
+        "keeps what it consumed in the store (--store, else the default one), so "
+        "consecutive --from/--to intervals give what one run gives.",
+    )
     ev.add_argument("query_file", type=Path)
-    ev.add_argument("--stream", action="append", type=stream_spec, default=[], metavar="IRI=PATH",
-                    help="a stream file (TriG or N-Quads, one named graph per frame) for the stream IRI")
-    ev.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
-                    help="an RDF file for a FROM / FROM NAMED graph (matched by IRI or file name)")
-    ev.add_argument("--t0", type=parse_time, default=0, help="origin of the window grid (default: epoch)")
-    ev.add_argument("--from", dest="after", type=parse_time, default=None,
-                    help="report windows closing after this time")
-    ev.add_argument("--to", dest="until", type=parse_time, default=None,
-                    help="report windows closing at or before this time")
-    ev.add_argument("--entailment", choices=REGIMES, default="simple",
-                    help="entailment regime: the background closed with owlrl, stream triples entailed per "
-                         "frame (default: simple, no reasoning)")
-    ev.add_argument("--output", type=Path, default=None, help="write JSON lines here (default: stdout)")
-    ev.add_argument("--lake", type=Path, default=None,
-                    help="load the streams into this lake and keep it (default: a temporary one)")
-    ev.add_argument("--store", nargs="?", const="", default=None, metavar="URL",
-                    help="also persist the input frames, the window results (as frames of the query's "
-                         "output stream) and their provenance in the frame store (default URL: RSP_STORE_URL "
-                         "or the SQLite store under the project home)")
+    ev.add_argument(
+        "--stream",
+        action="append",
+        type=stream_spec,
+        default=[],
+        metavar="IRI=PATH",
+        help="a stream file (TriG or N-Quads, one named graph per frame) for the stream IRI",
+    )
+    ev.add_argument(
+        "--background",
+        action="append",
+        default=[],
+        metavar="[IRI=]PATH",
+        help="an RDF file for a FROM / FROM NAMED graph (matched by IRI or file name)",
+    )
+    ev.add_argument(
+        "--t0", type=parse_time, default=0, help="origin of the window grid (default: epoch)"
+    )
+    ev.add_argument(
+        "--from",
+        dest="after",
+        type=parse_time,
+        default=None,
+        help="report windows closing after this time",
+    )
+    ev.add_argument(
+        "--to",
+        dest="until",
+        type=parse_time,
+        default=None,
+        help="report windows closing at or before this time",
+    )
+    ev.add_argument(
+        "--entailment",
+        choices=REGIMES,
+        default="simple",
+        help="entailment regime: the background closed with owlrl, stream triples entailed per "
+        "frame (default: simple, no reasoning)",
+    )
+    ev.add_argument(
+        "--output", type=Path, default=None, help="write JSON lines here (default: stdout)"
+    )
+    ev.add_argument(
+        "--lake",
+        type=Path,
+        default=None,
+        help="load the streams into this lake and keep it (default: a temporary one)",
+    )
+    ev.add_argument(
+        "--store",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="also persist the input frames, the window results (as frames of the query's "
+        "output stream) and their provenance in the frame store (default URL: RSP_STORE_URL "
+        "or the SQLite store under the project home)",
+    )
     ev.set_defaults(run=cmd_evaluate)
 
-    ex = sub.add_parser("explain", help="print a query's or rule's optimized plan",
-                        description="Compile a .rsp query or .dotr rule and print its logical plan after "
-                                    "the optimizer (one operator a line); several .dotr files are planned as "
-                                    "one rule set, evaluated together. --skip leaves optimizer rules out, "
-                                    "to compare plans or to rule one out when an answer looks wrong.")
+    ex = sub.add_parser(
+        "explain",
+        help="print a query's or rule's optimized plan",
+        description="Compile a .rsp query or .dotr rule and print its logical plan after "
+        "the optimizer (one operator a line); several .dotr files are planned as "
+        "one rule set, evaluated together. --skip leaves optimizer rules out, "
+        "to compare plans or to rule one out when an answer looks wrong.",
+    )
     ex.add_argument("query_file", type=Path)
-    ex.add_argument("more_rules", type=Path, nargs="*", metavar="rule_file",
-                    help="further .dotr files: the plan of the rules together")
-    ex.add_argument("--skip", action="append", default=[], metavar="RULE",
-                    help="an optimizer rule to leave out (order_joins, bound_join_keys, prune_predicates, "
-                         "window_solutions, share_event_queries, push_down_conditions, "
-                         "share_events_across_rules, share_events_differing_in_an_iri, "
-                         "share_candidates_across_alike_rules); repeatable")
-    ex.add_argument("--physical", action="store_true",
-                    help="also print the physical plan of a window query: how it runs on Spark for the slice it "
-                         "would read (of --lake, default the project's lake; or of --rows)")
-    ex.add_argument("--lake", type=Path, default=None, help="with --physical: the lake whose slice is planned for")
-    ex.add_argument("--rows", type=int, default=None,
-                    help="with --physical: plan for a slice of this many stream rows instead of a lake's")
-    ex.add_argument("--from", dest="after", type=parse_time, default=None,
-                    help="with --physical: the windows closing after this time")
-    ex.add_argument("--to", dest="until", type=parse_time, default=None,
-                    help="with --physical: the windows closing at or before this time")
-    ex.add_argument("--entailment", choices=REGIMES, default="simple", help="with --physical: the regime")
+    ex.add_argument(
+        "more_rules",
+        type=Path,
+        nargs="*",
+        metavar="rule_file",
+        help="further .dotr files: the plan of the rules together",
+    )
+    ex.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="an optimizer rule to leave out (order_joins, bound_join_keys, prune_predicates, "
+        "window_solutions, share_event_queries, push_down_conditions, "
+        "share_events_across_rules, share_events_differing_in_an_iri, "
+        "share_candidates_across_alike_rules); repeatable",
+    )
+    ex.add_argument(
+        "--physical",
+        action="store_true",
+        help="also print the physical plan of a window query: how it runs on Spark for the slice it "
+        "would read (of --lake, default the project's lake; or of --rows)",
+    )
+    ex.add_argument(
+        "--lake",
+        type=Path,
+        default=None,
+        help="with --physical: the lake whose slice is planned for",
+    )
+    ex.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="with --physical: plan for a slice of this many stream rows instead of a lake's",
+    )
+    ex.add_argument(
+        "--from",
+        dest="after",
+        type=parse_time,
+        default=None,
+        help="with --physical: the windows closing after this time",
+    )
+    ex.add_argument(
+        "--to",
+        dest="until",
+        type=parse_time,
+        default=None,
+        help="with --physical: the windows closing at or before this time",
+    )
+    ex.add_argument(
+        "--entailment", choices=REGIMES, default="simple", help="with --physical: the regime"
+    )
     ex.set_defaults(run=cmd_explain)
 
     store = sub.add_parser("store", help="manage the frame store")
     store_sub = store.add_subparsers(dest="store_command", required=True)
-    up = store_sub.add_parser("upgrade", help="create the store or migrate it to the current schema")
-    up.add_argument("--url", default=None, help="store URL (default: RSP_STORE_URL or the SQLite store)")
+    up = store_sub.add_parser(
+        "upgrade", help="create the store or migrate it to the current schema"
+    )
+    up.add_argument(
+        "--url", default=None, help="store URL (default: RSP_STORE_URL or the SQLite store)"
+    )
     up.set_defaults(run=cmd_store_upgrade)
 
-    prov = sub.add_parser("provenance", help="the lineage of a result or frame: a summary, or W3C PROV-O")
+    prov = sub.add_parser(
+        "provenance", help="the lineage of a result or frame: a summary, or W3C PROV-O"
+    )
     prov.add_argument("iri", help="a stored frame, result frame or activity IRI")
-    prov.add_argument("--format", choices=["summary", "turtle", "jsonld"], default="summary",
-                      help="summary (default): one line per activity, in time order; turtle or jsonld: "
-                           "the PROV-O graph")
-    prov.add_argument("--depth", type=int, default=None, metavar="N",
-                      help="only N levels of activities upstream (1: the one that generated IRI)")
-    prov.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    prov.add_argument(
+        "--format",
+        choices=["summary", "turtle", "jsonld"],
+        default="summary",
+        help="summary (default): one line per activity, in time order; turtle or jsonld: "
+        "the PROV-O graph",
+    )
+    prov.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only N levels of activities upstream (1: the one that generated IRI)",
+    )
+    prov.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     prov.set_defaults(run=cmd_provenance)
 
-    aud = sub.add_parser("audit", help="check that a result's inputs are unchanged, and re-evaluate it")
+    aud = sub.add_parser(
+        "audit", help="check that a result's inputs are unchanged, and re-evaluate it"
+    )
     aud.add_argument("iri", help="a stored result frame (or any stored frame) IRI")
-    aud.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
-    aud.add_argument("--reevaluate", action="store_true",
-                     help="also recompute the window from the stored input frames and compare, with the "
-                          "t0, entailment and background files the evaluation recorded (stored before "
-                          "they were recorded: the registered query's, else rsp evaluate's defaults); a "
-                          "pattern's or rule's match is refused")
-    aud.add_argument("--background", action="append", default=[], metavar="[IRI=]PATH",
-                     help="background files the query needs when re-evaluating (default: the recorded ones)")
-    aud.add_argument("--t0", type=parse_time, default=None,
-                     help="origin of the window grid when re-evaluating (default: the recorded one)")
-    aud.add_argument("--entailment", choices=REGIMES, default=None,
-                     help="entailment regime when re-evaluating (default: the recorded one)")
+    aud.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
+    aud.add_argument(
+        "--reevaluate",
+        action="store_true",
+        help="also recompute the window from the stored input frames and compare, with the "
+        "t0, entailment and background files the evaluation recorded (stored before "
+        "they were recorded: the registered query's, else rsp evaluate's defaults); a "
+        "pattern's or rule's match is refused",
+    )
+    aud.add_argument(
+        "--background",
+        action="append",
+        default=[],
+        metavar="[IRI=]PATH",
+        help="background files the query needs when re-evaluating (default: the recorded ones)",
+    )
+    aud.add_argument(
+        "--t0",
+        type=parse_time,
+        default=None,
+        help="origin of the window grid when re-evaluating (default: the recorded one)",
+    )
+    aud.add_argument(
+        "--entailment",
+        choices=REGIMES,
+        default=None,
+        help="entailment regime when re-evaluating (default: the recorded one)",
+    )
     aud.set_defaults(run=cmd_audit)
 
-    exp = sub.add_parser("export", help="write a stored stream as TA-RDF (frames with the dsv: vocabulary)")
+    exp = sub.add_parser(
+        "export", help="write a stored stream as TA-RDF (frames with the dsv: vocabulary)"
+    )
     exp.add_argument("--stream", required=True, help="the stream IRI")
     exp.add_argument("--format", choices=["trig", "nquads"], default="trig")
     exp.add_argument("--output", type=Path, required=True, help="the file to write (.trig or .nq)")
-    exp.add_argument("--from", dest="start", type=parse_time, default=None, help="first frame time (inclusive)")
+    exp.add_argument(
+        "--from", dest="start", type=parse_time, default=None, help="first frame time (inclusive)"
+    )
     exp.add_argument("--to", dest="end", type=parse_time, default=None, help="end time (exclusive)")
-    exp.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    exp.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     exp.set_defaults(run=cmd_export)
 
     imp = sub.add_parser("import", help="load a TA-RDF export (or any stream file) into the store")
     imp.add_argument("path", type=Path)
-    imp.add_argument("--stream", default=None, help="the stream IRI (default: the file's dsv:belongsTo)")
-    imp.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    imp.add_argument(
+        "--stream", default=None, help="the stream IRI (default: the file's dsv:belongsTo)"
+    )
+    imp.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     imp.set_defaults(run=cmd_import)
 
-    tq = sub.add_parser("query", help="answer a TA-SPARQL one-time query over the stored frames",
-                        description="TA-SPARQL: ?x[t], ?x[t1 .. t2], ?x[LAST], ?x[FIRST], ?x[*] and ?x.t over "
-                                    "the frames in the store; prints SPARQL 1.1 JSON results.")
+    tq = sub.add_parser(
+        "query",
+        help="answer a TA-SPARQL one-time query over the stored frames",
+        description="TA-SPARQL: ?x[t], ?x[t1 .. t2], ?x[LAST], ?x[FIRST], ?x[*] and ?x.t over "
+        "the frames in the store; prints SPARQL 1.1 JSON results.",
+    )
     tq.add_argument("text", help="the query text, or @FILE to read it from a file")
-    tq.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    tq.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     tq.set_defaults(run=cmd_query)
 
-    al = sub.add_parser("alerts", help="list the stored alerts",
-                        description="The alerts the alert DAGs raised (tsunami detections, congestion, silent "
-                                    "segments), oldest first, with their provenance frame.")
-    al.add_argument("--since", type=parse_time, default=None, help="only alerts whose event time is at or after this")
+    al = sub.add_parser(
+        "alerts",
+        help="list the stored alerts",
+        description="The alerts the alert DAGs raised (tsunami detections, congestion, silent "
+        "segments), oldest first, with their provenance frame.",
+    )
+    al.add_argument(
+        "--since",
+        type=parse_time,
+        default=None,
+        help="only alerts whose event time is at or after this",
+    )
     al.add_argument("--kind", choices=["tsunami", "congestion", "silence", "plain"], default=None)
-    al.add_argument("--json", action="store_true", help="one JSON object per alert (default: one line each)")
-    al.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    al.add_argument(
+        "--json", action="store_true", help="one JSON object per alert (default: one line each)"
+    )
+    al.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     al.set_defaults(run=cmd_alerts)
 
-    pl = sub.add_parser("plot", help="plot a DART station's detections or a day of traffic congestion",
-                        description="Writes a PNG from the frame store: `rsp plot dart 21418` (height, prediction, "
-                                    "residual, detections) or `rsp plot traffic 2014-08-02` (congestion per segment, "
-                                    "alerts marked).")
+    pl = sub.add_parser(
+        "plot",
+        help="plot a DART station's detections or a day of traffic congestion",
+        description="Writes a PNG from the frame store: `rsp plot dart 21418` (height, prediction, "
+        "residual, detections) or `rsp plot traffic 2014-08-02` (congestion per segment, "
+        "alerts marked).",
+    )
     pl.add_argument("what", choices=["dart", "traffic"])
     pl.add_argument("which", help="the DART station id, or the traffic day (YYYY-MM-DD)")
-    pl.add_argument("--from", dest="start", type=parse_time, default=None,
-                    help="DART: first time (default, with --to unset: 2 h before the station's first detection, "
-                         "or a day before its last sample)")
-    pl.add_argument("--to", dest="end", type=parse_time, default=None,
-                    help="DART: end time (default, with --from unset: 4 h after its last detection, or its last sample)")
-    pl.add_argument("--output", type=Path, default=None, help="the PNG to write (default: <RSP_HOME>/plots/...)")
-    pl.add_argument("--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)")
+    pl.add_argument(
+        "--from",
+        dest="start",
+        type=parse_time,
+        default=None,
+        help="DART: first time (default, with --to unset: 2 h before the station's first detection, "
+        "or a day before its last sample)",
+    )
+    pl.add_argument(
+        "--to",
+        dest="end",
+        type=parse_time,
+        default=None,
+        help="DART: end time (default, with --from unset: 4 h after its last detection, or its last sample)",
+    )
+    pl.add_argument(
+        "--output", type=Path, default=None, help="the PNG to write (default: <RSP_HOME>/plots/...)"
+    )
+    pl.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
     pl.set_defaults(run=cmd_plot)
 
-    demo = sub.add_parser("demo", help="run the engine's main job on the embedded defaults",
-                          description="CSRBench and CityBench queries over the shared data (or a generated "
-                                      "sample when it is missing), with a summary.")
+    demo = sub.add_parser(
+        "demo",
+        help="run the engine's main job on the embedded defaults",
+        description="CSRBench and CityBench queries over the shared data (or a generated "
+        "sample when it is missing), with a summary.",
+    )
     demo.set_defaults(run=cmd_demo)
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from sqlalchemy.exc import DBAPIError
 
@@ -237,21 +403,24 @@ def _remove_abandoned_scratch(home: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-
-def _store_problem(exc, url: Optional[str]) -> str:
+def _store_problem(exc, url: str | None) -> str:
     """One line naming the store (its password hidden) and the driver's first line."""
     from sqlalchemy.engine import make_url
 
     from rsp_jobs.store import db
 
     shown = make_url(url or db.store_url()).render_as_string(hide_password=True)
-    reason = " ".join(str(exc.orig).split("\n")[0].split()) if exc.orig is not None else type(exc).__name__
+    reason = (
+        " ".join(str(exc.orig).split("\n")[0].split())
+        if exc.orig is not None
+        else type(exc).__name__
+    )
     if "no such table" in reason or ("relation" in reason and "does not exist" in reason):
         return f"the store {shown} has no schema yet ({reason}): run `rsp store upgrade --url URL`"
     return f"cannot use the store {shown}: {reason}"
 
 
-def _utc(us: Optional[int]) -> Optional[datetime]:
+def _utc(us: int | None) -> datetime | None:
     return None if us is None else from_us(us)
 
 
@@ -263,7 +432,9 @@ def cmd_alerts(args) -> int:
         if args.json:
             print(json.dumps(alert, ensure_ascii=False, sort_keys=True))
         else:
-            print(f"{alert['event_time']}  {alert['kind']:<10} {alert['message']}  [{alert['frame']}]")
+            print(
+                f"{alert['event_time']}  {alert['kind']:<10} {alert['message']}  [{alert['frame']}]"
+            )
     if not args.json:
         print(f"rsp: {len(alerts)} alerts", file=sys.stderr)
     return 0
@@ -297,36 +468,53 @@ def cmd_evaluate(args) -> int:
     given = {iri for iri, _ in args.stream}
     missing = declared - given
     if missing:
-        raise InputError(f"{args.query_file}: no --stream given for " + ", ".join(f"<{m}>" for m in sorted(missing)))
+        raise InputError(
+            f"{args.query_file}: no --stream given for "
+            + ", ".join(f"<{m}>" for m in sorted(missing))
+        )
     scratch = None
     if args.lake is None:
         _remove_abandoned_scratch(settings.home_dir())
     try:
         if args.lake is None:
-            scratch = Path(tempfile.mkdtemp(prefix=f"evaluate-{os.getpid()}-", dir=settings.home_dir()))
+            scratch = Path(
+                tempfile.mkdtemp(prefix=f"evaluate-{os.getpid()}-", dir=settings.home_dir())
+            )
         lake = Lake(args.lake or scratch / "lake")
         store = _store_engine(args.store) if args.store is not None else None
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         known = None
         if store is not None:
             from rsp_jobs.store.frames import known_frames
             from rsp_jobs.store.provenance import store_ingest
 
             known = functools.partial(known_frames, store)
-        for loaded in load_files(lake, args.stream, known, each=None if store is None else
-                                 lambda path, batch: store_ingest(store, batch, str(path), started)):
+        for loaded in load_files(
+            lake,
+            args.stream,
+            known,
+            each=None
+            if store is None
+            else lambda path, batch: store_ingest(store, batch, str(path), started),
+        ):
             _report_rejections(loaded)
         out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
         progress = _Progress(enabled=sys.stderr.isatty())
         windows = [] if store is not None else None
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         _start_spark()
         try:
             interval = Interval(args.after, args.until)
             if pattern:  # one JSON object per match, reported at its end
                 carried = _Consumption.of(query, store, args.after, args.until)
-                matches, newly = match(query, lake, args.background, interval, args.entailment,
-                                       carried.before if carried else frozenset())
+                matches, newly = match(
+                    query,
+                    lake,
+                    args.background,
+                    interval,
+                    args.entailment,
+                    carried.before if carried else frozenset(),
+                )
                 for m in matches:
                     out.write(json.dumps(m.to_json(), ensure_ascii=False) + "\n")
                 if carried is not None:
@@ -337,8 +525,9 @@ def cmd_evaluate(args) -> int:
                     windows += WindowResult.of_matches(matches)
                     used = [f for m in matches for f in m.events]
             else:
-                for window in evaluate(query, lake, args.background, args.t0, interval,
-                                       entailment=args.entailment):
+                for window in evaluate(
+                    query, lake, args.background, args.t0, interval, entailment=args.entailment
+                ):
                     out.write(json.dumps(window.to_json(), ensure_ascii=False) + "\n")
                     progress.tick(window.window_close)
                     if windows is not None:
@@ -355,11 +544,24 @@ def cmd_evaluate(args) -> int:
 
             also = carried.record if pattern and carried is not None else None
             ran_with = dict(entailment=args.entailment, background=args.background)
-            stored = store_evaluation(store, query, windows, started, application_id(get_spark()),
-                                      **(dict(kind="pattern_match", used_frames=used, also=also) if pattern
-                                         else dict(t0_us=args.t0)), **ran_with)
-            print(f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
-                  f"activity {stored.activity_iri}", file=sys.stderr)
+            stored = store_evaluation(
+                store,
+                query,
+                windows,
+                started,
+                application_id(get_spark()),
+                **(
+                    dict(kind="pattern_match", used_frames=used, also=also)
+                    if pattern
+                    else dict(t0_us=args.t0)
+                ),
+                **ran_with,
+            )
+            print(
+                f"rsp: stored {stored.windows} windows ({stored.frames_written} frames written) as "
+                f"activity {stored.activity_iri}",
+                file=sys.stderr,
+            )
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -375,7 +577,7 @@ class _Consumption:
     ``--store`` given, else in the default store (RSP_STORE_URL or the SQLite store under the
     project home), keyed by the rule's IRI; a run without ``--from`` starts afresh."""
 
-    def __init__(self, engine, iri: str, after: Optional[int], until: Optional[int]):
+    def __init__(self, engine, iri: str, after: int | None, until: int | None):
         from rsp_jobs.store.consumption import consumed_before
 
         self.engine, self.iri, self.after, self.until = engine, iri, _utc(after), _utc(until)
@@ -383,16 +585,20 @@ class _Consumption:
         self.records: list = []
 
     @classmethod
-    def of(cls, query, store, after: Optional[int], until: Optional[int]) -> Optional["_Consumption"]:
+    def of(cls, query, store, after: int | None, until: int | None) -> _Consumption | None:
         """None unless ``query`` is a rule that consumes."""
         if not getattr(query, "consumes", None):
             return None
         from rsp_jobs.store.results import query_iri
 
-        carried = cls(store if store is not None else _store_engine(""), query_iri(query), after, until)
+        carried = cls(
+            store if store is not None else _store_engine(""), query_iri(query), after, until
+        )
         if carried.before:
-            print(f"rsp: {len(carried.before)} fact(s) consumed before {iso_ms(after)} carried from the store",
-                  file=sys.stderr)
+            print(
+                f"rsp: {len(carried.before)} fact(s) consumed before {iso_ms(after)} carried from the store",
+                file=sys.stderr,
+            )
         return carried
 
     def found(self, matches: list, newly) -> None:
@@ -400,7 +606,7 @@ class _Consumption:
 
         self.records = consumption_records(matches, newly)
 
-    def record(self, conn, activity_iri: Optional[str]) -> None:
+    def record(self, conn, activity_iri: str | None) -> None:
         from rsp_jobs.store.consumption import replace_consumed
 
         replace_consumed(conn, self.iri, self.after, self.until, self.records, activity_iri)
@@ -453,20 +659,32 @@ def cmd_audit(args) -> int:
 
     engine = db.engine(args.store)
     report = audit(engine, args.iri)
-    print(f"{report.iri}: {report.checked} input frame(s) checked; "
-          + ("all unchanged" if report.inputs_unchanged else
-             f"{len(report.changed)} changed, {len(report.missing)} missing"
-             + (f", {len(report.background_changed)} background file(s) changed" if report.background_changed
-                else "")))
+    print(
+        f"{report.iri}: {report.checked} input frame(s) checked; "
+        + (
+            "all unchanged"
+            if report.inputs_unchanged
+            else f"{len(report.changed)} changed, {len(report.missing)} missing"
+            + (
+                f", {len(report.background_changed)} background file(s) changed"
+                if report.background_changed
+                else ""
+            )
+        )
+    )
     for iri in report.changed:
         print(f"  changed: {iri}")
     for iri in report.missing:
         print(f"  missing: {iri}")
     for path, recorded, now in report.background_changed:
-        print(f"  background changed: {path} (sha256 {recorded[:12]}… when evaluated, "
-              + (f"{now[:12]}… now)" if now else "the file is gone)"))
+        print(
+            f"  background changed: {path} (sha256 {recorded[:12]}… when evaluated, "
+            + (f"{now[:12]}… now)" if now else "the file is gone)")
+        )
     ok = report.inputs_unchanged
-    if args.reevaluate:  # refused (an error, exit 2) without a recorded query text, or for a pattern
+    if (
+        args.reevaluate
+    ):  # refused (an error, exit 2) without a recorded query text, or for a pattern
         from rsp_jobs.reevaluate import reevaluate
 
         again = reevaluate(engine, report, args.background, args.t0, args.entailment)
@@ -475,7 +693,9 @@ def cmd_audit(args) -> int:
         verdict = "same result" if again.same else "DIFFERENT result"
         if again.background_changed and not args.background:
             verdict += " (with the background as it is now, changed since the evaluation)"
-        print(f"  re-evaluated {report.query_iri} at {again.stored['window_close']} ({again.settings}): {verdict}")
+        print(
+            f"  re-evaluated {report.query_iri} at {again.stored['window_close']} ({again.settings}): {verdict}"
+        )
         ok = ok and again.same
     return 0 if ok else 1
 
@@ -483,9 +703,18 @@ def cmd_audit(args) -> int:
 def cmd_export(args) -> int:
     from rsp_jobs.store.tardf import export_stream
 
-    report = export_stream(_store_engine(args.store or ""), args.stream, args.output, args.format,
-                           _utc(args.start), _utc(args.end))
-    print(f"rsp: wrote {report.frames} frames, {report.triples} triples to {args.output}", file=sys.stderr)
+    report = export_stream(
+        _store_engine(args.store or ""),
+        args.stream,
+        args.output,
+        args.format,
+        _utc(args.start),
+        _utc(args.end),
+    )
+    print(
+        f"rsp: wrote {report.frames} frames, {report.triples} triples to {args.output}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -493,9 +722,12 @@ def cmd_import(args) -> int:
     from rsp_jobs.store.tardf import import_stream
 
     report = import_stream(_store_engine(args.store or ""), args.path, args.stream)
-    print(f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
-          f"{report.triples_written} triples, {report.invariant} time-invariant statements, "
-          f"{report.quarantined} quarantined", file=sys.stderr)
+    print(
+        f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
+        f"{report.triples_written} triples, {report.invariant} time-invariant statements, "
+        f"{report.quarantined} quarantined",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -509,15 +741,19 @@ def cmd_query(args) -> int:
     if text.startswith("@"):
         source, text = text[1:], read_text(text[1:], "query")
     result = run_query(db.engine(args.store), compile(text, source, "tasparql"))
-    json.dump({"head": {"vars": result.vars}, "results": {"bindings": result.rows}}, sys.stdout,
-              ensure_ascii=False, indent=1)
+    json.dump(
+        {"head": {"vars": result.vars}, "results": {"bindings": result.rows}},
+        sys.stdout,
+        ensure_ascii=False,
+        indent=1,
+    )
     sys.stdout.write("\n")
     return 0
 
 
 def cmd_explain(args) -> int:
-    from rsp_jobs.algebra.explain import explain
     from rsp_jobs.algebra.dotr import RulePlan
+    from rsp_jobs.algebra.explain import explain
     from rsp_jobs.compiler import compile_file, compile_rule_set
     from rsp_jobs.errors import InputError
 
@@ -554,11 +790,18 @@ def _physical(compiled, args) -> str:
     from rsp_jobs.physical.statistics import LakeStatistics
 
     if not isinstance(compiled, ContinuousQuery) or compiled.pattern:
-        raise InputError(f"{args.query_file}: --physical plans window queries; patterns and rules read their "
-                         "streams whole (rsp_jobs.engine.match), and a TA-SPARQL query is one SQL statement")
-    stats = planner.SliceOf(args.rows) if args.rows is not None else \
-        LakeStatistics(Lake(args.lake) if args.lake else project_lake())
-    return planner.plan_windows(compiled, stats, args.after, args.until, entailment=args.entailment).explain()
+        raise InputError(
+            f"{args.query_file}: --physical plans window queries; patterns and rules read their "
+            "streams whole (rsp_jobs.engine.match), and a TA-SPARQL query is one SQL statement"
+        )
+    stats = (
+        planner.SliceOf(args.rows)
+        if args.rows is not None
+        else LakeStatistics(Lake(args.lake) if args.lake else project_lake())
+    )
+    return planner.plan_windows(
+        compiled, stats, args.after, args.until, entailment=args.entailment
+    ).explain()
 
 
 def cmd_demo(args) -> int:
@@ -572,13 +815,20 @@ def _report_rejections(loaded) -> None:
     if not loaded.rejections:
         return
     repeated = loaded.repeated
-    print(f"rsp: {loaded.source}: rejected {loaded.rejected_triples} triple(s) in {len(loaded.rejections)} "
-          f"place(s); {loaded.accepted} accepted" + (f", {repeated} repeated within their frame" if repeated else "")
-          + ":", file=sys.stderr)
+    print(
+        f"rsp: {loaded.source}: rejected {loaded.rejected_triples} triple(s) in {len(loaded.rejections)} "
+        f"place(s); {loaded.accepted} accepted"
+        + (f", {repeated} repeated within their frame" if repeated else "")
+        + ":",
+        file=sys.stderr,
+    )
     for rejection in loaded.rejections[:10]:
         print(f"  {rejection}", file=sys.stderr)
     if len(loaded.rejections) > 10:
-        print(f"  ... and {len(loaded.rejections) - 10} more (all are in the lake's quarantine)", file=sys.stderr)
+        print(
+            f"  ... and {len(loaded.rejections) - 10} more (all are in the lake's quarantine)",
+            file=sys.stderr,
+        )
 
 
 class _Progress:
@@ -591,7 +841,11 @@ class _Progress:
         self.count += 1
         now = time.monotonic()
         if self.enabled and now - self.last > 0.2:
-            print(f"\rrsp: {self.count} windows reported (last closed {label})", end="", file=sys.stderr)
+            print(
+                f"\rrsp: {self.count} windows reported (last closed {label})",
+                end="",
+                file=sys.stderr,
+            )
             self.last = now
 
     def done(self) -> None:

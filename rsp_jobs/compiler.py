@@ -8,25 +8,27 @@ this returns.
     >>> type(query).__name__, sorted(query.predicates)
     ('WindowQuery', ['<urn:p>'])
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
 from rsp_jobs.algebra.optimize import optimize
 from rsp_jobs.algebra.plan import PatternQuery, WindowQuery
-from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan, plan_rule, plan_rule_set
-from rsp_jobs.algebra.tasparql import OneTimeQuery, plan as plan_one_time
+from rsp_jobs.algebra.tasparql import OneTimeQuery
+from rsp_jobs.algebra.tasparql import plan as plan_one_time
 from rsp_jobs.algebra.translate import translate
 from rsp_jobs.language import tasparql
-from rsp_jobs.language.parser import parse_query
 from rsp_jobs.language.dotr import parse_rule
+from rsp_jobs.language.parser import parse_query
 from rsp_jobs.textfile import read_text
 
 # what compile returns: a C-SPARQL window query, an EP-SPARQL pattern, a DOTR rule, or a
 # one-time TA-SPARQL query over the frame store
-CompiledQuery = Union[WindowQuery, PatternQuery, RulePlan, OneTimeQuery]
+CompiledQuery = WindowQuery | PatternQuery | RulePlan | OneTimeQuery
 
 # file suffix → language; anything else is C-SPARQL/EP-SPARQL (``.rsp``). ``.rq`` is not
 # TA-SPARQL: CSRBench and the C-SPARQL papers write continuous queries as ``q1.rq``, so a
@@ -34,8 +36,9 @@ CompiledQuery = Union[WindowQuery, PatternQuery, RulePlan, OneTimeQuery]
 LANGUAGES = {".dotr": "dotr", ".tasparql": "tasparql"}
 
 
-def compile(text: str, source: str = "<query>", language: Optional[str] = None,
-            skip: Iterable[str] = ()) -> CompiledQuery:
+def compile(
+    text: str, source: str = "<query>", language: str | None = None, skip: Iterable[str] = ()
+) -> CompiledQuery:
     """``language``: ``rsp`` (C-SPARQL and EP-SPARQL), ``dotr`` or ``tasparql``; by default
     the suffix of ``source`` says (``LANGUAGES``). ``skip`` names optimizer rules to leave out
     (``rsp_jobs.algebra.optimize.RULES``; by default those ``RSP_OPTIMIZER_SKIP`` lists,
@@ -53,10 +56,14 @@ def compile(text: str, source: str = "<query>", language: Optional[str] = None,
 
 def _skipped(skip: Iterable[str]) -> tuple[str, ...]:
     """``skip``, or by default the rules ``RSP_OPTIMIZER_SKIP`` lists."""
-    return tuple(skip) or tuple(r.strip() for r in os.environ.get("RSP_OPTIMIZER_SKIP", "").split(",") if r.strip())
+    return tuple(skip) or tuple(
+        r.strip() for r in os.environ.get("RSP_OPTIMIZER_SKIP", "").split(",") if r.strip()
+    )
 
 
-def compile_file(path: Union[str, Path], language: Optional[str] = None, skip: Iterable[str] = ()) -> CompiledQuery:
+def compile_file(
+    path: str | Path, language: str | None = None, skip: Iterable[str] = ()
+) -> CompiledQuery:
     """A query or rule file, compiled; a file that is not UTF-8 is named with its line."""
     return compile(read_text(path, "query"), str(path), language, skip)
 
@@ -68,7 +75,9 @@ def compile_rule_set(rules: Iterable[RulePlan], skip: Iterable[str] = ()) -> Rul
     names = [r.name for r in rules]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"rules evaluated together need distinct names: {', '.join(twice)} given twice")
+        raise ValueError(
+            f"rules evaluated together need distinct names: {', '.join(twice)} given twice"
+        )
     skip = _skipped(skip)
     return optimize(plan_rule_set(rules), skip)
 

@@ -16,6 +16,7 @@ any process left in the components' sessions, task processes included: ``airflow
 It is as private as ``make airflow``: its Connect server asks for a token, every listener is on
 loopback, and what it writes is its owner's only.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, TypeVar
+from typing import TypeVar
 
 import httpx
 
@@ -60,7 +61,7 @@ class Deployment:
     password: str
     client: httpx.Client  # logged in: every request carries the user's bearer token
     processes: dict  # component name -> subprocess.Popen (the Connect server as "spark-connect")
-    spark_connect: Optional[str] = None  # the Connect server's client URL, its token in it
+    spark_connect: str | None = None  # the Connect server's client URL, its token in it
 
     @property
     def sessions(self) -> set[int]:
@@ -75,7 +76,7 @@ class Deployment:
         """``POST /auth/token`` of the simple auth manager: 201 with ``access_token``, or 401."""
         return httpx.post(f"{self.url}/auth/token", json={"username": user, "password": password})
 
-    def wait_for(self, probe: Callable[[], Optional[T]], timeout: float, what: str) -> T:
+    def wait_for(self, probe: Callable[[], T | None], timeout: float, what: str) -> T:
         """Poll ``probe`` every second until it returns something truthy; fail after ``timeout``."""
         deadline = time.monotonic() + timeout
         while not (result := probe()):
@@ -103,10 +104,15 @@ def deployment_environment(home: Path, overrides: Mapping[str, str] = {}) -> dic
     """This process's environment without its Airflow settings, plus the project's for ``home``
     with ``FAST`` intervals, free ports and ``overrides``."""
     given = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RSP_AIRFLOW"))}
-    given.update(FAST, RSP_HOME=str(home), AIRFLOW__API__PORT=str(free_port()),
-                 # the log servers of the scheduler and triggerer: free ports, for parallel deployments
-                 AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
-                 AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=str(free_port()), **overrides)
+    given.update(
+        FAST,
+        RSP_HOME=str(home),
+        AIRFLOW__API__PORT=str(free_port()),
+        # the log servers of the scheduler and triggerer: free ports, for parallel deployments
+        AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
+        AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=str(free_port()),
+        **overrides,
+    )
     return {**given, **airflow_env.environment(home, given)}
 
 
@@ -115,8 +121,12 @@ def _interrupt(signum, frame):
 
 
 @contextmanager
-def airflow_deployment(home: Path, overrides: Mapping[str, str] = {}, timeout: float = 180.0,
-                       spark_master: str = settings.DEFAULT_SPARK_MASTER) -> Iterator[Deployment]:
+def airflow_deployment(
+    home: Path,
+    overrides: Mapping[str, str] = {},
+    timeout: float = 180.0,
+    spark_master: str = settings.DEFAULT_SPARK_MASTER,
+) -> Iterator[Deployment]:
     """Migrate, start the components, wait until ``/api/v2/monitor/health`` says all are healthy,
     log in; yield the deployment; stop every component (and the tasks they started).
     ``overrides``: Airflow settings for this deployment, e.g. another ``AIRFLOW__CORE__DAGS_FOLDER``;
@@ -128,22 +138,37 @@ def airflow_deployment(home: Path, overrides: Mapping[str, str] = {}, timeout: f
     airflow_env.ensure_password(env, password)
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
     processes = {}
-    deployment = Deployment(url, env, env["RSP_AIRFLOW_USER"], password, httpx.Client(base_url=url, timeout=30),
-                            processes)
+    deployment = Deployment(
+        url,
+        env,
+        env["RSP_AIRFLOW_USER"],
+        password,
+        httpx.Client(base_url=url, timeout=30),
+        processes,
+    )
     # pytest dies on SIGTERM without cleaning up, and the components, in their own process
     # groups, would outlive it: a KeyboardInterrupt instead runs the ``finally`` below
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
-        if not env.get("AIRFLOW_CONN_RSP_SPARK"):  # the tasks' Spark: a Connect server, warm for every task
+        if not env.get(
+            "AIRFLOW_CONN_RSP_SPARK"
+        ):  # the tasks' Spark: a Connect server, warm for every task
             port = free_port()
             token = airflow_env.ensure_connect_token(env)
-            processes["spark-connect"] = connect_server.start(port, deployment.logs / "spark-connect.log",
-                                                               master=spark_master, home=home, token=token,
-                                                               env=env, umask=airflow_env.UMASK)
+            processes["spark-connect"] = connect_server.start(
+                port,
+                deployment.logs / "spark-connect.log",
+                master=spark_master,
+                home=home,
+                token=token,
+                env=env,
+                umask=airflow_env.UMASK,
+            )
             # an environment variable, not a command line: only this user's processes can read it
-            env["AIRFLOW_CONN_RSP_SPARK"] = json.dumps({"conn_type": "spark_connect", "host": "localhost",
-                                                        "port": port, "password": token})
+            env["AIRFLOW_CONN_RSP_SPARK"] = json.dumps(
+                {"conn_type": "spark_connect", "host": "localhost", "port": port, "password": token}
+            )
             deployment.spark_connect = connect_server.url(port, token)
         processes.update(airflow_env.start(env, deployment.logs))
 
@@ -153,7 +178,9 @@ def airflow_deployment(home: Path, overrides: Mapping[str, str] = {}, timeout: f
             return airflow_env.healthy(url)
 
         deployment.wait_for(healthy, timeout, "Airflow healthy")
-        token = deployment.login(deployment.user, password).raise_for_status().json()["access_token"]
+        token = (
+            deployment.login(deployment.user, password).raise_for_status().json()["access_token"]
+        )
         deployment.client.headers["Authorization"] = f"Bearer {token}"
         yield deployment
     except Exception:

@@ -8,33 +8,35 @@ Spark → window results, and a temporal pattern's (EP-SPARQL query, DOTR rule) 
 Every window close of the run's interval is computed in one Spark job; only the results come
 back to the driver.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from typing import Iterator, Optional, Sequence
+from dataclasses import dataclass, replace
 
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
+from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.physical import planner
 from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.results import Match, WindowResult
-from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.spark.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
+from rsp_jobs.spark.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms
 from rsp_jobs.spark.results import iter_windows, result_frame
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
 from rsp_jobs.times import from_us
 
 
-def _files_facts(stats: LakeStatistics, streams: Sequence[str], start, end, ranked: set,
-                 background: Background) -> tuple[Future, Future]:
+def _files_facts(
+    stats: LakeStatistics, streams: Sequence[str], start, end, ranked: set, background: Background
+) -> tuple[Future, Future]:
     """The slice's ``SliceFacts`` (``LakeStatistics.facts``), then the terms of each place set in
     ``ranked`` ranked (``rank_terms``: a local relation Spark evaluates on the driver, 0.07-0.1 s
     for CityBench's 1,500-2,500 values), on a thread of their own while the driver builds the
@@ -51,9 +53,19 @@ def _files_facts(stats: LakeStatistics, streams: Sequence[str], start, end, rank
             future.set_exception(error)
 
     def read() -> None:
-        settle(facts, lambda: stats.facts(streams, start, end, {place for places in ranked for place in places}))
-        settle(ranks, lambda: {places: rank_terms(get_spark(), places, facts.result().terms, background)
-                               for places in ranked})
+        settle(
+            facts,
+            lambda: stats.facts(
+                streams, start, end, {place for places in ranked for place in places}
+            ),
+        )
+        settle(
+            ranks,
+            lambda: {
+                places: rank_terms(get_spark(), places, facts.result().terms, background)
+                for places in ranked
+            },
+        )
 
     threading.Thread(target=read, name="lake-files", daemon=True).start()
     return facts, ranks
@@ -63,35 +75,55 @@ def _files_facts(stats: LakeStatistics, streams: Sequence[str], start, end, rank
 class Interval:
     """Evaluate the window closes ``c`` with ``after < c <= until`` (µs; None: unbounded)."""
 
-    after: Optional[int] = None
-    until: Optional[int] = None
+    after: int | None = None
+    until: int | None = None
 
 
-def evaluate(query: ContinuousQuery, lake: Lake, background_files: Sequence[str] = (),
-             t0_us: int = 0, interval: Interval = Interval(), entailment: str = "simple") -> Iterator[WindowResult]:
+def evaluate(
+    query: ContinuousQuery,
+    lake: Lake,
+    background_files: Sequence[str] = (),
+    t0_us: int = 0,
+    interval: Interval = Interval(),
+    entailment: str = "simple",
+) -> Iterator[WindowResult]:
     """Evaluate ``query`` over the streams in ``lake``; yields one ``WindowResult`` per reported
     window, in time order. ``entailment``: ``simple``, ``rdfs`` or ``rdfs++``: the background is
     closed once, and each window's graph (its streams' triples in it, with the background) is
     entailed whole, as C-SPARQL answers "under RDFS entailment regime" over what the window holds
     (tutorial 004, "C-SPARQL queries and reasoning"); see ``rsp_jobs.reasoning.entailment``.
     How it runs is the physical plan's (``planner.plan_windows``: ``rsp explain --physical``)."""
-    physical = planner.plan_windows(query, LakeStatistics(lake), interval.after, interval.until, t0_us, entailment)
+    physical = planner.plan_windows(
+        query, LakeStatistics(lake), interval.after, interval.until, t0_us, entailment
+    )
     yield from execute(physical, lake, background_files, interval.after, entailment)
 
 
-def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence[str], report_after: Optional[int],
-            entailment: str) -> list[WindowResult]:
+def execute(
+    physical: planner.WindowPlan,
+    lake: Lake,
+    background_files: Sequence[str],
+    report_after: int | None,
+    entailment: str,
+) -> list[WindowResult]:
     """Run ``physical`` on Spark: its windows' results, those closing after ``report_after``."""
     query, sched, after, until = physical.query, physical.sched, physical.after, physical.until
     start, end = (None if t is None else from_us(t) for t in (physical.start, physical.until))
     streams, stream_rows, simple = physical.streams, physical.rows, physical.simple
     spark = get_spark()
     small = physical.facts_on_driver
-    spans = windows.spans(query, sched, after, until) if physical.windowing == planner.SOLUTIONS else None
+    spans = (
+        windows.spans(query, sched, after, until)
+        if physical.windowing == planner.SOLUTIONS
+        else None
+    )
     background = Background.for_query(query.graphs, background_files, query.source)
     stats = LakeStatistics(lake)
-    facts, ranks = (_files_facts(stats, streams, start, end, set(physical.ranked), background) if small
-                    else (None, None))
+    facts, ranks = (
+        _files_facts(stats, streams, start, end, set(physical.ranked), background)
+        if small
+        else (None, None)
+    )
     # The batch's settings hold while the evaluation makes any plan, not only for its last
     # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
     # moment (a small batch's cached window rows were compiled to Java all the same)
@@ -126,9 +158,16 @@ def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence
             else:
                 active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
             # under entailment a window's graph may hold what its triples do not name
-            vocabulary = None if not simple else facts.result().vocabulary if small else \
-                stats.vocabulary(streams, start, end)
-            evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, ranks)
+            vocabulary = (
+                None
+                if not simple
+                else facts.result().vocabulary
+                if small
+                else stats.vocabulary(streams, start, end)
+            )
+            evaluator = Evaluator(
+                query, rows, active, background, spans, triples, vocabulary, ranks
+            )
             solutions = evaluator.evaluate(query.plan)
             frame = result_frame(query, evaluator, solutions, sched)
             # One job whatever the number of patterns: read from Parquet, a pattern's triples
@@ -144,9 +183,16 @@ def execute(physical: planner.WindowPlan, lake: Lake, background_files: Sequence
     return results
 
 
-def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
-          entailment: str = "simple", consumed: frozenset[str] = frozenset(),
-          partials=None, retention_us: Optional[int] = None) -> tuple[list[Match], set[str]]:
+def match(
+    pattern,
+    lake: Lake,
+    background_files: Sequence[str] = (),
+    interval: Interval = Interval(),
+    entailment: str = "simple",
+    consumed: frozenset[str] = frozenset(),
+    partials=None,
+    retention_us: int | None = None,
+) -> tuple[list[Match], set[str]]:
     """The matches of ``pattern`` (an EP-SPARQL pattern query or a DOTR rule) whose final event
     lies in ``(after, until]``, and the facts they consumed (DOTR ``consuming``; ``consumed``
     are those earlier batches consumed).
@@ -157,16 +203,26 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     kept ``partials`` (``rsp_jobs.algebra.patterns.PartialMatches``), or, without them, the whole
     stream. Either way: no duplicates across batches and no matches lost at their borders
     (../shared/DESIGN.md, "Windows and micro-batches")."""
-    if isinstance(pattern, RulePlan):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
-        return match_rules(compile_rule_set([pattern]), lake, background_files, interval, entailment, [consumed])[0]
+    if isinstance(
+        pattern, RulePlan
+    ):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
+        return match_rules(
+            compile_rule_set([pattern]), lake, background_files, interval, entailment, [consumed]
+        )[0]
     lookback = pattern_lookback_us(pattern, retention_us)
     if pattern.bound_us is None and partials is not None and retention_us is None:
         start = None if partials.cut_us is None else from_us(partials.cut_us + 1)
     else:
         partials = None
-        start = None if interval.after is None or lookback is None else from_us(interval.after - lookback)
+        start = (
+            None
+            if interval.after is None or lookback is None
+            else from_us(interval.after - lookback)
+        )
     end = None if interval.until is None else from_us(interval.until + 1)
-    with settings_while(get_spark(), batch_settings(LakeStatistics(lake).rows(pattern_streams(pattern), start, end))):
+    with settings_while(
+        get_spark(), batch_settings(LakeStatistics(lake).rows(pattern_streams(pattern), start, end))
+    ):
         elements = _events(lake, pattern_streams(pattern), start, end)
         background = Background.for_query(pattern.graphs, background_files, pattern.source)
         if check_regime(entailment) != "simple":
@@ -176,7 +232,9 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
         try:
             from rsp_jobs.spark.events import evaluate_events
 
-            found = evaluate_events(pattern, elements, background, interval.after, interval.until, partials=partials)
+            found = evaluate_events(
+                pattern, elements, background, interval.after, interval.until, partials=partials
+            )
         finally:
             elements.unpersist()
     if retention_us is not None:
@@ -184,8 +242,14 @@ def match(pattern, lake: Lake, background_files: Sequence[str] = (), interval: I
     return found, set()
 
 
-def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] = (), interval: Interval = Interval(),
-                entailment: str = "simple", consumed: Sequence[frozenset[str]] = ()) -> list[tuple[list[Match], set[str]]]:
+def match_rules(
+    rules: RuleSetPlan,
+    lake: Lake,
+    background_files: Sequence[str] = (),
+    interval: Interval = Interval(),
+    entailment: str = "simple",
+    consumed: Sequence[frozenset[str]] = (),
+) -> list[tuple[list[Match], set[str]]]:
     """``match`` for every DOTR rule of a set (``compiler.compile_rule_set``) in one
     evaluation: one read of their streams, one pass over each group's instants (an event SELECT
     several rules ask for is evaluated once), one job for all facts and one collect for all
@@ -199,12 +263,16 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
     end = None if interval.until is None else from_us(interval.until + 1)
     streams = sorted({s for r in rules.rules for s in pattern_streams(r)})
     backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
-    with settings_while(get_spark(), batch_settings(LakeStatistics(lake).rows(streams, start, end))):
+    with settings_while(
+        get_spark(), batch_settings(LakeStatistics(lake).rows(streams, start, end))
+    ):
         elements = _events(lake, streams, start, end).cache()  # planned under the batch's settings
         try:
             from rsp_jobs.spark.rules import evaluate_rules
 
-            return evaluate_rules(rules, elements, backgrounds, interval.after, interval.until, consumed, entailment)
+            return evaluate_rules(
+                rules, elements, backgrounds, interval.after, interval.until, consumed, entailment
+            )
         finally:
             elements.unpersist()
 
@@ -212,4 +280,6 @@ def match_rules(rules: RuleSetPlan, lake: Lake, background_files: Sequence[str] 
 def _events(lake: Lake, streams: Sequence[str], start, end):
     """The elements of ``streams`` in ``[start, end)`` as a pattern reads them: a frame is a
     graph, so a triple two files bring for one time is one event."""
-    return lake.read(get_spark(), streams, start, end).dropDuplicates(["stream", "start", "ts", "s", "p", "o"])
+    return lake.read(get_spark(), streams, start, end).dropDuplicates(
+        ["stream", "start", "ts", "s", "p", "o"]
+    )

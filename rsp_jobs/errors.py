@@ -1,8 +1,9 @@
 """Errors a user sees. Each names where the problem is (file, line, column or field) so that it
 can be fixed without reading a stack trace."""
+
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 
 class RspError(Exception):
@@ -12,8 +13,9 @@ class RspError(Exception):
 class QuerySyntaxError(RspError):
     """The query text does not parse."""
 
-    def __init__(self, source: str, line: int, column: int, message: str,
-                 expected: Iterable[str] = ()):
+    def __init__(
+        self, source: str, line: int, column: int, message: str, expected: Iterable[str] = ()
+    ):
         self.source, self.line, self.column = source, line, column
         self.expected = sorted(set(expected))
         text = f"{source}:{line}:{column}: {message}"
@@ -25,8 +27,9 @@ class QuerySyntaxError(RspError):
 class UnsupportedConstruct(RspError):
     """The query parses but uses something the engine does not evaluate."""
 
-    def __init__(self, source: str, construct: str, line: Optional[int] = None,
-                 column: Optional[int] = None):
+    def __init__(
+        self, source: str, construct: str, line: int | None = None, column: int | None = None
+    ):
         where = source if line is None else f"{source}:{line}:{column or 1}"
         self.construct = construct
         super().__init__(f"{where}: unsupported construct: {construct}")

@@ -1,6 +1,7 @@
 """RDF vocabularies that modules of several layers name: the CityBench adapters write them and
 reasoning reads them, so they live below both rather than in either (``rsp_jobs.ingest.roads``
 builds the road graph with these terms, ``rsp_jobs.reasoning.routes`` routes over it)."""
+
 from __future__ import annotations
 
 from rdflib import Namespace

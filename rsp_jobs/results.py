@@ -14,10 +14,11 @@ A leaf: times only, so every layer may use it.
     >>> [(r.window_open, r.window_close, r.derived) for r in WindowResult.of_matches([m])]
     [('1970-01-01T00:00:00.000Z', '1970-01-01T00:00:00.001Z', (('1970-01-01T00:00:00.000Z', '<urn:a> <urn:p> <urn:b> .'),))]
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from rsp_jobs.times import iso_ms, parse_us
 
@@ -34,7 +35,7 @@ class WindowResult:
     form: str
     bindings: tuple[dict, ...] = ()
     triples: tuple[str, ...] = ()
-    boolean: Optional[bool] = None
+    boolean: bool | None = None
     derived: tuple[tuple[str, str], ...] = ()
     # matches kept as a window: the frames of their events (its exact lineage; not in the JSON)
     events: tuple[str, ...] = ()
@@ -65,14 +66,20 @@ class WindowResult:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict, form: str) -> "WindowResult":
+    def from_json(cls, obj: dict, form: str) -> WindowResult:
         """The inverse of ``to_json`` (a stored payload back as a result)."""
-        return cls(open_us=parse_us(obj["window_open"]), close_us=parse_us(obj["window_close"]), form=form,
-                   bindings=tuple(obj.get("bindings", ())), triples=tuple(obj.get("triples", ())),
-                   boolean=obj.get("boolean"), derived=tuple(tuple(d) for d in obj.get("derived", ())))
+        return cls(
+            open_us=parse_us(obj["window_open"]),
+            close_us=parse_us(obj["window_close"]),
+            form=form,
+            bindings=tuple(obj.get("bindings", ())),
+            triples=tuple(obj.get("triples", ())),
+            boolean=obj.get("boolean"),
+            derived=tuple(tuple(d) for d in obj.get("derived", ())),
+        )
 
     @classmethod
-    def of_matches(cls, matches: Iterable["Match"]) -> list["WindowResult"]:
+    def of_matches(cls, matches: Iterable[Match]) -> list[WindowResult]:
         """Matches as the results the store keeps per close: one per end time, opening at the
         earliest start of the matches ending then; constructed triples keep their interval."""
         by_end: dict[int, list[Match]] = {}
@@ -83,13 +90,23 @@ class WindowResult:
             start = min(m.start_us for m in group)
             events = tuple(sorted({e for m in group for e in m.events}))
             if group[0].bindings is not None:
-                results.append(cls(start, end, "SELECT", bindings=tuple(m.bindings for m in group), events=events))
+                results.append(
+                    cls(
+                        start,
+                        end,
+                        "SELECT",
+                        bindings=tuple(m.bindings for m in group),
+                        events=events,
+                    )
+                )
                 continue
             triples = tuple(sorted({t for m in group for t in m.triples}))
             derived = ()
             if any(m.start_us != end for m in group):
                 derived = tuple(sorted({(iso_ms(m.start_us), t) for m in group for t in m.triples}))
-            results.append(cls(start, end, "CONSTRUCT", triples=triples, derived=derived, events=events))
+            results.append(
+                cls(start, end, "CONSTRUCT", triples=triples, derived=derived, events=events)
+            )
         return results
 
 
@@ -101,8 +118,8 @@ class Match:
     start_us: int
     end_us: int
     events: tuple[str, ...]
-    bindings: Optional[dict] = None
-    triples: Optional[tuple[str, ...]] = None
+    bindings: dict | None = None
+    triples: tuple[str, ...] | None = None
 
     @property
     def start(self) -> str:
@@ -113,8 +130,13 @@ class Match:
         return iso_ms(self.end_us)
 
     def to_json(self) -> dict:
-        out = {"start": self.start, "end": self.end, "start_us": self.start_us, "end_us": self.end_us,
-               "events": list(self.events)}
+        out = {
+            "start": self.start,
+            "end": self.end,
+            "start_us": self.start_us,
+            "end_us": self.end_us,
+            "events": list(self.events),
+        }
         if self.triples is not None:
             out["triples"] = list(self.triples)
         else:
@@ -139,5 +161,10 @@ class RuleMatch(Match):
         return iso_ms(self.end_us)
 
     def to_json(self) -> dict:
-        return {"time": self.time, "time_us": self.time_us, "triples": list(self.triples or ()),
-                "events": list(self.events), "facts": dict(self.facts)}
+        return {
+            "time": self.time,
+            "time_us": self.time_us,
+            "triples": list(self.triples or ()),
+            "events": list(self.events),
+            "facts": dict(self.facts),
+        }

@@ -1,10 +1,10 @@
 """Settings read from the environment, each in one place, with the embedded defaults."""
+
 from __future__ import annotations
 
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Optional
 
 from rsp_jobs.times import parse_timedelta
 
@@ -134,7 +134,7 @@ DEFAULT_STORE_CONN_ID = "rsp_store"
 DEFAULT_SPARK_CONN_ID = "rsp_spark"
 
 
-def spark_master(default: Optional[str] = DEFAULT_SPARK_MASTER) -> Optional[str]:
+def spark_master(default: str | None = DEFAULT_SPARK_MASTER) -> str | None:
     """Where Spark jobs run, as set in the environment: ``RSP_SPARK_MASTER``, a Spark master URL
     (``local[2]``, ``spark://host:7077``, ``yarn``, ``k8s://...``), else ``default``. Jobs that
     may run under Airflow try its connection before the default (``orchestrate.spark_connection``):

@@ -5,11 +5,11 @@ Joins compare this text, so it is exactly SPARQL's term equality (``"1"^^xsd:int
 query, passes through rdflib's ``Literal``/``URIRef`` first so that both sides are written the
 same way. Decoding to the SPARQL 1.1 JSON results encoding happens only for results.
 """
+
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Optional
 
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Node
@@ -31,10 +31,24 @@ RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDF_TYPE_NT = f"<{RDF_TYPE}>"  # rdf:type as the lake, facts and alerts hold it
 
-INTEGER_TYPES = frozenset(XSD + t for t in (
-    "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
-    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
-    "unsignedByte"))
+INTEGER_TYPES = frozenset(
+    XSD + t
+    for t in (
+        "integer",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "nonPositiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
+    )
+)
 # Rank of each numeric type in SPARQL's type promotion (integer < decimal < float < double).
 NUMERIC_RANK = {**{t: 0 for t in INTEGER_TYPES}, XSD_DECIMAL: 1, XSD_FLOAT: 2, XSD_DOUBLE: 3}
 
@@ -85,9 +99,13 @@ def ast_to_nt(term) -> str:
     return ast.to_nt(term)
 
 
-def numeric_value(term: Node) -> Optional[float]:
+def numeric_value(term: Node) -> float | None:
     """The value of a numeric literal as a double, else None (the lake's ``o_num``)."""
-    if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) in NUMERIC_RANK:
+    if (
+        isinstance(term, Literal)
+        and term.datatype is not None
+        and str(term.datatype) in NUMERIC_RANK
+    ):
         try:
             return float(term.toPython())
         except (TypeError, ValueError):
@@ -95,9 +113,13 @@ def numeric_value(term: Node) -> Optional[float]:
     return None
 
 
-def time_value(term: Node) -> Optional[datetime]:
+def time_value(term: Node) -> datetime | None:
     """The value of an xsd:dateTime literal in UTC, else None (the lake's ``o_time``)."""
-    if isinstance(term, Literal) and term.datatype is not None and str(term.datatype) == XSD_DATETIME:
+    if (
+        isinstance(term, Literal)
+        and term.datatype is not None
+        and str(term.datatype) == XSD_DATETIME
+    ):
         value = term.toPython()
         if isinstance(value, datetime):
             return times.as_utc(value)
@@ -106,7 +128,7 @@ def time_value(term: Node) -> Optional[datetime]:
 
 _LITERAL = re.compile(r'^"(.*)"(?:\^\^<([^>]*)>|@([A-Za-z0-9-]+))?$', re.DOTALL)
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)')
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
 
 
 def unescape(text: str) -> str:
@@ -147,8 +169,9 @@ def nt_to_rdflib(text: str) -> Node:
     if term["type"] == "bnode":
         return BNode(term["value"])
     datatype = term.get("datatype")
-    return Literal(term["value"], lang=term.get("xml:lang"),
-                   datatype=URIRef(datatype) if datatype else None)
+    return Literal(
+        term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None
+    )
 
 
 def template_lines(template, term_of) -> list[str]:
@@ -168,11 +191,13 @@ def template_lines(template, term_of) -> list[str]:
 # "2009-01-01Z-06:00" and "2008-07-20T05:34:00Z-06:00": a 'Z' followed by an offset, which no
 # XSD form allows. Read as the paper means them (Chicago local time, UTC-6), 'Z-06:00' is the
 # offset -06:00; a lone 'Z' is UTC and no offset is UTC too, as the store reads data literals.
-_PAPER_TIME = re.compile(r"(?P<date>-?\d{4,}-\d\d-\d\d)(?:T(?P<time>\d\d:\d\d(?::\d\d(?:\.\d+)?)?))?"
-                         r"(?P<zone>Z|Z?[+-]\d\d:?\d\d)?")
+_PAPER_TIME = re.compile(
+    r"(?P<date>-?\d{4,}-\d\d-\d\d)(?:T(?P<time>\d\d:\d\d(?::\d\d(?:\.\d+)?)?))?"
+    r"(?P<zone>Z|Z?[+-]\d\d:?\d\d)?"
+)
 
 
-def time_interval(lexical: str, date: bool = False) -> Optional[tuple[datetime, datetime]]:
+def time_interval(lexical: str, date: bool = False) -> tuple[datetime, datetime] | None:
     """The UTC interval an xsd:dateTime (one instant: start == end) or, with ``date``, an
     xsd:date (the whole day, end exclusive) denotes, or None when ``lexical`` is neither.
     Accepts the paper's 'Z-06:00' offsets (see ``_PAPER_TIME``)."""
@@ -183,7 +208,9 @@ def time_interval(lexical: str, date: bool = False) -> Optional[tuple[datetime, 
     if len(zone) == 5:  # +hhmm
         zone = zone[:3] + ":" + zone[3:]
     try:
-        start = times.as_utc(datetime.fromisoformat(f"{match['date']}T{match['time'] or '00:00:00'}{zone}"))
+        start = times.as_utc(
+            datetime.fromisoformat(f"{match['date']}T{match['time'] or '00:00:00'}{zone}")
+        )
     except ValueError:
         return None
     return (start, start + timedelta(days=1)) if date else (start, start)

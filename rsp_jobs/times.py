@@ -8,13 +8,14 @@ as ms. Conversions are integer arithmetic: a float ``timestamp()`` loses microse
 
 A leaf: imports nothing else of the package (``tests/test_layers.py``).
 """
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US_PER_MS = 1_000
 US_PER_S = 1_000_000
 MS_PER_DAY = 86_400_000
@@ -30,7 +31,7 @@ def to_us(moment: datetime) -> int:
 
 def from_us(us: int) -> datetime:
     """The aware UTC datetime of µs since the epoch."""
-    return datetime.fromtimestamp(us // US_PER_S, tz=timezone.utc).replace(microsecond=us % US_PER_S)
+    return datetime.fromtimestamp(us // US_PER_S, tz=UTC).replace(microsecond=us % US_PER_S)
 
 
 def ms_to_us(ms: int) -> int:
@@ -44,7 +45,7 @@ def us_to_ms(us: int) -> int:
 
 def as_utc(moment: datetime) -> datetime:
     """``moment`` in UTC; a naive one is taken to be UTC already."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def parse_datetime(text: str) -> datetime:
@@ -60,7 +61,7 @@ def parse_us(text: str) -> int:
 
 def _aware(text: str) -> datetime:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def iso_ms(micros: int) -> str:
@@ -82,7 +83,7 @@ def datetime_lexical(value: datetime) -> str:
 
 def xsd_datetime(ts: datetime) -> str:
     """The xsd:dateTime of a stored time as exports write it: UTC, ``Z``, every microsecond kept."""
-    return ts.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 # ------------------------------------------------------------------------------ durations
@@ -95,7 +96,8 @@ UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": MS_PER_DAY}
 _CSPARQL_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)", re.IGNORECASE)
 _NUM = r"(\d+(?:\.\d+)?)"
 _ISO_DURATION = re.compile(
-    rf"P(?:{_NUM}W)?(?:{_NUM}D)?(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?", re.IGNORECASE)
+    rf"P(?:{_NUM}W)?(?:{_NUM}D)?(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?", re.IGNORECASE
+)
 _ISO_UNIT_MS = (7 * MS_PER_DAY, MS_PER_DAY, 3_600_000, 60_000, 1000)
 
 

@@ -11,10 +11,12 @@ walk replaces a walker per node family, and a rewrite rebuilds only what changed
     >>> transform(expr, lambda n: ast.Var("c") if n == ast.Var("a") else n).left
     Var(name='c')
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # fields that hold where a node came from, never a child
 _METADATA = frozenset({"source", "text", "position"})

@@ -5,11 +5,14 @@ batch runs, ``rsp_jobs.spark.session.batch_settings``). Run once by ``scripts/bo
 
     python -m rsp_jobs.write_class_archive [--force]
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+from datetime import UTC
 from pathlib import Path
 
 from rsp_jobs.spark.class_archive import archive_path
@@ -30,7 +33,7 @@ ORDER BY ?sensor
 
 
 def _workload(work: Path) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from rsp_jobs import compiler
     from rsp_jobs.engine import evaluate
@@ -40,18 +43,46 @@ def _workload(work: Path) -> None:
     stream = "http://example.org/archive/stream"
     ex = "http://example.org/archive#"
     batch = StreamBatch(stream=stream, source="class-archive")
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     for minute in range(10):
         ts = start + timedelta(minutes=minute)
         for s in range(3):
             obs, value = f"<{ex}o{minute}_{s}>", minute + s
             batch.elements += [
-                Element(stream, ts, f"{stream}/frame/{minute}", obs, f"<{ex}by>", f"<{ex}s{s}>", None, None),
-                Element(stream, ts, f"{stream}/frame/{minute}", obs, f"<{ex}value>",
-                        f'"{value}"^^<http://www.w3.org/2001/XMLSchema#integer>', float(value), None)]
+                Element(
+                    stream,
+                    ts,
+                    f"{stream}/frame/{minute}",
+                    obs,
+                    f"<{ex}by>",
+                    f"<{ex}s{s}>",
+                    None,
+                    None,
+                ),
+                Element(
+                    stream,
+                    ts,
+                    f"{stream}/frame/{minute}",
+                    obs,
+                    f"<{ex}value>",
+                    f'"{value}"^^<http://www.w3.org/2001/XMLSchema#integer>',
+                    float(value),
+                    None,
+                ),
+            ]
             if s % 2:
-                batch.elements.append(Element(stream, ts, f"{stream}/frame/{minute}", obs, f"<{ex}unit>",
-                                              f"<{ex}c>", None, None))
+                batch.elements.append(
+                    Element(
+                        stream,
+                        ts,
+                        f"{stream}/frame/{minute}",
+                        obs,
+                        f"<{ex}unit>",
+                        f"<{ex}c>",
+                        None,
+                        None,
+                    )
+                )
     lake = Lake(work / "lake")
     lake.write(batch, batch_id="archive")
     query = compiler.compile(QUERY)
@@ -59,7 +90,9 @@ def _workload(work: Path) -> None:
     os.environ["RSP_INTERPRETED_BELOW_ROWS"] = "0"  # the same, compiled to Java
     compiled = list(evaluate(query, lake))
     if [w.to_json() for w in interpreted] != [w.to_json() for w in compiled] or not interpreted:
-        raise SystemExit("class archive: the sample query gave different answers interpreted and compiled")
+        raise SystemExit(
+            "class archive: the sample query gave different answers interpreted and compiled"
+        )
 
 
 def build(path: Path) -> Path:
@@ -71,16 +104,18 @@ def build(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")
     os.environ["RSP_CLASS_ARCHIVE"] = "off"  # not from an archive that may be stale
-    os.environ["RSP_JVM_OPTIONS"] = f"{session.jvm_options()} -XX:ArchiveClassesAtExit={partial} -Xlog:cds*=off"
+    os.environ["RSP_JVM_OPTIONS"] = (
+        f"{session.jvm_options()} -XX:ArchiveClassesAtExit={partial} -Xlog:cds*=off"
+    )
     with tempfile.TemporaryDirectory(prefix="rsp-class-archive-") as work:
         os.environ.setdefault("RSP_HOME", work)
         spark = session.get_spark()
         _workload(Path(work))
         gateway = spark.sparkContext._gateway
-        try:  # the JVM writes the archive as it exits; Python's exit would not wait for it
+        # the JVM writes the archive as it exits (Python's exit would not wait for it); the
+        # connection ends with the JVM
+        with contextlib.suppress(Py4JError, OSError):
             spark.sparkContext._jvm.java.lang.System.exit(0)
-        except (Py4JError, OSError):  # the connection ends with the JVM
-            pass
         gateway.proc.wait(timeout=300)
     if not partial.is_file():
         raise SystemExit(f"class archive: the JVM wrote no archive at {partial}")

@@ -13,18 +13,20 @@ A query raises alerts when its ``<name>.toml`` has an ``[alert]`` table::
 Alert IRIs are derived from the query, subject and event time, so re-running an interval
 re-derives the same alerts and the store notifies each one once.
 """
+
 from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.results import WindowResult
 from rsp_jobs.terms import nt_to_json
-from rsp_jobs.times import datetime_lexical as _iso, from_us, parse_datetime
+from rsp_jobs.times import datetime_lexical as _iso
+from rsp_jobs.times import from_us, parse_datetime
 
 KINDS = ("tsunami", "congestion", "silence", "plain")
 ALERT_BASE = "urn:rsp:alert:"
@@ -34,26 +36,37 @@ ALERT_BASE = "urn:rsp:alert:"
 class AlertConfig:
     kind: str
     subject: str = "sensor"
-    time: Optional[str] = None
+    time: str | None = None
     radius_km: float = 1000.0
     options: dict = field(default_factory=dict)  # the rest of the table, for enrichments
 
     @classmethod
-    def from_table(cls, table: dict, where: Path) -> "AlertConfig":
+    def from_table(cls, table: dict, where: Path) -> AlertConfig:
         if not isinstance(table, dict):
-            raise InputError(f"{where}: alert must be a table ([alert] with kind = ...), got {table!r}")
+            raise InputError(
+                f"{where}: alert must be a table ([alert] with kind = ...), got {table!r}"
+            )
         kind = table.get("kind")
         if kind not in KINDS:
-            raise InputError(f"{where}: [alert] kind must be one of {', '.join(KINDS)}, got {kind!r}")
+            raise InputError(
+                f"{where}: [alert] kind must be one of {', '.join(KINDS)}, got {kind!r}"
+            )
         try:
             radius = float(table.get("radius_km", 1000.0))
         except (TypeError, ValueError):
-            raise InputError(f"{where}: [alert] radius_km: not a number: {table['radius_km']!r}") from None
+            raise InputError(
+                f"{where}: [alert] radius_km: not a number: {table['radius_km']!r}"
+            ) from None
         if radius <= 0:
             raise InputError(f"{where}: [alert] radius_km must be positive, got {radius}")
         known = {"kind", "subject", "time", "radius_km"}
-        return cls(kind, str(table.get("subject", "sensor")), table.get("time"), radius,
-                   {k: v for k, v in table.items() if k not in known})
+        return cls(
+            kind,
+            str(table.get("subject", "sensor")),
+            table.get("time"),
+            radius,
+            {k: v for k, v in table.items() if k not in known},
+        )
 
 
 @dataclass
@@ -66,7 +79,7 @@ class Alert:
     reported_at: datetime
     message: str
     solution: dict[str, Any]  # variable -> plain value (str, float, ISO time)
-    source_frame: Optional[str] = None  # the result frame that raised it
+    source_frame: str | None = None  # the result frame that raised it
     evidence: list[str] = field(default_factory=list)  # further frames that justify it
     enrichment: dict[str, Any] = field(default_factory=dict)
 
@@ -82,7 +95,13 @@ def _plain(term: dict) -> Any:
     value = term["value"]
     datatype = term.get("datatype", "")
     if term["type"] == "literal" and datatype.rsplit("#", 1)[-1] in (
-            "double", "float", "decimal", "integer", "long", "int"):
+        "double",
+        "float",
+        "decimal",
+        "integer",
+        "long",
+        "int",
+    ):
         try:
             return float(value)
         except ValueError:
@@ -108,8 +127,9 @@ def alert_iri(query_iri: str, subject: str, event_time: datetime) -> str:
     return f"{ALERT_BASE}{query_iri.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}/{digest}"
 
 
-def raise_alerts(query_iri: str, config: AlertConfig, results: list[WindowResult],
-                 frames: dict[int, str]) -> list[Alert]:
+def raise_alerts(
+    query_iri: str, config: AlertConfig, results: list[WindowResult], frames: dict[int, str]
+) -> list[Alert]:
     """The alerts of ``results`` (windows, or matches as stored per end time), not enriched
     yet (``enrich.enrich_alerts``); ``frames``: result frame IRI per close (µs). A solution
     without the subject variable is an error naming it: the query and its alert table disagree."""
@@ -118,20 +138,41 @@ def raise_alerts(query_iri: str, config: AlertConfig, results: list[WindowResult
         reported = from_us(result.close_us)
         for solution in solutions(result):
             if config.subject not in solution:
-                raise InputError(f"<{query_iri}>: [alert] subject {config.subject!r} is not in its results "
-                                 f"(they have {', '.join(sorted(solution))})")
+                raise InputError(
+                    f"<{query_iri}>: [alert] subject {config.subject!r} is not in its results "
+                    f"(they have {', '.join(sorted(solution))})"
+                )
             subject = str(solution[config.subject])
-            when = parse_datetime(str(solution[config.time])) if config.time and config.time in solution else reported
+            when = (
+                parse_datetime(str(solution[config.time]))
+                if config.time and config.time in solution
+                else reported
+            )
             iri = alert_iri(query_iri, subject, when)
-            alerts.setdefault(iri, Alert(iri, config.kind, query_iri, subject, when, reported,
-                                         _message(config.kind, subject, when), solution,
-                                         frames.get(result.close_us)))
+            alerts.setdefault(
+                iri,
+                Alert(
+                    iri,
+                    config.kind,
+                    query_iri,
+                    subject,
+                    when,
+                    reported,
+                    _message(config.kind, subject, when),
+                    solution,
+                    frames.get(result.close_us),
+                ),
+            )
     return list(alerts.values())
 
 
 def _message(kind: str, subject: str, when: datetime) -> str:
     """A one-line default; enrichments may say more."""
     name = subject.rsplit("#", 1)[-1].rsplit("/", 1)[-1] or subject
-    what = {"tsunami": "tsunami detected by", "congestion": "congestion building up on",
-            "silence": "no reading for 15 minutes from", "plain": "alert for"}[kind]
+    what = {
+        "tsunami": "tsunami detected by",
+        "congestion": "congestion building up on",
+        "silence": "no reading for 15 minutes from",
+        "plain": "alert for",
+    }[kind]
     return f"{what} {name} at {_iso(when)}"

@@ -7,14 +7,16 @@
   road graph without the segments currently in alert (the paper's delivery scenario).
 - ``plain``: nothing.
 """
+
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rdflib import Graph, Namespace
 
@@ -33,6 +35,7 @@ ACTIVE_FOR = timedelta(minutes=30)  # a segment's alert counts as current this l
 @dataclass
 class Context:
     """What enrichments may read: the store engine and the alerts raised so far in the run."""
+
     engine: Any = None
     raised: list[Alert] = field(default_factory=list)
 
@@ -62,15 +65,27 @@ def gazetteer(path: Path = GAZETTEER) -> list[dict]:
     graph.parse(path, format="turtle")
     places = []
     for place in graph.subjects(GN.name, None):
-        places.append({"iri": str(place), "name": str(graph.value(place, GN.name)),
-                       "country": str(graph.value(place, GN.countryCode)),
-                       "lat": float(graph.value(place, GEO.lat)), "lon": float(graph.value(place, GEO.long))})
+        places.append(
+            {
+                "iri": str(place),
+                "name": str(graph.value(place, GN.name)),
+                "country": str(graph.value(place, GN.countryCode)),
+                "lat": float(graph.value(place, GEO.lat)),
+                "lon": float(graph.value(place, GEO.long)),
+            }
+        )
     return sorted(places, key=lambda p: p["iri"])
 
 
 def places_within(lat: float, lon: float, radius_km: float, path: Path = GAZETTEER) -> list[dict]:
-    near = [{**p, "distance_km": round(great_circle_km(lat, lon, p["lat"], p["lon"]), 1)} for p in gazetteer(path)]
-    return sorted((p for p in near if p["distance_km"] <= radius_km), key=lambda p: (p["distance_km"], p["iri"]))
+    near = [
+        {**p, "distance_km": round(great_circle_km(lat, lon, p["lat"], p["lon"]), 1)}
+        for p in gazetteer(path)
+    ]
+    return sorted(
+        (p for p in near if p["distance_km"] <= radius_km),
+        key=lambda p: (p["distance_km"], p["iri"]),
+    )
 
 
 def tsunami(alert: Alert, config: AlertConfig, context: Context) -> None:
@@ -79,12 +94,23 @@ def tsunami(alert: Alert, config: AlertConfig, context: Context) -> None:
     station = dart.station_of_sensor(alert.subject)
     info = dart.stations()[station]
     places = places_within(info.lat, info.lon, config.radius_km)
-    alert.enrichment = {"station": station, "station_name": info.label, "lat": info.lat, "lon": info.lon,
-                        "radius_km": config.radius_km, "places": places}
+    alert.enrichment = {
+        "station": station,
+        "station_name": info.label,
+        "lat": info.lat,
+        "lon": info.lon,
+        "radius_km": config.radius_km,
+        "places": places,
+    }
     alert.evidence = tsunami_evidence(alert, config, context)
-    warned = ", ".join(f"{p['name']} ({p['distance_km']:.0f} km)" for p in places[:6]) or "no gazetteer place"
-    alert.message = (f"Tsunami detected by DART {station} at {alert.as_dict()['event_time']}: residual "
-                     f"{alert.solution.get('residual', float('nan')):+.3f} m; warn within {config.radius_km:g} km: {warned}")
+    warned = (
+        ", ".join(f"{p['name']} ({p['distance_km']:.0f} km)" for p in places[:6])
+        or "no gazetteer place"
+    )
+    alert.message = (
+        f"Tsunami detected by DART {station} at {alert.as_dict()['event_time']}: residual "
+        f"{alert.solution.get('residual', float('nan')):+.3f} m; warn within {config.radius_km:g} km: {warned}"
+    )
 
 
 def tsunami_evidence(alert: Alert, config: AlertConfig, context: Context) -> list[str]:
@@ -96,16 +122,23 @@ def tsunami_evidence(alert: Alert, config: AlertConfig, context: Context) -> lis
     from rsp_jobs.ingest import dart
 
     station = dart.station_of_sensor(alert.subject)
-    times = [alert.event_time] + [parse_datetime(str(alert.solution[v]))
-                                  for v in config.options.get("evidence_times", []) if v in alert.solution]
+    times = [alert.event_time] + [
+        parse_datetime(str(alert.solution[v]))
+        for v in config.options.get("evidence_times", [])
+        if v in alert.solution
+    ]
     frames = [dart.frame_iri(station, t) for t in times]
     averages = config.options.get("averages_stream")
     if averages:
-        frames += [f"{averages}/frame/{iso_ms(to_us(alert.event_time - timedelta(seconds=15, hours=i)))}"
-                   for i in range(4)]
+        frames += [
+            f"{averages}/frame/{iso_ms(to_us(alert.event_time - timedelta(seconds=15, hours=i)))}"
+            for i in range(4)
+        ]
     for stream, step in config.options.get("evidence_batches", {}).items():
         step_us = ms_to_us(parse_duration(step))
-        frames.append(f"{stream}/frame/{iso_ms((to_us(alert.event_time) // step_us + 1) * step_us)}")
+        frames.append(
+            f"{stream}/frame/{iso_ms((to_us(alert.event_time) // step_us + 1) * step_us)}"
+        )
     return frames
 
 
@@ -122,9 +155,16 @@ def route(alert: Alert, config: AlertConfig, context: Context) -> None:
     """An alternative route around the segment, avoiding every segment in alert recently."""
     try:
         network = _roads()
-        blocked = sorted({a.subject for a in context.raised + _recent(context, alert)
-                          if a.kind in ("congestion", "silence") and a.subject != alert.subject
-                          and abs(a.event_time - alert.event_time) <= ACTIVE_FOR and network.knows(a.subject)})
+        blocked = sorted(
+            {
+                a.subject
+                for a in context.raised + _recent(context, alert)
+                if a.kind in ("congestion", "silence")
+                and a.subject != alert.subject
+                and abs(a.event_time - alert.event_time) <= ACTIVE_FOR
+                and network.knows(a.subject)
+            }
+        )
         found = network.alternative_route(alert.subject, avoid=blocked)
     except RspError as exc:  # e.g. a sensor the road graph does not know: said in the alert
         alert.enrichment = {"route": None, "route_error": str(exc)}
@@ -134,7 +174,9 @@ def route(alert: Alert, config: AlertConfig, context: Context) -> None:
     if found is None:
         alert.message += "; no alternative route"
     else:
-        alert.message += f"; alternative route {found.length_m:.0f} m via {len(found.segments)} segments"
+        alert.message += (
+            f"; alternative route {found.length_m:.0f} m via {len(found.segments)} segments"
+        )
 
 
 def _recent(context: Context, alert: Alert) -> list[Alert]:
@@ -142,12 +184,18 @@ def _recent(context: Context, alert: Alert) -> list[Alert]:
         return []
     from rsp_jobs.alerts.store import alerts_between
 
-    return alerts_between(context.engine, alert.event_time - ACTIVE_FOR, alert.event_time + ACTIVE_FOR)
+    return alerts_between(
+        context.engine, alert.event_time - ACTIVE_FOR, alert.event_time + ACTIVE_FOR
+    )
 
 
 def plain(alert: Alert, config: AlertConfig, context: Context) -> None:
     return None
 
 
-ENRICHERS: dict[str, Enricher] = {"tsunami": tsunami, "congestion": route, "silence": route, "plain": plain}
-
+ENRICHERS: dict[str, Enricher] = {
+    "tsunami": tsunami,
+    "congestion": route,
+    "silence": route,
+    "plain": plain,
+}

@@ -2,10 +2,11 @@
 streams and background graphs, to be evaluated once per time instant (DOTR, Margara et al.
 2018, section 3: the ontological scope of an event is one instant), and the ``with``
 conditions are placed where the temporal combination tests them."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.translate import translate
@@ -43,7 +44,9 @@ class RulePlan:
 
 def plan_rule(rule: Rule) -> RulePlan:
     """The rule as written: one query per event (SPARQL 18.2 translation, unchanged)."""
-    return RulePlan(rule, tuple(EventQuery((label, ), query) for label, query in event_queries(rule).items()))
+    return RulePlan(
+        rule, tuple(EventQuery((label,), query) for label, query in event_queries(rule).items())
+    )
 
 
 def event_queries(rule: Rule) -> dict[str, P.ContinuousQuery]:
@@ -52,10 +55,16 @@ def event_queries(rule: Rule) -> dict[str, P.ContinuousQuery]:
     # instant, never windowed, when a rule is evaluated.
     # A rule without FROM STREAM (as the paper prints them) reads the elements it is given: a
     # nominal stream stands in, as the instants' rows carry no stream.
-    streams = tuple(ast.StreamClause(iri, ast.TimeWindow(1, 1), None, None)
-                    for iri in rule.streams or ("urn:rsp:dotr:given-stream",))
-    return {p.label: translate(replace(p.query, streams=streams, graphs=rule.graphs, source=rule.source))
-            for p in rule.predicates}
+    streams = tuple(
+        ast.StreamClause(iri, ast.TimeWindow(1, 1), None, None)
+        for iri in rule.streams or ("urn:rsp:dotr:given-stream",)
+    )
+    return {
+        p.label: translate(
+            replace(p.query, streams=streams, graphs=rule.graphs, source=rule.source)
+        )
+        for p in rule.predicates
+    }
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class SharedEvent:
     query: P.ContinuousQuery
     # ``optimize.share_events_differing_in_an_iri``: the variable standing where the merged
     # SELECTs had different IRIs, and per use the IRI (N-Triples) its solutions hold there
-    split: Optional[str] = None
+    split: str | None = None
     iris: tuple[str, ...] = ()
 
 
@@ -98,7 +107,12 @@ def instants_key(rule: RulePlan) -> tuple:
     """What a rule's instants depend on (``spark/rules.facts_frame``): its streams, entailment
     regime, Datalog program and background graphs. Rules alike in all four read the same
     instant graphs."""
-    return (rule.streams, rule.entailment, tuple((r.head, r.body) for r in rule.program), rule.graphs)
+    return (
+        rule.streams,
+        rule.entailment,
+        tuple((r.head, r.body) for r in rule.program),
+        rule.graphs,
+    )
 
 
 def plan_rule_set(rules: Sequence[RulePlan]) -> RuleSetPlan:
@@ -112,7 +126,15 @@ def plan_rule_set(rules: Sequence[RulePlan]) -> RuleSetPlan:
             keys.append(key)
             members.append([])
         members[keys.index(key)].append(i)
-    groups = tuple(FactGroup(tuple(ids), tuple(SharedEvent(tuple((i, label) for label in e.labels), e.query)
-                                               for i in ids for e in rules[i].events))
-                   for ids in members)
+    groups = tuple(
+        FactGroup(
+            tuple(ids),
+            tuple(
+                SharedEvent(tuple((i, label) for label in e.labels), e.query)
+                for i in ids
+                for e in rules[i].events
+            ),
+        )
+        for ids in members
+    )
     return RuleSetPlan(tuple(rules), groups, tuple((i,) for i in range(len(rules))))

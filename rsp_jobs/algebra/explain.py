@@ -2,10 +2,10 @@
 what the optimizer's golden files (``tests/fixtures/algebra/*.plan``) hold. Expressions and
 triple patterns are written in SPARQL syntax, so a plan reads like the query it came from; a
 TA-SPARQL plan is written by ``algebra/tasparql/explain.py``."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Union
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
@@ -15,7 +15,7 @@ from rsp_jobs.language import ast
 from rsp_jobs.tree import children, is_node
 
 
-def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan, OneTimeQuery]) -> str:
+def explain(compiled: P.ContinuousQuery | RulePlan | RuleSetPlan | OneTimeQuery) -> str:
     if isinstance(compiled, OneTimeQuery):
         return explain_one_time(compiled)
     if isinstance(compiled, RuleSetPlan):
@@ -25,7 +25,9 @@ def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan, OneTimeQue
             for event in group.events:
                 uses = [f"{compiled.rules[i].name}.{label}" for i, label in event.uses]
                 if event.split:  # optimize.share_events_differing_in_an_iri
-                    uses = [f"{use}={iri}" for use, iri in zip(uses, event.iris)] + [f"split by ?{event.split}"]
+                    uses = [f"{use}={iri}" for use, iri in zip(uses, event.iris)] + [
+                        f"split by ?{event.split}"
+                    ]
                 lines.append("    Event " + " ".join(uses))
                 lines += ["    " + line for line in explain(event.query).splitlines()[1:]]
         for ids in compiled.candidates:
@@ -41,7 +43,9 @@ def explain(compiled: Union[P.ContinuousQuery, RulePlan, RuleSetPlan, OneTimeQue
         return "\n".join(lines) + "\n"
     lines = [f"{type(compiled).__name__} {compiled.name} {compiled.form} {compiled.r2s}"]
     for w in compiled.windows:
-        lines.append(f"  Stream <{w.stream}> {_window(w.window)}" + (f" as <{w.graph}>" if w.graph else ""))
+        lines.append(
+            f"  Stream <{w.stream}> {_window(w.window)}" + (f" as <{w.graph}>" if w.graph else "")
+        )
     if compiled.predicates is not None:
         lines.append("  predicates " + " ".join(sorted(compiled.predicates)))
     if compiled.window_solutions:
@@ -64,7 +68,10 @@ def _node(node, depth: int) -> list[str]:
         details.append(f"{f.name}={_value(value)}")
     lines = [head + (" " + " ".join(details) if details else "")]
     if isinstance(node, P.BGP):
-        lines += [f"{pad}  {_term(t.subject)} {_term(t.predicate)} {_term(t.object)} ." for t in node.triples]
+        lines += [
+            f"{pad}  {_term(t.subject)} {_term(t.predicate)} {_term(t.object)} ."
+            for t in node.triples
+        ]
     for child in kids:
         lines += _node(child, depth + 1)
     return lines

@@ -3,10 +3,10 @@ rule), without Spark: its streams and how far back it reads (its bounded duratio
 past a batch is needed: every part of a pattern, optional ones too, is decided by the time its
 match ends (EP-SPARQL 3.2's timewise monotonicity). The DAG processor and the registry use these, so this module stays free of Spark imports.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import ContinuousQuery
@@ -18,14 +18,20 @@ def pattern_streams(pattern) -> list[str]:
     """The streams a pattern reads. An EP-SPARQL query may name none, as the paper's examples
     do: evaluated on its own it reads whatever stream it is given, but a run over the lake
     needs its FROM STREAM clauses."""
-    streams = sorted({w.stream for w in pattern.windows} if isinstance(pattern, ContinuousQuery) else pattern.streams)
+    streams = sorted(
+        {w.stream for w in pattern.windows}
+        if isinstance(pattern, ContinuousQuery)
+        else pattern.streams
+    )
     if not streams:
-        raise QueryError(f"{pattern.source}: the pattern names no stream to read from the lake; add "
-                         "FROM STREAM <iri> after its SELECT or CONSTRUCT clause")
+        raise QueryError(
+            f"{pattern.source}: the pattern names no stream to read from the lake; add "
+            "FROM STREAM <iri> after its SELECT or CONSTRUCT clause"
+        )
     return streams
 
 
-def pattern_lookback_us(pattern, retention_us: Optional[int] = None) -> Optional[int]:
+def pattern_lookback_us(pattern, retention_us: int | None = None) -> int | None:
     """How far before a batch a pattern reads: its bounded duration, or the retention its
     ``.toml`` states for an unbounded one (matches longer than it are not reported), or None:
     an unbounded EP-SPARQL pattern keeps its partial matches in the store instead (EP-SPARQL
@@ -36,17 +42,21 @@ def pattern_lookback_us(pattern, retention_us: Optional[int] = None) -> Optional
     return bound
 
 
-def check_batchable(pattern) -> Optional[int]:
+def check_batchable(pattern) -> int | None:
     """A pattern registered for micro-batches: free of MINUS over the stream (its outcome
     depends on events at any distance, before or after). Optional parts need no lookahead:
     each is decided by the time its match ends (EP-SPARQL 3.2's timewise monotonicity), and an
     unbounded pattern keeps its partial matches between batches. Returns the bound (µs) or None."""
     bound = pattern.bound_us
-    if isinstance(pattern, ContinuousQuery):
-        if any(isinstance(node, P.Minus) for node in walk(pattern.plan)):
-            raise UnsupportedConstruct(pattern.source, "MINUS in a registered EP-SPARQL pattern (its "
-                                       "outcome depends on events at any distance; use OPTIONALSEQ, "
-                                       "EQUALSOPTIONAL or OPTIONAL with !BOUND)")
+    if isinstance(pattern, ContinuousQuery) and any(
+        isinstance(node, P.Minus) for node in walk(pattern.plan)
+    ):
+        raise UnsupportedConstruct(
+            pattern.source,
+            "MINUS in a registered EP-SPARQL pattern (its "
+            "outcome depends on events at any distance; use OPTIONALSEQ, "
+            "EQUALSOPTIONAL or OPTIONAL with !BOUND)",
+        )
     return bound
 
 
@@ -68,6 +78,6 @@ class PartialMatches:
     only the events after the cut and the stored parts, and never recomputes old pairs.
     ``cut_us`` None: nothing is kept yet, every event up to the batch's end is read."""
 
-    cut_us: Optional[int]
+    cut_us: int | None
     old: dict[str, list[dict]] = field(default_factory=dict)  # key -> [{ta, tw, ev, vals}]
     produced: dict[str, list[dict]] = field(default_factory=dict)

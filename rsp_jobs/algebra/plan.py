@@ -8,10 +8,11 @@ atomic event [t, t], Join takes [min ta, max tw], and the operators below relate
 A ``ContinuousQuery`` is the root: the stream windows that feed the default and named graphs,
 the background graphs, and the algebra expression evaluated at every window close.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 from rsp_jobs.language import ast
 
@@ -23,20 +24,20 @@ class BGP:
     """A basic graph pattern matched in the default graph (``graph`` None) or in a named one."""
 
     triples: tuple[ast.TriplePattern, ...]
-    graph: Optional[Union[ast.IRI, ast.Var]] = None
+    graph: ast.IRI | ast.Var | None = None
 
 
 @dataclass(frozen=True)
 class Join:
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class LeftJoin:
-    left: "Node"
-    right: "Node"
-    expr: Optional[Expr] = None
+    left: Node
+    right: Node
+    expr: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class SeqJoin:
     """EP-SPARQL 3.2, SeqJoin(Ω1, Ω2): compatible μ1 ∪ μ2 where μ1 ends before μ2 starts
     (tw1 < ta2); the result spans [ta1, tw2]. Written ``P1 SEQ P2``."""
 
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ class EqJoin:
     """EP-SPARQL 3.2, EqJoin(Ω1, Ω2): compatible μ1 ∪ μ2 over the same interval (ta1 = ta2 and
     tw1 = tw2). Written ``P1 EQUALS P2``."""
 
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,9 @@ class SeqRightJoin:
     Whether μ stays alone is known when μ starts, so answers are never withdrawn (timewise
     monotonicity). ``expr`` is the filter written in P1's group, as OPTIONAL takes its group's."""
 
-    left: "Node"
-    right: "Node"
-    expr: Optional[Expr] = None
+    left: Node
+    right: Node
+    expr: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -75,21 +76,21 @@ class EqLeftJoin:
     """``P1 EQUALSOPTIONAL P2``, EP-SPARQL 3.2's EqLeftJoin(Ψ, Ψ', F): Filter(F, EqJoin(Ψ, Ψ'))
     and each μ of P1 for which no compatible μ' of P2 has the same interval with F true."""
 
-    left: "Node"
-    right: "Node"
-    expr: Optional[Expr] = None
+    left: Node
+    right: Node
+    expr: Expr | None = None
 
 
 @dataclass(frozen=True)
 class Minus:
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class Union_:
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
@@ -98,13 +99,13 @@ class Filter:
     ``bound(?x)`` conjuncts; stated by ``optimize.bound_join_keys``)."""
 
     expr: Expr
-    input: "Node"
+    input: Node
     bound: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Extend:
-    input: "Node"
+    input: Node
     var: ast.Var
     expr: Expr
 
@@ -126,7 +127,7 @@ class Group:
     entry per aggregate (or none at all): where a MIN or MAX argument's terms can come from,
     when that is known (``optimize.rank_extrema``); empty for the others."""
 
-    input: "Node"
+    input: Node
     keys: tuple[tuple[Expr, ast.Var], ...]
     aggregates: tuple[tuple[ast.Aggregate, ast.Var], ...]
     ranked: tuple[tuple[TermsAt, ...], ...] = ()
@@ -138,7 +139,7 @@ class GroupExtend:
     with ``var``, ``aggregate`` over the solutions that agree with it on ``keys`` (unbound
     agreeing with unbound), in the same window. Unlike Group the solutions stay as they are."""
 
-    input: "Node"
+    input: Node
     keys: tuple[ast.Var, ...]
     aggregate: ast.Aggregate
     var: ast.Var
@@ -149,35 +150,53 @@ class ToMultiset:
     """SPARQL 1.1 section 18.2.2.6: a subquery's solutions join the rest as a multiset, its
     ORDER BY having done its work through LIMIT/OFFSET."""
 
-    input: "Node"
+    input: Node
 
 
 @dataclass(frozen=True)
 class OrderBy:
-    input: "Node"
+    input: Node
     conditions: tuple[ast.OrderCondition, ...]
 
 
 @dataclass(frozen=True)
 class Project:
-    input: "Node"
+    input: Node
     vars: tuple[ast.Var, ...]
 
 
 @dataclass(frozen=True)
 class Distinct:
-    input: "Node"
+    input: Node
 
 
 @dataclass(frozen=True)
 class Slice:
-    input: "Node"
+    input: Node
     offset: int = 0
-    limit: Optional[int] = None
+    limit: int | None = None
 
 
-Node = Union[BGP, Join, LeftJoin, SeqJoin, EqJoin, SeqRightJoin, EqLeftJoin, Minus, Union_, Filter, Extend,
-             Group, GroupExtend, ToMultiset, OrderBy, Project, Distinct, Slice]
+Node = (
+    BGP
+    | Join
+    | LeftJoin
+    | SeqJoin
+    | EqJoin
+    | SeqRightJoin
+    | EqLeftJoin
+    | Minus
+    | Union_
+    | Filter
+    | Extend
+    | Group
+    | GroupExtend
+    | ToMultiset
+    | OrderBy
+    | Project
+    | Distinct
+    | Slice
+)
 
 
 @dataclass(frozen=True)
@@ -186,8 +205,8 @@ class StreamWindow:
     EP-SPARQL pattern reads its streams whole (``window`` None)."""
 
     stream: str
-    window: Optional[ast.Window]
-    graph: Optional[str] = None  # None: the default graph; else the name GRAPH/WINDOW patterns use
+    window: ast.Window | None
+    graph: str | None = None  # None: the default graph; else the name GRAPH/WINDOW patterns use
 
 
 @dataclass(frozen=True)
@@ -199,18 +218,22 @@ class ContinuousQuery:
     windows: tuple[StreamWindow, ...]
     graphs: tuple[ast.GraphClause, ...]
     plan: Node
-    variables: tuple[ast.Var, ...]  # the projected variables of SELECT (DESCRIBE: the described ones), in order
+    variables: tuple[
+        ast.Var, ...
+    ]  # the projected variables of SELECT (DESCRIBE: the described ones), in order
     template: tuple[ast.TriplePattern, ...] = ()
-    described: tuple[ast.IRI, ...] = ()  # DESCRIBE: the constant resources described (the variables' are in variables)
-    computed_every_ms: Optional[int] = None
+    described: tuple[
+        ast.IRI, ...
+    ] = ()  # DESCRIBE: the constant resources described (the variables' are in variables)
+    computed_every_ms: int | None = None
     source: str = "<query>"
     text: str = ""
     # EP-SPARQL: the query uses an event operator or an interval built-in, and the longest a match
     # may last (µs) from a top-level FILTER conjunct getDURATION() < d or <= d; None: unbounded.
     pattern: bool = False
-    bound_us: Optional[int] = None
+    bound_us: int | None = None
     # the only predicates (N-Triples) the plan can match; None: any (``optimize.prune_predicates``)
-    predicates: Optional[frozenset[str]] = None
+    predicates: frozenset[str] | None = None
     # each BGP's solutions go to windows, not the triples first (``optimize.window_solutions``)
     window_solutions: bool = False
 
@@ -225,7 +248,7 @@ class PatternQuery(ContinuousQuery):
     """An EP-SPARQL pattern: the plan is evaluated over the streams' events, read whole."""
 
 
-def var_name(term: ast.Term) -> Optional[str]:
+def var_name(term: ast.Term) -> str | None:
     """The variable a pattern position binds: a ?var, or a blank node (non-distinguished)."""
     if isinstance(term, ast.Var):
         return term.name
@@ -235,4 +258,6 @@ def var_name(term: ast.Term) -> Optional[str]:
 
 
 def pattern_vars(triple: ast.TriplePattern) -> set[str]:
-    return {n for n in map(var_name, (triple.subject, triple.predicate, triple.object)) if n is not None}
+    return {
+        n for n in map(var_name, (triple.subject, triple.predicate, triple.object)) if n is not None
+    }

@@ -15,15 +15,14 @@ C-SPARQL tutorial (004), slide "Query and Stream Registration": "Registration â†
   every window is full (``t0 + k*d >= t0 + RANGE``, the widest RANGE); each window holds
   ``[c - its RANGE, c)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.times import ms_to_us
-
 
 
 @dataclass(frozen=True)
@@ -32,8 +31,8 @@ class Schedule:
     on arrival."""
 
     t0: int
-    step: Optional[int]
-    first_close: Optional[int]
+    step: int | None
+    first_close: int | None
 
 
 def schedule(query, t0_us: int) -> Schedule:
@@ -51,14 +50,20 @@ def schedule(query, t0_us: int) -> Schedule:
         return Schedule(t0_us, every, t0_us + -(-widest // every) * every)
     steps = {w.step_ms for w in time_windows}
     if len(steps) > 1:
-        raise UnsupportedConstruct(query.source, "streams with different STEPs in one query "
-                                   f"({', '.join(f'{s} ms' for s in sorted(steps))}) without COMPUTED EVERY")
+        raise UnsupportedConstruct(
+            query.source,
+            "streams with different STEPs in one query "
+            f"({', '.join(f'{s} ms' for s in sorted(steps))}) without COMPUTED EVERY",
+        )
     if time_windows:
         step = ms_to_us(time_windows[0].step_ms)
         phases = {ms_to_us(w.range_ms) % step for w in time_windows}
         if len(phases) > 1:
-            raise UnsupportedConstruct(query.source, "windows whose closes never coincide "
-                                       "(RANGEs that differ by a non-multiple of STEP) without COMPUTED EVERY")
+            raise UnsupportedConstruct(
+                query.source,
+                "windows whose closes never coincide "
+                "(RANGEs that differ by a non-multiple of STEP) without COMPUTED EVERY",
+            )
         return Schedule(t0_us, step, t0_us + ms_to_us(min(w.range_ms for w in time_windows)))
     if query.computed_every_ms:
         step = ms_to_us(query.computed_every_ms)

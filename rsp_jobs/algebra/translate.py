@@ -4,11 +4,11 @@ projection, DISTINCT and slice (18.2.5). Windows come from the FROM STREAM claus
 EP-SPARQL's event operators (Anicic et al., WWW 2011, section 3.2) become SeqJoin, EqJoin and
 their optional variants; such pattern queries read streams without windows.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
@@ -17,13 +17,17 @@ from rsp_jobs.times import duration_upper_bound_ms, ms_to_us
 from rsp_jobs.tree import substitute, walk
 
 INTERVAL_BUILTINS = frozenset({"getduration", "getstarttime", "getendtime"})
-DURATION_TYPES = frozenset({ast.XSD + "duration", ast.XSD + "dayTimeDuration", ast.XSD + "yearMonthDuration"})
+DURATION_TYPES = frozenset(
+    {ast.XSD + "duration", ast.XSD + "dayTimeDuration", ast.XSD + "yearMonthDuration"}
+)
 
 
 def translate(query: ast.Query) -> P.ContinuousQuery:
     pattern = is_pattern(query)
     if not query.streams and not pattern:
-        raise QueryError(f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])")
+        raise QueryError(
+            f"{query.source}: the query reads no stream (add FROM STREAM <iri> [RANGE .. STEP ..])"
+        )
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
     node, variables = _modifiers(query, node)
@@ -72,7 +76,9 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
 
     select_items = list(query.projection or ())
     _check_aliases(query, select_items)
-    lifted_select = [(item.var, lift_all(item.expr) if item.expr is not None else None) for item in select_items]
+    lifted_select = [
+        (item.var, lift_all(item.expr) if item.expr is not None else None) for item in select_items
+    ]
     having = [lift_all(e) for e in query.having]
     order = [replace(c, expr=lift_all(c.expr)) for c in query.order_by]
 
@@ -90,10 +96,14 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
         key_vars = {v for _, v in keys}
         for var, expr in lifted_select:
             if expr is None and var not in key_vars:
-                raise QueryError(f"{query.source}: ?{var.name} is selected but neither grouped nor aggregated")
+                raise QueryError(
+                    f"{query.source}: ?{var.name} is selected but neither grouped nor aggregated"
+                )
         # GROUP BY on an expression makes the expression itself refer to the key variable.
         key_of = {e: v for e, v in keys if not isinstance(e, ast.Var)}
-        lifted_select = [(v, _substitute(e, key_of) if e is not None else None) for v, e in lifted_select]
+        lifted_select = [
+            (v, _substitute(e, key_of) if e is not None else None) for v, e in lifted_select
+        ]
         having = [_substitute(e, key_of) for e in having]
         order = [replace(c, expr=_substitute(c.expr, key_of)) for c in order]
     for expr in having:
@@ -106,11 +116,17 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
 
     in_scope = _in_scope(query.where) | {c.var for c in query.aggregates}
     if query.form == "SELECT":
-        variables = tuple(v for v, _ in lifted_select) if query.projection is not None \
+        variables = (
+            tuple(v for v, _ in lifted_select)
+            if query.projection is not None
             else tuple(sorted(in_scope, key=lambda v: v.name))
+        )
     elif query.form == "DESCRIBE":  # DESCRIBE * describes every variable in scope
-        variables = tuple(d for d in query.described if isinstance(d, ast.Var)) if query.described is not None \
+        variables = (
+            tuple(d for d in query.described if isinstance(d, ast.Var))
+            if query.described is not None
             else tuple(sorted(in_scope, key=lambda v: v.name))
+        )
     else:
         variables = tuple(sorted(_template_vars(query.template) | in_scope, key=lambda v: v.name))
     node = P.Project(node, variables)
@@ -128,9 +144,11 @@ def _check_aliases(query: ast.Query, items: list[ast.SelectItem]) -> None:
     for item in items:
         if item.expr is not None and item.var in bound:
             where = f":{item.position.line}:{item.position.column}" if item.position else ""
-            raise QueryError(f"{query.source}{where}: (... AS ?{item.var.name}) names a variable that is already "
-                             f"bound {'in the WHERE clause' if item.var in _in_scope(query.where) else 'before it'}; "
-                             "SPARQL 1.1 (section 18.2.1) requires a new one: choose another name")
+            raise QueryError(
+                f"{query.source}{where}: (... AS ?{item.var.name}) names a variable that is already "
+                f"bound {'in the WHERE clause' if item.var in _in_scope(query.where) else 'before it'}; "
+                "SPARQL 1.1 (section 18.2.1) requires a new one: choose another name"
+            )
         bound.add(item.var)
 
 
@@ -155,8 +173,10 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
     if isinstance(node, (P.Extend, P.GroupExtend)):
         bound = _check_binds(node.input, source)
         if isinstance(node, P.Extend) and node.var.name in bound:
-            raise QueryError(f"{source}: BIND assigns ?{node.var.name}, which is already bound "
-                             "in the group (SPARQL 18.2.1)")
+            raise QueryError(
+                f"{source}: BIND assigns ?{node.var.name}, which is already bound "
+                "in the group (SPARQL 18.2.1)"
+            )
         return bound | {node.var.name}
     return frozenset().union(*(_check_binds(child, source) for child in _plan_children(node)))
 
@@ -178,14 +198,25 @@ def _aggregate_clauses(query: ast.Query, node: P.Node) -> P.Node:
     in_scope = _in_scope(query.where)
     added: set[ast.Var] = set()
     for clause in query.aggregates:
-        where = f"{query.source}:{clause.position.line}:{clause.position.column}" if clause.position else query.source
+        where = (
+            f"{query.source}:{clause.position.line}:{clause.position.column}"
+            if clause.position
+            else query.source
+        )
         if clause.var in in_scope or clause.var in added:
-            raise QueryError(f"{where}: AGGREGATE binds ?{clause.var.name}, which is already bound; it needs a new "
-                             "variable, not occurring in the WHERE clause (C-SPARQL, section 3.3)")
-        unknown = [v for v in (*clause.group, *([clause.aggregate.arg] if clause.aggregate.arg else ()))
-                   if v not in in_scope]
+            raise QueryError(
+                f"{where}: AGGREGATE binds ?{clause.var.name}, which is already bound; it needs a new "
+                "variable, not occurring in the WHERE clause (C-SPARQL, section 3.3)"
+            )
+        unknown = [
+            v
+            for v in (*clause.group, *([clause.aggregate.arg] if clause.aggregate.arg else ()))
+            if v not in in_scope
+        ]
         if unknown:
-            raise QueryError(f"{where}: AGGREGATE uses ?{unknown[0].name}, which the WHERE clause does not bind")
+            raise QueryError(
+                f"{where}: AGGREGATE uses ?{unknown[0].name}, which the WHERE clause does not bind"
+            )
         node = P.GroupExtend(node, clause.group, clause.aggregate, clause.var)
         added.add(clause.var)
     for clause in query.aggregates:
@@ -198,7 +229,9 @@ def is_pattern(query: ast.Query) -> bool:
     """Whether the query is an EP-SPARQL pattern: it uses an event operator or an interval
     built-in anywhere."""
     exprs = [i.expr for i in query.projection or () if i.expr is not None]
-    exprs += list(query.having) + [c.expr for c in query.order_by] + [c.expr for c in query.group_by]
+    exprs += (
+        list(query.having) + [c.expr for c in query.order_by] + [c.expr for c in query.group_by]
+    )
     return _group_is_pattern(query.where) or any(_uses_interval(e) for e in exprs)
 
 
@@ -211,11 +244,14 @@ def _group_is_pattern(group: ast.GroupPattern) -> bool:
         if isinstance(element, (ast.OptionalPattern, ast.MinusPattern, ast.GraphPattern)):
             if _group_is_pattern(element.group):
                 return True
-        elif isinstance(element, ast.GroupPattern) and _group_is_pattern(element):
-            return True
-        elif isinstance(element, ast.SubSelect) and is_pattern(element.query):
-            return True
-        elif isinstance(element, ast.UnionPattern) and any(map(_group_is_pattern, element.alternatives)):
+        elif (
+            (isinstance(element, ast.GroupPattern) and _group_is_pattern(element))
+            or (isinstance(element, ast.SubSelect) and is_pattern(element.query))
+            or (
+                isinstance(element, ast.UnionPattern)
+                and any(map(_group_is_pattern, element.alternatives))
+            )
+        ):
             return True
     return False
 
@@ -230,14 +266,18 @@ def _check_windows(query: ast.Query, pattern: bool) -> None:
     for stream in query.streams:
         where = f":{stream.position.line}:{stream.position.column}" if stream.position else ""
         if pattern and stream.window is not None:
-            raise QueryError(f"{query.source}{where}: stream <{stream.iri}> has a window, but a pattern is "
-                             "bounded by getDURATION(), not a window (drop the [..])")
+            raise QueryError(
+                f"{query.source}{where}: stream <{stream.iri}> has a window, but a pattern is "
+                "bounded by getDURATION(), not a window (drop the [..])"
+            )
         if not pattern and stream.window is None:
-            raise QueryError(f"{query.source}{where}: stream <{stream.iri}> has no window; add one, e.g. "
-                             "[RANGE 10s STEP 5s] (only EP-SPARQL patterns read a stream without one)")
+            raise QueryError(
+                f"{query.source}{where}: stream <{stream.iri}> has no window; add one, e.g. "
+                "[RANGE 10s STEP 5s] (only EP-SPARQL patterns read a stream without one)"
+            )
 
 
-def duration_bound_us(where: ast.GroupPattern) -> Optional[int]:
+def duration_bound_us(where: ast.GroupPattern) -> int | None:
     """The longest a match may last, from the conjuncts ``getDURATION() < d`` or ``<= d`` (or
     ``d > getDURATION()``, ``d >= getDURATION()``) of the WHERE clause's top-level FILTERs;
     None when there is none. A bound elsewhere (inside an OPTIONAL, say) does not bound matches."""
@@ -257,7 +297,7 @@ def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:
     return [expr]
 
 
-def _duration_bound(expr: ast.Expr) -> Optional[int]:
+def _duration_bound(expr: ast.Expr) -> int | None:
     if not isinstance(expr, ast.BinaryOp):
         return None
     flipped = {">": "<", ">=": "<="}
@@ -276,7 +316,7 @@ def _duration_bound(expr: ast.Expr) -> Optional[int]:
 
 def translate_group(group: ast.GroupPattern, graph) -> P.Node:
     """SPARQL 18.2.2.6: fold the elements left to right; filters wrap the whole group."""
-    node: Optional[P.Node] = None
+    node: P.Node | None = None
     filters: list[ast.Expr] = []
 
     def join(right: P.Node) -> P.Node:
@@ -291,7 +331,9 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
             inner, expr = _condition(translate_group(element.group, graph))
             node = P.LeftJoin(node if node is not None else _empty(graph), inner, expr)
         elif isinstance(element, ast.MinusPattern):
-            node = P.Minus(node if node is not None else _empty(graph), translate_group(element.group, graph))
+            node = P.Minus(
+                node if node is not None else _empty(graph), translate_group(element.group, graph)
+            )
         elif isinstance(element, ast.UnionPattern):
             alternatives = [translate_group(g, graph) for g in element.alternatives]
             union = alternatives[0]
@@ -305,7 +347,11 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
         elif isinstance(element, ast.GroupPattern):
             node = join(translate_group(element, graph))
         elif isinstance(element, ast.SubSelect):
-            node = join(P.ToMultiset(_modifiers(element.query, translate_group(element.query.where, graph))[0]))
+            node = join(
+                P.ToMultiset(
+                    _modifiers(element.query, translate_group(element.query.where, graph))[0]
+                )
+            )
         elif isinstance(element, ast.Bind):
             node = P.Extend(node if node is not None else _empty(graph), element.var, element.expr)
         else:
@@ -334,7 +380,7 @@ def _translate_event(element: ast.EventPattern, graph) -> P.Node:
     return P.EqLeftJoin(left, right, expr)
 
 
-def _condition(node: P.Node) -> tuple[P.Node, Optional[ast.Expr]]:
+def _condition(node: P.Node) -> tuple[P.Node, ast.Expr | None]:
     """An optional group's plan without its filter, and the filter (None when it has none)."""
     expr = None
     while isinstance(node, P.Filter):
@@ -360,7 +406,9 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
             for t in element.triples:
                 found |= {x for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
         elif isinstance(element, (ast.OptionalPattern, ast.GroupPattern)):
-            found |= _in_scope(element.group if isinstance(element, ast.OptionalPattern) else element)
+            found |= _in_scope(
+                element.group if isinstance(element, ast.OptionalPattern) else element
+            )
         elif isinstance(element, ast.UnionPattern):
             for alt in element.alternatives:
                 found |= _in_scope(alt)
@@ -374,12 +422,18 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
             found.add(element.var)
         elif isinstance(element, ast.SubSelect):
             sub = element.query
-            found |= {i.var for i in sub.projection} if sub.projection is not None else _in_scope(sub.where)
+            found |= (
+                {i.var for i in sub.projection}
+                if sub.projection is not None
+                else _in_scope(sub.where)
+            )
     return found
 
 
 def _template_vars(template) -> set[ast.Var]:
-    return {x for t in template for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
+    return {
+        x for t in template for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)
+    }
 
 
 def _default_name(source: str) -> str:

@@ -3,6 +3,7 @@
 cost (``task_cost``), with the rdflib
 reference they compare against (``reference``, which the differential tests use too). Here:
 what they share, how they read a window's close and name the machine."""
+
 from __future__ import annotations
 
 import os

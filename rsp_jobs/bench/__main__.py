@@ -11,6 +11,7 @@ cost of a scheduled run). Then congestion_by_segment beside the hand-written job
 answer checked against the engine's. The timings are written as JSON and summarised in
 ``summary.md`` with a plot (``summary``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,15 +22,21 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Sequence
 
-from rsp_jobs import settings
+from rsp_jobs import compiler, settings
 from rsp_jobs.bench import anchors, close_ms, cores, summary
 from rsp_jobs.bench.profile import profiled
-from rsp_jobs.bench.reference import Elem, WindowSpec, plain_sparql, rdflib_answer, same_bindings, window_contents
-from rsp_jobs import compiler
+from rsp_jobs.bench.reference import (
+    Elem,
+    WindowSpec,
+    plain_sparql,
+    rdflib_answer,
+    same_bindings,
+    window_contents,
+)
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
@@ -43,13 +50,17 @@ TRAFFIC = citybench.TRAFFIC
 QUERIES = ["congestion_by_segment", "congested_pairs"]
 
 
-def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Path, with_rdflib: bool) -> dict:
+def run(
+    day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Path, with_rdflib: bool
+) -> dict:
     work = settings.home_dir() / "bench"
     shutil.rmtree(work / "lake", ignore_errors=True)  # the bench's own lake: one load of its days
     work.mkdir(parents=True, exist_ok=True)
     span = max([1, *days])
     t = time.perf_counter()
-    stream_file = citybench.merged_traffic(day, day + timedelta(days=span), work / f"traffic-{day:%Y-%m-%d}-{span}d.nq")
+    stream_file = citybench.merged_traffic(
+        day, day + timedelta(days=span), work / f"traffic-{day:%Y-%m-%d}-{span}d.nq"
+    )
     mapping_s = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -62,17 +73,37 @@ def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Pat
     get_spark()
     repository = str(citybench.sensor_repository_path())
     first_day = Interval(to_us(day), to_us(day + timedelta(days=1)))
-    elements = [Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements
-                if to_us(e.ts) < first_day.until]
-    warm = settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"  # the session warm, as timed runs find it
-    list(evaluate(compiler.compile(warm.read_text(), str(warm)), lake, [repository],
-                  interval=Interval(first_day.after, first_day.after + 2 * 3600 * 10**6)))
-    report = {"workload": {"day": f"{day:%Y-%m-%d}", "days": span, "streams": 33, "triples": triples,
-                           "first_day_triples": len(elements), "frames": batch.frames,
-                           "mapping_seconds": round(mapping_s, 2), "ingest_seconds": round(ingest_s, 2),
-                           "ingest_triples_per_second": round(triples / ingest_s)},
-              "machine": {"cores": cores(), "python": platform.python_version()},
-              "queries": {}}
+    elements = [
+        Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o)
+        for e in batch.elements
+        if to_us(e.ts) < first_day.until
+    ]
+    warm = (
+        settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"
+    )  # the session warm, as timed runs find it
+    list(
+        evaluate(
+            compiler.compile(warm.read_text(), str(warm)),
+            lake,
+            [repository],
+            interval=Interval(first_day.after, first_day.after + 2 * 3600 * 10**6),
+        )
+    )
+    report = {
+        "workload": {
+            "day": f"{day:%Y-%m-%d}",
+            "days": span,
+            "streams": 33,
+            "triples": triples,
+            "first_day_triples": len(elements),
+            "frames": batch.frames,
+            "mapping_seconds": round(mapping_s, 2),
+            "ingest_seconds": round(ingest_s, 2),
+            "ingest_triples_per_second": round(triples / ingest_s),
+        },
+        "machine": {"cores": cores(), "python": platform.python_version()},
+        "queries": {},
+    }
     for name in QUERIES:
         path = settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
         query = compiler.compile(path.read_text(), str(path))
@@ -80,22 +111,33 @@ def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Pat
         t = time.perf_counter()
         windows = list(evaluate(query, lake, [repository], interval=first_day))
         engine_s = time.perf_counter() - t
-        contents = {close: content for close, content in
-                    window_contents(elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)]).items()
-                    if close * 1000 <= first_day.until}  # a later window holds the next day too
+        contents = {
+            close: content
+            for close, content in window_contents(
+                elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)]
+            ).items()
+            if close * 1000 <= first_day.until
+        }  # a later window holds the next day too
         window_triples = sum(len(c) for c in contents.values())
-        entry = {"windows": len(windows), "window_triples": window_triples,
-                 "result_rows": sum(w.rows for w in windows),
-                 "windows_with_results": sum(bool(w.bindings) for w in windows),
-                 "engine": {"seconds": round(engine_s, 2),
-                            "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
-                            "stream_triples_per_second": round(len(elements) / engine_s),
-                            "window_triples_per_second": round(window_triples / engine_s)}}
+        entry = {
+            "windows": len(windows),
+            "window_triples": window_triples,
+            "result_rows": sum(w.rows for w in windows),
+            "windows_with_results": sum(bool(w.bindings) for w in windows),
+            "engine": {
+                "seconds": round(engine_s, 2),
+                "seconds_per_window": round(engine_s / max(len(windows), 1), 4),
+                "stream_triples_per_second": round(len(elements) / engine_s),
+                "window_triples_per_second": round(window_triples / engine_s),
+            },
+        }
         if with_rdflib:
-            entry["rdflib"], entry["same_results"] = _rdflib_side(path, contents, windows, len(elements),
-                                                                  window_triples, repository)
-            entry["engine_vs_rdflib_per_window"] = round(entry["rdflib"]["seconds_per_window"]
-                                                         / entry["engine"]["seconds_per_window"], 1)
+            entry["rdflib"], entry["same_results"] = _rdflib_side(
+                path, contents, windows, len(elements), window_triples, repository
+            )
+            entry["engine_vs_rdflib_per_window"] = round(
+                entry["rdflib"]["seconds_per_window"] / entry["engine"]["seconds_per_window"], 1
+            )
         report["queries"][name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
     report["micro_batches"] = _micro_batches(lake, repository, day)
@@ -106,7 +148,9 @@ def run(day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Pat
     return report
 
 
-def _micro_batches(lake: Lake, repository: str, day: datetime, batches: int = 8, minutes: int = 15) -> dict:
+def _micro_batches(
+    lake: Lake, repository: str, day: datetime, batches: int = 8, minutes: int = 15
+) -> dict:
     """Each registered query over ``batches`` consecutive ``minutes``-long intervals from 06:00,
     as a DAG's schedule runs it, Spark warm: from the lake to the typed results the store gets
     (issue 17: under 2 s; the output check and the store come on top, ``task_cost.json``), with
@@ -126,24 +170,33 @@ def _micro_batches(lake: Lake, repository: str, day: datetime, batches: int = 8,
                 windows.append(len(list(evaluate(query, lake, [repository], interval=interval))))
                 seconds.append(time.perf_counter() - t)
             profiles.append(profile)
-        out["queries"][name] = {"median_seconds": round(statistics.median(seconds), 2),
-                                "max_seconds": round(max(seconds), 2), "windows_per_batch": max(windows),
-                                "jobs_per_batch": max(p.get("jobs", 0) for p in profiles),
-                                "stages_per_batch": max(p.get("stages", 0) for p in profiles),
-                                "py4j_calls_per_batch": max(p.get("py4j_calls", 0) for p in profiles)}
-        print(f"{name}, {minutes}-minute micro-batches: {json.dumps(out['queries'][name])}", file=sys.stderr)
+        out["queries"][name] = {
+            "median_seconds": round(statistics.median(seconds), 2),
+            "max_seconds": round(max(seconds), 2),
+            "windows_per_batch": max(windows),
+            "jobs_per_batch": max(p.get("jobs", 0) for p in profiles),
+            "stages_per_batch": max(p.get("stages", 0) for p in profiles),
+            "py4j_calls_per_batch": max(p.get("py4j_calls", 0) for p in profiles),
+        }
+        print(
+            f"{name}, {minutes}-minute micro-batches: {json.dumps(out['queries'][name])}",
+            file=sys.stderr,
+        )
     return out
 
 
-def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Sequence[int],
-                    ratios: Sequence[int]) -> dict:
+def _beside_anchors(
+    lake: Lake, batch, repository: str, day: datetime, days: Sequence[int], ratios: Sequence[int]
+) -> dict:
     """congestion_by_segment by the engine, the hand-written RDF job and the typed floor, over
     ``days`` days (``[RANGE 1h STEP 5m]``) and over one day at RANGE = ``ratios`` x STEP."""
     spark = get_spark()
     path = settings.REPO_ROOT / "queries" / "citybench" / "congestion_by_segment.rsp"
     text = path.read_text()
     properties = anchors.congestion_properties(Path(repository))
-    typed = anchors.write_typed(batch.elements, properties, settings.home_dir() / "bench" / "typed.parquet")
+    typed = anchors.write_typed(
+        batch.elements, properties, settings.home_dir() / "bench" / "typed.parquet"
+    )
 
     runs = itertools.count()
 
@@ -153,10 +206,13 @@ def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Seq
         after, until = day, day + timedelta(days=n_days)
         range_s, step_s = window.range_ms // 1000, window.step_ms // 1000
         timed = {}
-        with profiled(spark, f"bench-{n_days}d-{range_s // step_s}-{next(runs)}") as profile:  # a group per run
+        with profiled(
+            spark, f"bench-{n_days}d-{range_s // step_s}-{next(runs)}"
+        ) as profile:  # a group per run
             t = time.perf_counter()
-            engine = anchors.engine_answers(evaluate(query, lake, [repository],
-                                                     interval=Interval(to_us(after), to_us(until))))
+            engine = anchors.engine_answers(
+                evaluate(query, lake, [repository], interval=Interval(to_us(after), to_us(until)))
+            )
             timed["engine"] = time.perf_counter() - t
         t = time.perf_counter()
         hand = anchors.rdf_anchor(spark, lake, TRAFFIC, properties, range_s, step_s, after, until)
@@ -164,24 +220,41 @@ def _beside_anchors(lake: Lake, batch, repository: str, day: datetime, days: Seq
         t = time.perf_counter()
         floor = anchors.typed_floor(spark, typed, range_s, step_s, after, until)
         timed["typed_floor"] = time.perf_counter() - t
-        entry = {"days": n_days, "range_over_step": range_s // step_s, "answers": len(engine),
-                 **{f"{k}_seconds": round(v, 2) for k, v in timed.items()},
-                 "engine_vs_hand_written": round(timed["engine"] / timed["hand_written"], 2),
-                 "engine_vs_typed_floor": round(timed["engine"] / timed["typed_floor"], 2),
-                 "same_answers": anchors.same_answers(engine, hand) and anchors.same_answers(engine, floor),
-                 "engine_profile": profile}
+        entry = {
+            "days": n_days,
+            "range_over_step": range_s // step_s,
+            "answers": len(engine),
+            **{f"{k}_seconds": round(v, 2) for k, v in timed.items()},
+            "engine_vs_hand_written": round(timed["engine"] / timed["hand_written"], 2),
+            "engine_vs_typed_floor": round(timed["engine"] / timed["typed_floor"], 2),
+            "same_answers": anchors.same_answers(engine, hand)
+            and anchors.same_answers(engine, floor),
+            "engine_profile": profile,
+        }
         print(f"congestion_by_segment beside the anchors: {json.dumps(entry)}", file=sys.stderr)
         return entry
 
-    anchors.rdf_anchor(spark, lake, TRAFFIC, properties, 3600, 300, day, day + timedelta(hours=2))  # warm both
+    anchors.rdf_anchor(
+        spark, lake, TRAFFIC, properties, 3600, 300, day, day + timedelta(hours=2)
+    )  # warm both
     anchors.typed_floor(spark, typed, 3600, 300, day, day + timedelta(hours=2))
     by_days = [side_by_side(text, n) for n in days]
-    by_ratio = [side_by_side(text.replace("[RANGE 1h STEP 5m]", f"[RANGE {5 * r}m STEP 5m]"), 1) for r in ratios]
+    by_ratio = [
+        side_by_side(text.replace("[RANGE 1h STEP 5m]", f"[RANGE {5 * r}m STEP 5m]"), 1)
+        for r in ratios
+    ]
     growth = {"engine": None, "hand_written": None}
     if len(by_ratio) > 1:  # issue 17: at most 1.5 from RANGE/STEP 1 to 12
-        growth = {side: round(by_ratio[-1][f"{side}_seconds"] / by_ratio[0][f"{side}_seconds"], 2) for side in growth}
-    return {"query": "congestion_by_segment", "by_days": by_days, "by_range_over_step": by_ratio,
-            "growth_over_range_over_step": growth}
+        growth = {
+            side: round(by_ratio[-1][f"{side}_seconds"] / by_ratio[0][f"{side}_seconds"], 2)
+            for side in growth
+        }
+    return {
+        "query": "congestion_by_segment",
+        "by_days": by_days,
+        "by_range_over_step": by_ratio,
+        "growth_over_range_over_step": growth,
+    }
 
 
 def _rdflib_side(path, contents, engine_windows, triples, window_triples, repository):
@@ -189,31 +262,59 @@ def _rdflib_side(path, contents, engine_windows, triples, window_triples, reposi
     sparql = plain_sparql(path.read_text())
     background = [load_graph(repository)]
     t = time.perf_counter()
-    answers = {close: rdflib_answer(sparql, content, background) for close, content in contents.items()}
+    answers = {
+        close: rdflib_answer(sparql, content, background) for close, content in contents.items()
+    }
     rdflib_s = time.perf_counter() - t
     same = sorted(answers) == [close_ms(w) for w in engine_windows] and all(
-        same_bindings(list(w.bindings), [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[close_ms(w)]])
-        for w in engine_windows)
-    return ({"seconds": round(rdflib_s, 2), "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
-             "stream_triples_per_second": round(triples / rdflib_s),
-             "window_triples_per_second": round(window_triples / rdflib_s)}, same)
+        same_bindings(
+            list(w.bindings),
+            [{k: nt_to_json(to_nt(v)) for k, v in b.items()} for b in answers[close_ms(w)]],
+        )
+        for w in engine_windows
+    )
+    return (
+        {
+            "seconds": round(rdflib_s, 2),
+            "seconds_per_window": round(rdflib_s / max(len(answers), 1), 4),
+            "stream_triples_per_second": round(triples / rdflib_s),
+            "window_triples_per_second": round(window_triples / rdflib_s),
+        },
+        same,
+    )
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--day", default="2014-08-02", help="the CityBench day to replay (default 2014-08-02)")
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.bench", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--day", default="2014-08-02", help="the CityBench day to replay (default 2014-08-02)"
+    )
     parser.add_argument("--output", type=Path, default=Path("bench-results/engine.json"))
-    parser.add_argument("--days", default="1,2,4,8", help="the spans (days) the engine and the hand-written jobs "
-                        "are timed over (default 1,2,4,8)")
-    parser.add_argument("--ratios", default="1,3,6,12", help="the RANGE/STEP ratios timed over one day "
-                        "(default 1,3,6,12: RANGE 5m to 1h, STEP 5m)")
+    parser.add_argument(
+        "--days",
+        default="1,2,4,8",
+        help="the spans (days) the engine and the hand-written jobs "
+        "are timed over (default 1,2,4,8)",
+    )
+    parser.add_argument(
+        "--ratios",
+        default="1,3,6,12",
+        help="the RANGE/STEP ratios timed over one day (default 1,3,6,12: RANGE 5m to 1h, STEP 5m)",
+    )
     parser.add_argument("--no-rdflib", action="store_true", help="leave rdflib out")
     args = parser.parse_args(argv)
     if not settings.data_dir().is_dir():
-        print(f"bench: the shared data is not at {settings.data_dir()} (set RSP_DATA_DIR)", file=sys.stderr)
+        print(
+            f"bench: the shared data is not at {settings.data_dir()} (set RSP_DATA_DIR)",
+            file=sys.stderr,
+        )
         return 2
     day = parse_datetime(args.day)
-    days, ratios = ([int(n) for n in text.split(",") if n.strip()] for text in (args.days, args.ratios))
+    days, ratios = (
+        [int(n) for n in text.split(",") if n.strip()] for text in (args.days, args.ratios)
+    )
     report = run(day, days, ratios, args.output, not args.no_rdflib)
     print(json.dumps(report, indent=2))
     return 0

@@ -8,31 +8,33 @@ and so must each rule evaluated alone (``engine.match``) over the one batch, tim
 Reported: events and stream triples per second, milliseconds per event beside the paper's
 (DOTR §5: 4-12 ms per event with RDFox and T-Rex), and seconds per batch.
 """
+
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rdflib import RDF, Graph, Literal, Namespace
 
 from rsp_jobs import settings
+from rsp_jobs.bench.profile import profiled
+from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.engine import Interval, match, match_rules
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
-from rsp_jobs.compiler import compile, compile_rule_set
-from rsp_jobs.bench.profile import profiled
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.times import US_PER_S, to_us
 
 EX = Namespace("http://example.org/bench#")
 STREAM = "http://example.org/bench/stream"
 BACKGROUND = "urn:rsp:bench:sensors"
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+START = datetime(2024, 1, 1, tzinfo=UTC)
 RULES, EVENT_TYPES, AREAS = 10, 11, 50
 S = US_PER_S
 
@@ -59,10 +61,30 @@ def stream(minutes: int, per_second: int, sensors: int = 2_000, seed: int = 7) -
         frame = f"{STREAM}/frame/{second}"
         for k in range(per_second):
             obs = f"<{EX}obs{second}_{k}>"
-            batch.elements.append(Element(STREAM, ts, frame, obs, f"<{RDF.type}>",
-                                          f"<{EX}E{rng.randrange(EVENT_TYPES)}>", None, None))
-            batch.elements.append(Element(STREAM, ts, frame, obs, f"<{EX}by>",
-                                          f"<{EX}sensor{rng.randrange(sensors)}>", None, None))
+            batch.elements.append(
+                Element(
+                    STREAM,
+                    ts,
+                    frame,
+                    obs,
+                    f"<{RDF.type}>",
+                    f"<{EX}E{rng.randrange(EVENT_TYPES)}>",
+                    None,
+                    None,
+                )
+            )
+            batch.elements.append(
+                Element(
+                    STREAM,
+                    ts,
+                    frame,
+                    obs,
+                    f"<{EX}by>",
+                    f"<{EX}sensor{rng.randrange(sensors)}>",
+                    None,
+                    None,
+                )
+            )
     return batch
 
 
@@ -103,14 +125,22 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
 
     def together(interval: Interval) -> list:
         each = match_rules(rule_set, lake, files, interval)
-        return [(rule.name, m.time, m.triples) for rule, (matches, _) in zip(rules, each) for m in matches]
+        return [
+            (rule.name, m.time, m.triples)
+            for rule, (matches, _) in zip(rules, each)
+            for m in matches
+        ]
 
     def alone(interval: Interval) -> list:
-        return [(rule.name, m.time, m.triples) for rule in rules for m in match(rule, lake, files, interval)[0]]
+        return [
+            (rule.name, m.time, m.triples)
+            for rule in rules
+            for m in match(rule, lake, files, interval)[0]
+        ]
 
     def timed(way, cuts: list[int]) -> tuple[list, list[float]]:
         found, seconds = [], []
-        for after, until in zip(cuts, cuts[1:]):
+        for after, until in itertools.pairwise(cuts):
             with profiled(spark, f"patterns-{way.__name__}-{len(cuts)}-{after}") as profile:
                 t = time.perf_counter()
                 found += way(Interval(origin + after, origin + until))
@@ -118,7 +148,9 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
             profiles.setdefault(way.__name__, profile)
         return sorted(found), seconds
 
-    match_rules(rule_set, lake, files, Interval(origin, origin + S))  # warm up Spark and the background
+    match_rules(
+        rule_set, lake, files, Interval(origin, origin + S)
+    )  # warm up Spark and the background
     whole, whole_s = timed(together, [-1, end])
     step = end // batches
     batched, batch_s = timed(together, [-1] + [step * k for k in range(1, batches)] + [end])
@@ -126,24 +158,40 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     triples = len(batch.elements)
     events = minutes * 60 * per_second
     report = {
-        "workload": {"rules": RULES, "within_seconds": 30, "background_triples": len(graph),
-                     "stream_minutes": minutes, "frames": batch.frames, "stream_triples": triples,
-                     "events": events},
-        "one_batch": {"seconds": round(whole_s[0], 2), "matches": len(whole),
-                      "events_per_second": round(events / whole_s[0]), "spark_jobs": profiles["together"].get("jobs"),
-                      "ms_per_event": round(1000 * whole_s[0] / events, 2),
-                      "paper_ms_per_event": [4, 12],
-                      "stream_triples_per_second": round(triples / whole_s[0])},
-        "micro_batches": {"batches": batches, "batch_minutes": round(minutes / batches, 2),
-                          "seconds_per_batch": round(sum(batch_s) / len(batch_s), 2),
-                          "max_seconds_per_batch": round(max(batch_s), 2),
-                          "events_per_second": round(events / sum(batch_s)),
-                          "stream_triples_per_second": round(triples / sum(batch_s)),
-                          "matches": len(batched)},
-        "rule_by_rule": {"seconds": round(by_rule_s[0], 2), "events_per_second": round(events / by_rule_s[0]),
-                         "spark_jobs": profiles["alone"].get("jobs"),
-                         "matches": len(by_rule),
-                         "speed_up_of_one_pass": round(by_rule_s[0] / whole_s[0], 1)},
+        "workload": {
+            "rules": RULES,
+            "within_seconds": 30,
+            "background_triples": len(graph),
+            "stream_minutes": minutes,
+            "frames": batch.frames,
+            "stream_triples": triples,
+            "events": events,
+        },
+        "one_batch": {
+            "seconds": round(whole_s[0], 2),
+            "matches": len(whole),
+            "events_per_second": round(events / whole_s[0]),
+            "spark_jobs": profiles["together"].get("jobs"),
+            "ms_per_event": round(1000 * whole_s[0] / events, 2),
+            "paper_ms_per_event": [4, 12],
+            "stream_triples_per_second": round(triples / whole_s[0]),
+        },
+        "micro_batches": {
+            "batches": batches,
+            "batch_minutes": round(minutes / batches, 2),
+            "seconds_per_batch": round(sum(batch_s) / len(batch_s), 2),
+            "max_seconds_per_batch": round(max(batch_s), 2),
+            "events_per_second": round(events / sum(batch_s)),
+            "stream_triples_per_second": round(triples / sum(batch_s)),
+            "matches": len(batched),
+        },
+        "rule_by_rule": {
+            "seconds": round(by_rule_s[0], 2),
+            "events_per_second": round(events / by_rule_s[0]),
+            "spark_jobs": profiles["alone"].get("jobs"),
+            "matches": len(by_rule),
+            "speed_up_of_one_pass": round(by_rule_s[0] / whole_s[0], 1),
+        },
         "same_matches": whole == batched == by_rule,
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +200,9 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.patterns", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.bench.patterns", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--output", type=Path, default=Path("bench-results/patterns.json"))
     parser.add_argument("--minutes", type=int, default=10)
     parser.add_argument("--per-second", type=int, default=5)

@@ -7,11 +7,12 @@ jobs and the results reaching Python: they come as an Arrow stream over a socket
 not in a py4j call).
 
 A measuring tool for the bench only: it wraps py4j's connection for the length of the block."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 SHORT_S = 0.01  # a round trip shorter than this is the plan being built, not a job running
 
@@ -53,7 +54,13 @@ def profiled(spark, group: str) -> Iterator[dict]:
         context.setLocalProperty("spark.jobGroup.id", None)
         tracker = context.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
-        profile.update({"seconds": round(seconds, 2), "jobs": len(jobs),
-                        "stages": sum(len(info.stageIds) for info in map(tracker.getJobInfo, jobs) if info),
-                        "py4j_calls": counts["calls"], "plan_calls_seconds": round(counts["short"], 2),
-                        "other_seconds": round(seconds - counts["short"], 2)})
+        profile.update(
+            {
+                "seconds": round(seconds, 2),
+                "jobs": len(jobs),
+                "stages": sum(len(info.stageIds) for info in map(tracker.getJobInfo, jobs) if info),
+                "py4j_calls": counts["calls"],
+                "plan_calls_seconds": round(counts["short"], 2),
+                "other_seconds": round(seconds - counts["short"], 2),
+            }
+        )

@@ -12,16 +12,18 @@ query reasoning per frame and per window agree).
 
     python -m rsp_jobs.bench.reasoning --output bench-results/reasoning.json
 """
+
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import random
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rdflib import Graph, Namespace, URIRef
@@ -33,7 +35,7 @@ from rsp_jobs.times import US_PER_S, to_us, us_to_ms
 
 EX = Namespace("http://example.org/bench/")
 STREAM = str(EX["stream/observations"])
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def hierarchy(branching: int = 3, depth: int = 8, properties: int = 20) -> tuple[Graph, list, list]:
@@ -54,7 +56,7 @@ def hierarchy(branching: int = 3, depth: int = 8, properties: int = 20) -> tuple
         level = nxt
     rng = random.Random(7)
     middle = [EX[f"q{j}"] for j in range(5)]
-    for j, q in enumerate(middle):
+    for q in middle:
         graph.add((q, RDFS.subPropertyOf, EX["observes"]))
         graph.add((q, RDFS.domain, rng.choice(classes[3])))
         graph.add((q, RDFS.range, rng.choice(classes[2])))
@@ -79,17 +81,27 @@ def observations(leaves, props, frames: int, per_frame: int, seed: int = 11):
             obs = f"<{EX}obs/{f}-{k}>"
             v = round(rng.uniform(0, 100), 2)
             batch.elements += [
-                Element(STREAM, ts, frame, obs, f"<{RDF.type}>", f"<{rng.choice(leaves)}>", None, None),
-                Element(STREAM, ts, frame, obs, f"<{rng.choice(props)}>", f"<{EX}feature/{rng.randrange(500)}>",
-                        None, None),
+                Element(
+                    STREAM, ts, frame, obs, f"<{RDF.type}>", f"<{rng.choice(leaves)}>", None, None
+                ),
+                Element(
+                    STREAM,
+                    ts,
+                    frame,
+                    obs,
+                    f"<{rng.choice(props)}>",
+                    f"<{EX}feature/{rng.randrange(500)}>",
+                    None,
+                    None,
+                ),
                 Element(STREAM, ts, frame, obs, f"<{EX}value>", f'"{v}"^^{value}', v, None),
             ]
     return batch
 
 
 def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) -> dict:
-    from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
     from rsp_jobs import compiler
+    from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
     from rsp_jobs.engine import Interval, evaluate
     from rsp_jobs.ingest.lake import Lake
     from rsp_jobs.reasoning.entailment import Schema, closed
@@ -109,7 +121,9 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
 
     home = os.environ.get("RSP_HOME")
     with tempfile.TemporaryDirectory(prefix="rsp-cold-") as cold_home:
-        os.environ["RSP_HOME"] = cold_home  # cold: an empty cache, the project's own cache untouched
+        os.environ["RSP_HOME"] = (
+            cold_home  # cold: an empty cache, the project's own cache untouched
+        )
         try:
             t = time.perf_counter()
             closed(graph, regime)
@@ -141,8 +155,10 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     entail_s = time.perf_counter() - t
 
     top = EX["C1"]
-    text = (f"REGISTER QUERY instances AS PREFIX ex: <{EX}>\nSELECT ?x\n"
-            f"FROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\nFROM <{EX}hierarchy.ttl>\nWHERE {{ ?x a ex:C1 }}")
+    text = (
+        f"REGISTER QUERY instances AS PREFIX ex: <{EX}>\nSELECT ?x\n"
+        f"FROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\nFROM <{EX}hierarchy.ttl>\nWHERE {{ ?x a ex:C1 }}"
+    )
     query = compiler.compile(text, "reasoning-bench")
     t = time.perf_counter()
     windows = list(evaluate(query, lake, [str(ontology)], entailment=regime))
@@ -153,13 +169,21 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     bounds = [start_us + span_us * i // batches for i in range(batches + 1)]
     bounds = [b - b % 10_000_000 for b in bounds]  # whole steps
     per_batch, batch_windows = [], 0
-    for after, until in zip(bounds, bounds[1:]):
+    for after, until in itertools.pairwise(bounds):
         t = time.perf_counter()
-        batch_windows += len(list(evaluate(query, lake, [str(ontology)], interval=Interval(after, until),
-                                           entailment=regime)))
+        batch_windows += len(
+            list(
+                evaluate(
+                    query, lake, [str(ontology)], interval=Interval(after, until), entailment=regime
+                )
+            )
+        )
         per_batch.append(time.perf_counter() - t)
 
-    elems = [Elem(STREAM, us_to_ms(to_us(e.ts)), e.s, e.p, e.o) for e in batch.elements[:3 * per_frame * 10]]
+    elems = [
+        Elem(STREAM, us_to_ms(to_us(e.ts)), e.s, e.p, e.o)
+        for e in batch.elements[: 3 * per_frame * 10]
+    ]
     contents = window_contents(elems, [WindowSpec(STREAM, 10_000, 10_000)])
     close = min(contents)
     window_graph = Graph()
@@ -168,28 +192,53 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
     for _, e in contents[close]:
         window_graph.add((nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o)))
     t = time.perf_counter()
-    theirs = rdflib_answer(f"SELECT ?x WHERE {{ ?x a <{top}> }}", [], [closed(window_graph, regime)])
+    theirs = rdflib_answer(
+        f"SELECT ?x WHERE {{ ?x a <{top}> }}", [], [closed(window_graph, regime)]
+    )
     reference_s = time.perf_counter() - t
     ours = next(w for w in windows if close_ms(w) == close)
     same = sorted(b["x"]["value"] for b in ours.bindings) == sorted(str(b["x"]) for b in theirs)
 
     report = {
-        "workload": {"classes": classes, "background_triples": len(graph), "closed_background_triples": len(closure),
-                     "regime": regime, "frames": frames, "stream_triples": triples,
-                     "query": "instances of ex:C1 (a child of the root) per [RANGE 10s STEP 10s] window"},
+        "workload": {
+            "classes": classes,
+            "background_triples": len(graph),
+            "closed_background_triples": len(closure),
+            "regime": regime,
+            "frames": frames,
+            "stream_triples": triples,
+            "query": "instances of ex:C1 (a child of the root) per [RANGE 10s STEP 10s] window",
+        },
         "machine": {"cores": cores(), "python": platform.python_version()},
-        "background_closure": {"cold_seconds": round(cold_s, 2), "cached_seconds": round(cached_s, 3)},
-        "entailment": {"entailed_triples": entailed, "seconds": round(entail_s, 2),
-                       "stream_triples_per_second": round(triples / entail_s)},
-        "query": {"windows": len(windows), "result_rows": sum(w.rows for w in windows),
-                  "seconds": round(engine_s, 2), "stream_triples_per_second": round(triples / engine_s),
-                  "micro_batches": batches, "micro_batch_windows": batch_windows,
-                  "seconds_per_batch": {"mean": round(statistics.mean(per_batch), 2),
-                                        "median": round(statistics.median(per_batch), 2),
-                                        "max": round(max(per_batch), 2)}},
-        "check": {"window_close_ms": close, "window_triples": len(contents[close]),
-                  "answers": len(theirs), "same_as_rdflib_owlrl": same,
-                  "rdflib_owlrl_seconds": round(reference_s, 2)},
+        "background_closure": {
+            "cold_seconds": round(cold_s, 2),
+            "cached_seconds": round(cached_s, 3),
+        },
+        "entailment": {
+            "entailed_triples": entailed,
+            "seconds": round(entail_s, 2),
+            "stream_triples_per_second": round(triples / entail_s),
+        },
+        "query": {
+            "windows": len(windows),
+            "result_rows": sum(w.rows for w in windows),
+            "seconds": round(engine_s, 2),
+            "stream_triples_per_second": round(triples / engine_s),
+            "micro_batches": batches,
+            "micro_batch_windows": batch_windows,
+            "seconds_per_batch": {
+                "mean": round(statistics.mean(per_batch), 2),
+                "median": round(statistics.median(per_batch), 2),
+                "max": round(max(per_batch), 2),
+            },
+        },
+        "check": {
+            "window_close_ms": close,
+            "window_triples": len(contents[close]),
+            "answers": len(theirs),
+            "same_as_rdflib_owlrl": same,
+            "rdflib_owlrl_seconds": round(reference_s, 2),
+        },
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(report, indent=2) + "\n")
@@ -197,11 +246,19 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.reasoning", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.bench.reasoning", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--output", type=Path, default=Path("bench-results/reasoning.json"))
-    parser.add_argument("--frames", type=int, default=200, help="frames, one a second (default 200)")
-    parser.add_argument("--per-frame", type=int, default=67, help="observations per frame, 3 triples each")
-    parser.add_argument("--batches", type=int, default=4, help="micro-batches (run intervals) to time")
+    parser.add_argument(
+        "--frames", type=int, default=200, help="frames, one a second (default 200)"
+    )
+    parser.add_argument(
+        "--per-frame", type=int, default=67, help="observations per frame, 3 triples each"
+    )
+    parser.add_argument(
+        "--batches", type=int, default=4, help="micro-batches (run intervals) to time"
+    )
     parser.add_argument("--regime", default="rdfs++", choices=("rdfs", "rdfs++"))
     args = parser.parse_args(argv)
     report = run(args.output, args.frames, args.per_frame, args.batches, args.regime)

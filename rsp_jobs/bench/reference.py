@@ -6,14 +6,15 @@ triples plus the background graphs. The engine itself never evaluates with rdfli
 It stays in the package, not in ``tests/support/``: ``make bench`` checks the engine's answers
 against it (``rsp_jobs.bench.__main__``, ``rsp_jobs.bench.reasoning``); the differential tests
 import it from here."""
+
 from __future__ import annotations
 
 import math
 import re
 import threading
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from rdflib import Dataset, Graph, Literal, URIRef
 from rdflib.graph import ReadOnlyGraphAggregate
@@ -34,20 +35,21 @@ class Elem:
     p: str
     o: str  # N-Triples text
     pos: int = 0  # its place in the stream as delivered: orders the triples of one time
-    graph: Optional[str] = None  # the graph that delivered it (several may share a time)
+    graph: str | None = None  # the graph that delivered it (several may share a time)
 
 
 @dataclass(frozen=True)
 class WindowSpec:
     stream: str
-    range_ms: Optional[int] = None
-    step_ms: Optional[int] = None
-    triples: Optional[int] = None  # a count window
-    graph: Optional[str] = None  # FROM NAMED STREAM: the graph name
+    range_ms: int | None = None
+    step_ms: int | None = None
+    triples: int | None = None  # a count window
+    graph: str | None = None  # FROM NAMED STREAM: the graph name
 
 
-def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: int = 0,
-                    every_ms: Optional[int] = None) -> dict[int, list]:
+def window_contents(
+    elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: int = 0, every_ms: int | None = None
+) -> dict[int, list]:
     """{close ms: [(spec, elem), ...]} for every close whose window holds data. ``every_ms``:
     COMPUTED EVERY, evaluated at the ticks ``t0 + k*every`` once every window is full (each
     window ``[close - its RANGE, close)``, its STEP unused).
@@ -62,9 +64,18 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
     timed = [s for s in specs if s.range_ms is not None]
     if timed and every_ms is not None:
         widest = max(s.range_ms for s in timed)
-        closes = sorted({t0 + k * every_ms for spec in timed for e in elements if e.stream == spec.stream
-                         for k in range(max(-(-widest // every_ms), (e.ts_ms - t0) // every_ms + 1),
-                                        (e.ts_ms + spec.range_ms - t0) // every_ms + 1)})
+        closes = sorted(
+            {
+                t0 + k * every_ms
+                for spec in timed
+                for e in elements
+                if e.stream == spec.stream
+                for k in range(
+                    max(-(-widest // every_ms), (e.ts_ms - t0) // every_ms + 1),
+                    (e.ts_ms + spec.range_ms - t0) // every_ms + 1,
+                )
+            }
+        )
         inclusive = False
     elif timed:
         # the grid points c = t0 + range + k*step that can see some element: ts < c <= ts + range
@@ -81,8 +92,13 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
     else:
         closes = sorted({e.ts_ms for e in elements})
         inclusive = True
-    by_stream = {spec.stream: sorted((e for e in elements if e.stream == spec.stream),
-                                     key=lambda e: (e.ts_ms, e.pos, e.s, e.p, e.o)) for spec in specs}
+    by_stream = {
+        spec.stream: sorted(
+            (e for e in elements if e.stream == spec.stream),
+            key=lambda e: (e.ts_ms, e.pos, e.s, e.p, e.o),
+        )
+        for spec in specs
+    }
     times = {stream: [e.ts_ms for e in items] for stream, items in by_stream.items()}
     out = {}
     for close in closes:
@@ -90,13 +106,15 @@ def window_contents(elements: Sequence[Elem], specs: Sequence[WindowSpec], t0: i
         for spec in specs:
             mine, stamps = by_stream[spec.stream], times[spec.stream]
             if spec.range_ms is not None:
-                if every_ms is None and ((close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms):
+                if every_ms is None and (
+                    (close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms
+                ):
                     continue
                 lo, hi = bisect_left(stamps, close - spec.range_ms), bisect_left(stamps, close)
                 content += [(spec, e) for e in mine[lo:hi]]
             else:
                 hi = bisect_right(stamps, close) if inclusive else bisect_left(stamps, close)
-                content += [(spec, e) for e in mine[max(0, hi - spec.triples):hi]]
+                content += [(spec, e) for e in mine[max(0, hi - spec.triples) : hi]]
         if content:
             out[close] = content
     return out
@@ -114,8 +132,12 @@ def _timestamp(s, p, o):
     return Literal(stamps[key], datatype=XSD.integer)
 
 
-def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
-                  named_background: Optional[dict] = None):
+def rdflib_answer(
+    sparql: str,
+    content: list,
+    background: Sequence[Graph] = (),
+    named_background: dict | None = None,
+):
     """rdflib's answer for one window: a list of {var: rdflib term} for SELECT, a set of
     N-Triples lines for CONSTRUCT, a bool for ASK."""
     dataset = Dataset()
@@ -130,7 +152,9 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
         named = dataset.graph(URIRef(iri))
         for triple in graph:
             named.add(triple)
-    if named_background or re.search(r"\bGRAPH\b", sparql, re.IGNORECASE):  # a dataset, default graph copied in
+    if named_background or re.search(
+        r"\bGRAPH\b", sparql, re.IGNORECASE
+    ):  # a dataset, default graph copied in
         target = dataset
         for graph in (window, *background):
             for triple in graph:
@@ -145,8 +169,11 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
             return bool(result.askAnswer)
         if result.type in ("CONSTRUCT", "DESCRIBE"):
             # SPARQL 16.2 leaves out ill-formed triples (a literal subject); rdflib keeps them
-            return {" ".join(to_nt(t) for t in triple) + " ." for triple in result.graph
-                    if not isinstance(triple[0], Literal)}
+            return {
+                " ".join(to_nt(t) for t in triple) + " ."
+                for triple in result.graph
+                if not isinstance(triple[0], Literal)
+            }
         names = [str(v) for v in result.vars]
         return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in result]
     finally:
@@ -156,21 +183,50 @@ def rdflib_answer(sparql: str, content: list, background: Sequence[Graph] = (),
 def plain_sparql(text: str) -> str:
     """A C-SPARQL query written one clause per line, without its REGISTER and FROM lines: the
     SPARQL that rdflib answers over a window's dataset."""
-    lines = [ln for ln in text.splitlines() if not ln.strip().upper().startswith(("REGISTER", "FROM", "#"))]
+    lines = [
+        ln
+        for ln in text.splitlines()
+        if not ln.strip().upper().startswith(("REGISTER", "FROM", "#"))
+    ]
     return "\n".join(lines)
 
 
-NUMERIC_TYPES = {"http://www.w3.org/2001/XMLSchema#" + t for t in (
-    "integer", "decimal", "float", "double", "int", "long", "short", "byte", "nonNegativeInteger",
-    "positiveInteger", "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt",
-    "unsignedShort", "unsignedByte")}
+NUMERIC_TYPES = {
+    "http://www.w3.org/2001/XMLSchema#" + t
+    for t in (
+        "integer",
+        "decimal",
+        "float",
+        "double",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "nonPositiveInteger",
+        "negativeInteger",
+        "unsignedLong",
+        "unsignedInt",
+        "unsignedShort",
+        "unsignedByte",
+    )
+}
 
 
 def _row_key(binding: dict) -> tuple:
     """A sort key that is coarse on numbers (6 significant digits), exact on everything else."""
-    return tuple(sorted((var, ("number", f"{float(t['value']):.6g}", "", "") if t.get("datatype") in NUMERIC_TYPES
-                         else (t["type"], t["value"], t.get("datatype") or "", t.get("xml:lang") or ""))
-                        for var, t in binding.items()))
+    return tuple(
+        sorted(
+            (
+                var,
+                ("number", f"{float(t['value']):.6g}", "", "")
+                if t.get("datatype") in NUMERIC_TYPES
+                else (t["type"], t["value"], t.get("datatype") or "", t.get("xml:lang") or ""),
+            )
+            for var, t in binding.items()
+        )
+    )
 
 
 def _same_term(a: dict, b: dict) -> bool:
@@ -185,4 +241,7 @@ def same_bindings(ours: list[dict], theirs: list[dict]) -> bool:
     if len(ours) != len(theirs):
         return False
     ours, theirs = sorted(ours, key=_row_key), sorted(theirs, key=_row_key)
-    return all(a.keys() == b.keys() and all(_same_term(a[k], b[k]) for k in a) for a, b in zip(ours, theirs))
+    return all(
+        a.keys() == b.keys() and all(_same_term(a[k], b[k]) for k in a)
+        for a, b in zip(ours, theirs)
+    )

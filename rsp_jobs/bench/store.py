@@ -9,6 +9,7 @@ frames table filled in bulk with a million frames, and each is shown with the pl
 chose for it. Every backend gets a store of its own: a new SQLite file under the project home,
 a new PostgreSQL schema at ``RSP_BENCH_PG_URL`` that is dropped afterwards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import OperationalError
@@ -38,11 +39,14 @@ from rsp_jobs.store.models import Frame
 
 PG_URL = os.environ.get("RSP_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 XSD = "http://www.w3.org/2001/XMLSchema#"
-START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+START = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def generated_batch(n_frames: int, stream: str = "http://bench.example/streams/generated",
-                    step: timedelta = timedelta(seconds=1)) -> StreamBatch:
+def generated_batch(
+    n_frames: int,
+    stream: str = "http://bench.example/streams/generated",
+    step: timedelta = timedelta(seconds=1),
+) -> StreamBatch:
     """A sensor-like stream: each frame one observation in five triples (type, sensor,
     numeric value, observation time, unit)."""
     rng = random.Random(n_frames)
@@ -51,13 +55,31 @@ def generated_batch(n_frames: int, stream: str = "http://bench.example/streams/g
         ts = START + i * step
         frame, obs = f"{stream}/frame/{i}", f"<{stream}/obs/{i}>"
         value = round(rng.uniform(0, 120), 2)
-        batch.elements += [Element(stream, ts, frame, obs, p, o, o_num, o_time) for p, o, o_num, o_time in (
-            ("<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "<http://purl.oclc.org/NET/ssnx/ssn#Observation>",
-             None, None),
-            ("<http://purl.oclc.org/NET/ssnx/ssn#observedBy>", f"<http://bench.example/sensor/{i % 449}>", None, None),
-            ("<http://bench.example/value>", f'"{value}"^^<{XSD}double>', value, None),
-            ("<http://bench.example/time>", f'"{ts:%Y-%m-%dT%H:%M:%SZ}"^^<{XSD}dateTime>', None, ts),
-            ("<http://bench.example/unit>", '"km/h"', None, None))]
+        batch.elements += [
+            Element(stream, ts, frame, obs, p, o, o_num, o_time)
+            for p, o, o_num, o_time in (
+                (
+                    "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>",
+                    "<http://purl.oclc.org/NET/ssnx/ssn#Observation>",
+                    None,
+                    None,
+                ),
+                (
+                    "<http://purl.oclc.org/NET/ssnx/ssn#observedBy>",
+                    f"<http://bench.example/sensor/{i % 449}>",
+                    None,
+                    None,
+                ),
+                ("<http://bench.example/value>", f'"{value}"^^<{XSD}double>', value, None),
+                (
+                    "<http://bench.example/time>",
+                    f'"{ts:%Y-%m-%dT%H:%M:%SZ}"^^<{XSD}dateTime>',
+                    None,
+                    ts,
+                ),
+                ("<http://bench.example/unit>", '"km/h"', None, None),
+            )
+        ]
     return batch
 
 
@@ -73,9 +95,14 @@ def time_load(url: str, batch: StreamBatch) -> dict:
     reload_seconds = time.perf_counter() - started
     if (again.frames_written, again.frames_unchanged) != (0, report.frames_written):
         raise RuntimeError(f"re-loading the same batch wrote frames again: {again}")
-    return {"frames": report.frames_written, "triples": report.triples_written, "seconds": round(seconds, 3),
-            "frames_per_s": round(report.frames_written / seconds), "triples_per_s": round(report.triples_written / seconds),
-            "reload_unchanged_seconds": round(reload_seconds, 3)}
+    return {
+        "frames": report.frames_written,
+        "triples": report.triples_written,
+        "seconds": round(seconds, 3),
+        "frames_per_s": round(report.frames_written / seconds),
+        "triples_per_s": round(report.triples_written / seconds),
+        "reload_unchanged_seconds": round(reload_seconds, 3),
+    }
 
 
 def fill_frames(engine: Engine, streams: list[str], per_stream: int, step: timedelta) -> float:
@@ -83,14 +110,23 @@ def fill_frames(engine: Engine, streams: list[str], per_stream: int, step: timed
     started = time.perf_counter()
     with db.write_transaction(engine) as conn:
         ids = [frames.register_stream(conn, iri) for iri in streams]
-        frames.bulk_insert(conn, Frame.__table__, frames.FRAME_COLUMNS,
-                           ((stream_id, START + i * step, f"{iri}/frame/{i}", 5, f"{i:064x}")
-                            for stream_id, iri in zip(ids, streams) for i in range(per_stream)))
+        frames.bulk_insert(
+            conn,
+            Frame.__table__,
+            frames.FRAME_COLUMNS,
+            (
+                (stream_id, START + i * step, f"{iri}/frame/{i}", 5, f"{i:064x}")
+                for stream_id, iri in zip(ids, streams)
+                for i in range(per_stream)
+            ),
+        )
         conn.exec_driver_sql("ANALYZE")
     return time.perf_counter() - started
 
 
-def time_lookups(engine: Engine, streams: list[str], per_stream: int, step: timedelta, repeats: int) -> dict:
+def time_lookups(
+    engine: Engine, streams: list[str], per_stream: int, step: timedelta, repeats: int
+) -> dict:
     """Median and 95th percentile latency (ms) of each look-up, with the plan of its query."""
     rng = random.Random(0)
     last_seen: list[tuple[str, object]] = []
@@ -126,10 +162,12 @@ def time_lookups(engine: Engine, streams: list[str], per_stream: int, step: time
         rows = call()
         event.remove(engine, "before_cursor_execute", capture)
         samples.sort()
-        out[name] = {"median_ms": round(statistics.median(samples), 3),
-                     "p95_ms": round(samples[int(0.95 * len(samples)) - 1], 3),
-                     "rows": len(rows) if isinstance(rows, list) else 1,
-                     "plan": _plan(engine, *last_seen[0])}
+        out[name] = {
+            "median_ms": round(statistics.median(samples), 3),
+            "p95_ms": round(samples[int(0.95 * len(samples)) - 1], 3),
+            "rows": len(rows) if isinstance(rows, list) else 1,
+            "plan": _plan(engine, *last_seen[0]),
+        }
     return out
 
 
@@ -141,7 +179,9 @@ def _plan(engine: Engine, statement: str, parameters) -> list[str]:
 
 @contextmanager
 def sqlite_store(name: str) -> Iterator[str]:
-    with tempfile.TemporaryDirectory(prefix=f"store-bench-{name}-", dir=settings.home_dir()) as work:
+    with tempfile.TemporaryDirectory(
+        prefix=f"store-bench-{name}-", dir=settings.home_dir()
+    ) as work:
         url = f"sqlite:///{Path(work) / 'store.sqlite'}"
         yield url
         db.engine(url).dispose()
@@ -153,7 +193,11 @@ def pg_store(name: str) -> Iterator[str]:
     schema = f"rsp_bench_{name}_{secrets.token_hex(4)}"
     with admin.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+    url = (
+        make_url(PG_URL)
+        .update_query_dict({"options": f"-csearch_path={schema}"})
+        .render_as_string(hide_password=False)
+    )
     try:
         yield url
     finally:
@@ -163,7 +207,7 @@ def pg_store(name: str) -> Iterator[str]:
         admin.dispose()
 
 
-def pg_reachable() -> Optional[str]:
+def pg_reachable() -> str | None:
     """None when PostgreSQL answers at PG_URL, else why not."""
     try:
         with create_engine(PG_URL).connect() as conn:
@@ -189,8 +233,12 @@ def run(generated_frames: int, lookup_frames: int, repeats: int) -> dict:
     generated = generated_batch(generated_frames)
     streams = [f"http://bench.example/streams/s{k}" for k in range(10)]
     per_stream, step = lookup_frames // len(streams), timedelta(seconds=30)
-    results: dict = {"python": platform.python_version(), "machine": platform.machine(),
-                     "cpus": os.cpu_count(), "backends": {}}
+    results: dict = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "backends": {},
+    }
     if skipped:
         results["skipped"] = skipped
     if skipped_csr:
@@ -206,15 +254,22 @@ def run(generated_frames: int, lookup_frames: int, repeats: int) -> dict:
             db.upgrade(url)
             engine = db.engine(url)
             fill = fill_frames(engine, streams, per_stream, step)
-            out["lookups"] = {"frames": per_stream * len(streams), "streams": len(streams),
-                              "frame_spacing_s": step.total_seconds(), "fill_seconds": round(fill, 1),
-                              "repeats": repeats, **time_lookups(engine, streams, per_stream, step, repeats)}
+            out["lookups"] = {
+                "frames": per_stream * len(streams),
+                "streams": len(streams),
+                "frame_spacing_s": step.total_seconds(),
+                "fill_seconds": round(fill, 1),
+                "repeats": repeats,
+                **time_lookups(engine, streams, per_stream, step, repeats),
+            }
         print(f"{backend}: {json.dumps(out)}", file=sys.stderr)
     return results
 
 
-def main(argv: Optional[list[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.store", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.bench.store", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--output", type=Path, help="write the results here as JSON (also printed)")
     parser.add_argument("--generated-frames", type=int, default=100_000)
     parser.add_argument("--lookup-frames", type=int, default=1_000_000)

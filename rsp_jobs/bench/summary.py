@@ -2,6 +2,7 @@
 hand-written Spark jobs and rdflib, as tables of seconds and ratios) and ``evaluation.png``
 (time against days and against RANGE/STEP). rdflib is timed over the first day only; its line
 over more days is that day's time per window times the windows, and is drawn dashed."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,10 +10,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-_SIDES = (("engine_seconds", "engine"), ("hand_written_seconds", "hand-written Spark (RDF)"),
-          ("typed_floor_seconds", "Spark over typed columns"))
+_SIDES = (
+    ("engine_seconds", "engine"),
+    ("hand_written_seconds", "hand-written Spark (RDF)"),
+    ("typed_floor_seconds", "Spark over typed columns"),
+)
 
 
 def write(report: dict, out_dir: Path) -> Path:
@@ -39,68 +43,115 @@ def _spark_vs_rdflib(report: dict):
         return None
     per_window, windows = rdflib
     engine, hand = (one_day[0][key] / windows for key in ("engine_seconds", "hand_written_seconds"))
-    return {"rdflib": round(per_window, 4), "engine": round(engine, 4), "hand": round(hand, 4),
-            "engine_ratio": round(per_window / engine), "hand_ratio": round(per_window / hand)}
+    return {
+        "rdflib": round(per_window, 4),
+        "engine": round(engine, 4),
+        "hand": round(hand, 4),
+        "engine_ratio": round(per_window / engine),
+        "hand_ratio": round(per_window / hand),
+    }
 
 
 def _page(report: dict, plot: str) -> str:
     work, anchors = report["workload"], report["anchors"]
-    lines = [f"# make bench: {work['day']}, {work['days']} days of the 33 CityBench traffic streams", "",
-             f"Machine: {report['machine']['cores']} cores, Python {report['machine']['python']}.", "",
-             f"Ingest: {work['triples']:,} triples parsed and written to the lake in {work['ingest_seconds']} s "
-             f"({work['ingest_triples_per_second']:,} triples/s on one core; the CSV mapping before it took "
-             f"{work['mapping_seconds']} s).", "", "## Registered queries over the first day", "",
-             "| query | windows | engine s | s/window | rdflib s/window | engine vs rdflib per window | same answers |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# make bench: {work['day']}, {work['days']} days of the 33 CityBench traffic streams",
+        "",
+        f"Machine: {report['machine']['cores']} cores, Python {report['machine']['python']}.",
+        "",
+        f"Ingest: {work['triples']:,} triples parsed and written to the lake in {work['ingest_seconds']} s "
+        f"({work['ingest_triples_per_second']:,} triples/s on one core; the CSV mapping before it took "
+        f"{work['mapping_seconds']} s).",
+        "",
+        "## Registered queries over the first day",
+        "",
+        "| query | windows | engine s | s/window | rdflib s/window | engine vs rdflib per window | same answers |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, q in report["queries"].items():
         rdflib = q.get("rdflib", {})
-        lines.append(f"| {name} | {q['windows']} | {q['engine']['seconds']} | {q['engine']['seconds_per_window']} | "
-                     f"{rdflib.get('seconds_per_window', '-')} | {q.get('engine_vs_rdflib_per_window', '-')}x | "
-                     f"{q.get('same_results', '-')} |")
+        lines.append(
+            f"| {name} | {q['windows']} | {q['engine']['seconds']} | {q['engine']['seconds_per_window']} | "
+            f"{rdflib.get('seconds_per_window', '-')} | {q.get('engine_vs_rdflib_per_window', '-')}x | "
+            f"{q.get('same_results', '-')} |"
+        )
     micro = report.get("micro_batches")
     if micro:
-        lines += ["", f"## A {micro['minutes']}-minute micro-batch (from the lake to the results, {micro['batches']} "
-                  "consecutive batches, Spark warm)", "",
-                  "| query | median s | max s | windows | Spark jobs | stages | py4j calls |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {name} | {q['median_seconds']} | {q['max_seconds']} | {q['windows_per_batch']} | "
-                  f"{q['jobs_per_batch']} | {q['stages_per_batch']} | {q['py4j_calls_per_batch']:,} |"
-                  for name, q in micro["queries"].items()]
-    for key, title in (("by_days", f"{anchors['query']} over 1 to {work['days']} days, [RANGE 1h STEP 5m]"),
-                       ("by_range_over_step", f"{anchors['query']} over one day as RANGE/STEP grows (STEP 5m)")):
-        lines += ["", f"## {title}", "",
-                  "| days | RANGE/STEP | answers | engine s | hand-written s | typed floor s | engine / hand-written "
-                  "| engine / floor | same answers |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {e['days']} | {e['range_over_step']} | {e['answers']} | {e['engine_seconds']} | "
-                  f"{e['hand_written_seconds']} | {e['typed_floor_seconds']} | {e['engine_vs_hand_written']} | "
-                  f"{e['engine_vs_typed_floor']} | {e['same_answers']} |" for e in anchors[key]]
+        lines += [
+            "",
+            f"## A {micro['minutes']}-minute micro-batch (from the lake to the results, {micro['batches']} "
+            "consecutive batches, Spark warm)",
+            "",
+            "| query | median s | max s | windows | Spark jobs | stages | py4j calls |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {name} | {q['median_seconds']} | {q['max_seconds']} | {q['windows_per_batch']} | "
+            f"{q['jobs_per_batch']} | {q['stages_per_batch']} | {q['py4j_calls_per_batch']:,} |"
+            for name, q in micro["queries"].items()
+        ]
+    for key, title in (
+        ("by_days", f"{anchors['query']} over 1 to {work['days']} days, [RANGE 1h STEP 5m]"),
+        ("by_range_over_step", f"{anchors['query']} over one day as RANGE/STEP grows (STEP 5m)"),
+    ):
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            "| days | RANGE/STEP | answers | engine s | hand-written s | typed floor s | engine / hand-written "
+            "| engine / floor | same answers |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {e['days']} | {e['range_over_step']} | {e['answers']} | {e['engine_seconds']} | "
+            f"{e['hand_written_seconds']} | {e['typed_floor_seconds']} | {e['engine_vs_hand_written']} | "
+            f"{e['engine_vs_typed_floor']} | {e['same_answers']} |"
+            for e in anchors[key]
+        ]
     profile = anchors["by_days"][0].get("engine_profile") if anchors["by_days"] else None
     if profile:
-        lines += ["", f"The engine over {anchors['by_days'][0]['days']} day(s): {profile['seconds']} s, "
-                  f"{profile['jobs']} Spark jobs, {profile['stages']} stages, {profile['py4j_calls']:,} py4j calls: "
-                  f"{profile['plan_calls_seconds']} s waiting on the short ones (building the plan) and "
-                  f"{profile['other_seconds']} s the rest (Spark running its jobs, the results reaching Python)."]
+        lines += [
+            "",
+            f"The engine over {anchors['by_days'][0]['days']} day(s): {profile['seconds']} s, "
+            f"{profile['jobs']} Spark jobs, {profile['stages']} stages, {profile['py4j_calls']:,} py4j calls: "
+            f"{profile['plan_calls_seconds']} s waiting on the short ones (building the plan) and "
+            f"{profile['other_seconds']} s the rest (Spark running its jobs, the results reaching Python).",
+        ]
     ceiling = _spark_vs_rdflib(report)
     if ceiling:
-        lines += ["", f"Per window over the first day, rdflib takes {ceiling['rdflib']} s, the engine "
-                  f"{ceiling['engine']} s ({ceiling['engine_ratio']}x) and the hand-written job {ceiling['hand']} s "
-                  f"({ceiling['hand_ratio']}x): the hand-written job is the most a Spark job reaches here, "
-                  "whatever the engine does."]
+        lines += [
+            "",
+            f"Per window over the first day, rdflib takes {ceiling['rdflib']} s, the engine "
+            f"{ceiling['engine']} s ({ceiling['engine_ratio']}x) and the hand-written job {ceiling['hand']} s "
+            f"({ceiling['hand_ratio']}x): the hand-written job is the most a Spark job reaches here, "
+            "whatever the engine does.",
+        ]
     growth = anchors.get("growth_over_range_over_step", {})
     if growth.get("engine") is not None:
         ratios = [e["range_over_step"] for e in anchors["by_range_over_step"]]
-        lines += ["", f"From RANGE/STEP {ratios[0]} to {ratios[-1]} the engine's time grows {growth['engine']}x, "
-                  f"the hand-written job's {growth['hand_written']}x."]
-    lines += ["", f"![time against days and against RANGE/STEP]({plot})", "",
-              "rdflib is timed over the first day; over more days its line is that day's seconds per window "
-              "times the windows (dashed).", ""]
+        lines += [
+            "",
+            f"From RANGE/STEP {ratios[0]} to {ratios[-1]} the engine's time grows {growth['engine']}x, "
+            f"the hand-written job's {growth['hand_written']}x.",
+        ]
+    lines += [
+        "",
+        f"![time against days and against RANGE/STEP]({plot})",
+        "",
+        "rdflib is timed over the first day; over more days its line is that day's seconds per window "
+        "times the windows (dashed).",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _plot(report: dict, out: Path) -> Path:
     anchors = report["anchors"]
     fig, (by_days, by_ratio) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for axis, key, x, label in ((by_days, "by_days", "days", "days of data"),
-                                (by_ratio, "by_range_over_step", "range_over_step", "RANGE / STEP (one day)")):
+    for axis, key, x, label in (
+        (by_days, "by_days", "days", "days of data"),
+        (by_ratio, "by_range_over_step", "range_over_step", "RANGE / STEP (one day)"),
+    ):
         entries = anchors[key]
         xs = [e[x] for e in entries]
         for field, name in _SIDES:
@@ -113,7 +164,9 @@ def _plot(report: dict, out: Path) -> Path:
     if rdflib and anchors["by_days"]:
         per_window, windows = rdflib
         xs = [e["days"] for e in anchors["by_days"]]
-        by_days.plot(xs, [per_window * windows * n for n in xs], linestyle="--", marker="x", label="rdflib")
+        by_days.plot(
+            xs, [per_window * windows * n for n in xs], linestyle="--", marker="x", label="rdflib"
+        )
         by_days.set_yscale("log")
     by_days.legend(fontsize=8)
     by_days.set_title(f"{anchors['query']}, [RANGE 1h STEP 5m]")

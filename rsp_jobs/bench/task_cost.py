@@ -16,6 +16,7 @@ before our code runs) imports the task module (``orchestrate.tasks``), gets its 
 Airflow's own start of a task (the supervisor, the Task SDK's API calls) is not included: it is
 the same either way and not ours to make shorter.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from rsp_jobs.bench import cores
@@ -52,7 +52,9 @@ def task_marks() -> dict:
     return {"started": started, "imported": imported, "session": session, "job": job, "gx": time.time()}
 """
 TASK = TASK_MARKS + "print(json.dumps(task_marks()))\n"
-FORKED = TASK_MARKS + r"""
+FORKED = (
+    TASK_MARKS
+    + r"""
 from rsp_jobs.orchestrate import executor
 executor.preload()
 for _ in range(int(sys.argv[1])):
@@ -65,6 +67,7 @@ for _ in range(int(sys.argv[1])):
         print(marks.read(), flush=True)
     os.wait()
 """
+)
 
 
 def _task_env(connection: str, home: Path) -> dict:
@@ -74,18 +77,25 @@ def _task_env(connection: str, home: Path) -> dict:
 
 
 def _phases(marks: dict) -> dict:
-    return {"imports_s": round(marks["imported"] - marks["started"], 3),
-            "session_s": round(marks["session"] - marks["imported"], 3),
-            "first_job_s": round(marks["job"] - marks["session"], 3),
-            "total_s": round(marks["job"] - marks["started"], 3),
-            "gx_import_s": round(marks["gx"] - marks["job"], 3),
-            "total_with_gx_s": round(marks["gx"] - marks["started"], 3)}
+    return {
+        "imports_s": round(marks["imported"] - marks["started"], 3),
+        "session_s": round(marks["session"] - marks["imported"], 3),
+        "first_job_s": round(marks["job"] - marks["session"], 3),
+        "total_s": round(marks["job"] - marks["started"], 3),
+        "gx_import_s": round(marks["gx"] - marks["job"], 3),
+        "total_with_gx_s": round(marks["gx"] - marks["started"], 3),
+    }
 
 
 def forked_tasks(connection: str, home: Path, runs: int) -> list[dict]:
     """``runs`` task processes forked, one after another, from one preloaded parent."""
-    done = subprocess.run([sys.executable, "-c", FORKED, str(runs)], env=_task_env(connection, home),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(runs)],
+        env=_task_env(connection, home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or len(lines) != runs:
         raise RuntimeError(f"the forked task processes failed: {done.stderr[-2000:]}")
@@ -94,18 +104,32 @@ def forked_tasks(connection: str, home: Path, runs: int) -> list[dict]:
 
 def task_once(connection: str, home: Path) -> dict:
     """One task-like process on ``connection`` (``AIRFLOW_CONN_RSP_SPARK``, a URI or JSON): its phases in s."""
-    done = subprocess.run([sys.executable, "-c", TASK], env=_task_env(connection, home), capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", TASK],
+        env=_task_env(connection, home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the task process failed: {done.stderr[-2000:]}")
     return _phases(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def measure(connection: str, home: Path, runs: int, forked: bool = False) -> dict:
-    samples = forked_tasks(connection, home, runs) if forked else [task_once(connection, home) for _ in range(runs)]
-    return {"connection": connection, "runs": samples,
-            "median_total_s": round(statistics.median(s["total_s"] for s in samples), 3),
-            "median_total_with_gx_s": round(statistics.median(s["total_with_gx_s"] for s in samples), 3)}
+    samples = (
+        forked_tasks(connection, home, runs)
+        if forked
+        else [task_once(connection, home) for _ in range(runs)]
+    )
+    return {
+        "connection": connection,
+        "runs": samples,
+        "median_total_s": round(statistics.median(s["total_s"] for s in samples), 3),
+        "median_total_with_gx_s": round(
+            statistics.median(s["total_with_gx_s"] for s in samples), 3
+        ),
+    }
 
 
 def run(output: Path, runs: int = 5) -> dict:
@@ -118,23 +142,36 @@ def run(output: Path, runs: int = 5) -> dict:
         try:
             task_once(connection, home)  # the server's first job warms it
             preloaded = measure(connection, home, runs, forked=True)
-            connect = {**measure(connection, home, runs), "connection": f"spark-connect://localhost:{port}"}
+            connect = {
+                **measure(connection, home, runs),
+                "connection": f"spark-connect://localhost:{port}",
+            }
         finally:
             server.terminate()
             server.wait(60)
-        jvm = measure(json.dumps({"conn_type": "spark", "host": "local[2]"}), home, max(1, runs // 2))
+        jvm = measure(
+            json.dumps({"conn_type": "spark", "host": "local[2]"}), home, max(1, runs // 2)
+        )
     preloaded["connection"] = connect["connection"]  # the report names the server, not its token
-    report = {"benchmark": "task fixed cost: from the task's code starting to the end of its first Spark job, "
-                           "then importing Great Expectations",
-              "cores": cores(), "target_s": TARGET_S, "preloaded_fork": preloaded, "connect": connect,
-              "jvm_per_task": jvm, "within_target": preloaded["median_total_with_gx_s"] < TARGET_S}
+    report = {
+        "benchmark": "task fixed cost: from the task's code starting to the end of its first Spark job, "
+        "then importing Great Expectations",
+        "cores": cores(),
+        "target_s": TARGET_S,
+        "preloaded_fork": preloaded,
+        "connect": connect,
+        "jvm_per_task": jvm,
+        "within_target": preloaded["median_total_with_gx_s"] < TARGET_S,
+    }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.bench.task_cost", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.bench.task_cost", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--output", type=Path, default=Path("bench-results/task_cost.json"))
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args(argv)

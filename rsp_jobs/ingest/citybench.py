@@ -18,17 +18,18 @@ the benchmark queries' joins with ``background/SensorRepository.n3`` hold and ru
   as a duplicate (the traffic files hold 117 identical copies); each is a Rejection(file, line,
   reason) in the MappingReport.
 """
+
 from __future__ import annotations
 
 import csv
 import logging
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from functools import cached_property, lru_cache
+from datetime import UTC, datetime, timedelta
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Union
 
 from rdflib import RDF, XSD, Literal, Namespace, URIRef
 
@@ -47,12 +48,17 @@ SSN = Namespace("http://purl.oclc.org/NET/ssnx/ssn#")
 SAO = Namespace("http://purl.oclc.org/NET/sao/")
 PROV = Namespace("http://www.w3.org/ns/prov#")
 
-LOCATION_START = datetime(2014, 8, 1, tzinfo=timezone.utc)
+LOCATION_START = datetime(2014, 8, 1, tzinfo=UTC)
 LOCATION_STEP = timedelta(minutes=5)
 _LOCATION_START_WALL_CLOCK = LOCATION_START.replace(tzinfo=None)
 
-POLLUTANTS = ("ozone", "particullate_matter", "carbon_monoxide", "sulfure_dioxide",
-              "nitrogen_dioxide")
+POLLUTANTS = (
+    "ozone",
+    "particullate_matter",
+    "carbon_monoxide",
+    "sulfure_dioxide",
+    "nitrogen_dioxide",
+)
 _A, _OBSERVATION, _OBSERVED_BY = RDF.type, SSN.Observation, SSN.observedBy
 _OBSERVED_PROPERTY, _FEATURE, _HAS_VALUE = SSN.observedProperty, SSN.featureOfInterest, SAO.hasValue
 _LATITUDE, _LONGITUDE, _GENERATED_AT = CT.hasLatitude, CT.hasLongitude, PROV.generatedAtTime
@@ -72,7 +78,7 @@ class MappingReport:
 class Frame:
     iri: URIRef
     timestamp: datetime  # UTC-aware
-    triples: list[tuple[URIRef, URIRef, Union[URIRef, Literal]]]
+    triples: list[tuple[URIRef, URIRef, URIRef | Literal]]
 
 
 @dataclass(frozen=True)
@@ -96,14 +102,14 @@ class _Stream:
 
 # A row mapper gets the row's fields and its stream and appends field problems to the list; it
 # returns the sensor's local name and (property class local name, value or None) pairs.
-_Value = Union[float, _Location, None]
+_Value = float | _Location | None
 _Mapper = Callable[[dict[str, str], _Stream, list[str]], tuple[str, list[tuple[str, _Value]]]]
 
 
 @dataclass(frozen=True)
 class _Kind:
-    columns: Optional[tuple[str, ...]]  # required CSV columns; None: headerless user|lat,lng lines
-    time_column: Optional[str]
+    columns: tuple[str, ...] | None  # required CSV columns; None: headerless user|lat,lng lines
+    time_column: str | None
     mapper: _Mapper
 
 
@@ -119,7 +125,7 @@ def traffic_metadata_path() -> Path:
     return citybench_dir() / "background" / "trafficMetaData.csv"
 
 
-@lru_cache(maxsize=None)
+@cache
 def observed_properties(repository: Path) -> dict[tuple[str, str], URIRef]:
     """{(sensor local name, property class local name): property IRI} from the repository."""
     if not repository.is_file():
@@ -131,20 +137,21 @@ def observed_properties(repository: Path) -> dict[tuple[str, str], URIRef]:
             continue
         for cls in graph.objects(prop, RDF.type):
             if str(cls).startswith(str(CT)):
-                key = (str(sensor)[len(SES):], str(cls)[len(CT):])
+                key = (str(sensor)[len(SES) :], str(cls)[len(CT) :])
                 properties[key] = min(properties.get(key, prop), prop)  # deterministic if several
     return properties
 
 
-@lru_cache(maxsize=None)
+@cache
 def traffic_distances(metadata: Path) -> dict[str, float]:
     """{REPORT_ID: DISTANCE_IN_METERS} from trafficMetaData.csv."""
     with open_text(metadata, "CityBench metadata") as handle:
-        return {row["REPORT_ID"]: float(row["DISTANCE_IN_METERS"])
-                for row in csv.DictReader(handle)}
+        return {
+            row["REPORT_ID"]: float(row["DISTANCE_IN_METERS"]) for row in csv.DictReader(handle)
+        }
 
 
-def _number(fields: dict[str, str], column: str, problems: list[str]) -> Optional[float]:
+def _number(fields: dict[str, str], column: str, problems: list[str]) -> float | None:
     text = fields[column].strip()
     if not text:
         problems.append(f"{column}: missing value")
@@ -159,7 +166,7 @@ def _number(fields: dict[str, str], column: str, problems: list[str]) -> Optiona
     return value
 
 
-def _ratio(numerator: Optional[float], divisor: Optional[float]) -> Optional[float]:
+def _ratio(numerator: float | None, divisor: float | None) -> float | None:
     if numerator is None or divisor is None:
         return None
     return numerator / divisor if divisor else -1.0
@@ -195,9 +202,11 @@ def _parking(fields: dict[str, str], stream: _Stream, problems: list[str]):
 
 
 def _weather(fields: dict[str, str], stream: _Stream, problems: list[str]):
-    return stream.name, [("Temperature", _number(fields, "tempm", problems)),
-                         ("Humidity", _number(fields, "hum", problems)),
-                         ("WindSpeed", _number(fields, "wspdm", problems))]
+    return stream.name, [
+        ("Temperature", _number(fields, "tempm", problems)),
+        ("Humidity", _number(fields, "hum", problems)),
+        ("WindSpeed", _number(fields, "wspdm", problems)),
+    ]
 
 
 def _location(fields: dict[str, str], stream: _Stream, problems: list[str]):
@@ -213,11 +222,15 @@ def _location(fields: dict[str, str], stream: _Stream, problems: list[str]):
 
 # Stream kind by file-name prefix.
 _KINDS: dict[str, _Kind] = {
-    "AarhusTrafficData": _Kind(("avgMeasuredTime", "avgSpeed", "TIMESTAMP", "vehicleCount",
-                                "REPORT_ID"), "TIMESTAMP", _traffic),
-    "AarhusPollutionData": _Kind(POLLUTANTS + ("timestamp",), "timestamp", _pollution),
-    "AarhusParkingData": _Kind(("vehiclecount", "updatetime", "totalspaces", "garagecode"),
-                               "updatetime", _parking),
+    "AarhusTrafficData": _Kind(
+        ("avgMeasuredTime", "avgSpeed", "TIMESTAMP", "vehicleCount", "REPORT_ID"),
+        "TIMESTAMP",
+        _traffic,
+    ),
+    "AarhusPollutionData": _Kind((*POLLUTANTS, "timestamp"), "timestamp", _pollution),
+    "AarhusParkingData": _Kind(
+        ("vehiclecount", "updatetime", "totalspaces", "garagecode"), "updatetime", _parking
+    ),
     "AarhusWeatherData": _Kind(("hum", "tempm", "wspdm", "TIMESTAMP"), "TIMESTAMP", _weather),
     "UserLocationService": _Kind(None, None, _location),
 }
@@ -227,8 +240,10 @@ def _kind(path: Path) -> _Kind:
     for prefix, kind in _KINDS.items():
         if path.name.startswith(prefix):
             return kind
-    raise InputError(f"{path}: not a CityBench stream file (expected a name starting with one of "
-                     f"{', '.join(_KINDS)})")
+    raise InputError(
+        f"{path}: not a CityBench stream file (expected a name starting with one of "
+        f"{', '.join(_KINDS)})"
+    )
 
 
 def _parse_time(text: str) -> datetime:
@@ -239,22 +254,24 @@ def _parse_time(text: str) -> datetime:
     return value
 
 
-def _wall_clock(value: Optional[datetime]) -> Optional[datetime]:
+def _wall_clock(value: datetime | None) -> datetime | None:
     """A bound as a naive wall-clock time: aware bounds are converted to UTC, naive ones are
     already wall-clock times like the data."""
     if value is None or value.tzinfo is None:
         return value
-    return value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.astimezone(UTC).replace(tzinfo=None)
 
 
 def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD.double, normalize=False)
 
 
-def _rows(path: Path, kind: _Kind, report: MappingReport, start: Optional[datetime],
-          end: Optional[datetime]) -> Iterator[tuple[int, datetime, dict[str, str]]]:
+def _rows(
+    path: Path, kind: _Kind, report: MappingReport, start: datetime | None, end: datetime | None
+) -> Iterator[tuple[int, datetime, dict[str, str]]]:
     """Well-formed rows with start <= time < end (naive wall-clock bounds) as (line, UTC time,
     fields); malformed rows, in range or not, go to the report."""
+
     def reject(line: int, reason: str) -> None:
         report.rejected.append(Rejection(str(path), line, reason))
 
@@ -273,8 +290,11 @@ def _rows(path: Path, kind: _Kind, report: MappingReport, start: Optional[dateti
                 timestamp = _LOCATION_START_WALL_CLOCK + (line - 1) * LOCATION_STEP
                 if in_range(timestamp):
                     report.rows_in_range += 1
-                    yield (line, timestamp.replace(tzinfo=timezone.utc),
-                           {"user": user, "lat": lat, "lng": lng})
+                    yield (
+                        line,
+                        timestamp.replace(tzinfo=UTC),
+                        {"user": user, "lat": lat, "lng": lng},
+                    )
             return
         reader = csv.reader(handle)
         header = next(reader, None) or []
@@ -285,38 +305,51 @@ def _rows(path: Path, kind: _Kind, report: MappingReport, start: Optional[dateti
         for row in reader:
             report.rows_read += 1
             if len(row) != len(header):
-                reject(reader.line_num,
-                       f"expected {len(header)} columns, found {len(row)}; row skipped")
+                reject(
+                    reader.line_num,
+                    f"expected {len(header)} columns, found {len(row)}; row skipped",
+                )
                 continue
             try:
                 timestamp = _parse_time(row[time_index])
             except ValueError as error:
-                reject(reader.line_num,
-                       f"{kind.time_column}: bad time {row[time_index]!r} ({error}); row skipped")
+                reject(
+                    reader.line_num,
+                    f"{kind.time_column}: bad time {row[time_index]!r} ({error}); row skipped",
+                )
                 continue
             if in_range(timestamp):
                 report.rows_in_range += 1
-                yield (reader.line_num, timestamp.replace(tzinfo=timezone.utc),
-                       dict(zip(header, row)))
+                yield (reader.line_num, timestamp.replace(tzinfo=UTC), dict(zip(header, row)))
 
 
-def _observation(sensor: URIRef, cls: str, time: str, prop: URIRef,
-                 value: Union[float, _Location]):
+def _observation(sensor: URIRef, cls: str, time: str, prop: URIRef, value: float | _Location):
     obs = URIRef(f"{sensor}/obs/{time}/{cls}")
-    triples = [(obs, _A, _OBSERVATION), (obs, _OBSERVED_BY, sensor),
-               (obs, _OBSERVED_PROPERTY, prop)]
+    triples = [
+        (obs, _A, _OBSERVATION),
+        (obs, _OBSERVED_BY, sensor),
+        (obs, _OBSERVED_PROPERTY, prop),
+    ]
     if isinstance(value, _Location):
         node = URIRef(f"{obs}/value")
-        triples += [(obs, _FEATURE, URIRef(value.user)), (obs, _HAS_VALUE, node),
-                    (node, _LATITUDE, _double(value.lat)), (node, _LONGITUDE, _double(value.lng))]
+        triples += [
+            (obs, _FEATURE, URIRef(value.user)),
+            (obs, _HAS_VALUE, node),
+            (node, _LATITUDE, _double(value.lat)),
+            (node, _LONGITUDE, _double(value.lng)),
+        ]
     else:
         triples.append((obs, _HAS_VALUE, _double(value)))
     return triples
 
 
-def map_stream(csv_path: Union[str, Path], *, start: Optional[datetime] = None,
-               end: Optional[datetime] = None, limit: Optional[int] = None
-               ) -> tuple[URIRef, list[Frame], MappingReport]:
+def map_stream(
+    csv_path: str | Path,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int | None = None,
+) -> tuple[URIRef, list[Frame], MappingReport]:
     """Map one CityBench stream file to its frames in time order: rows with start <= time < end
     (naive bounds are wall-clock times, like the data), at most ``limit`` frames. Rows out of range
     are only read, not mapped. The stream IRI is ``SampleEventService#<file stem>``."""
@@ -343,9 +376,14 @@ def map_stream(csv_path: Union[str, Path], *, start: Optional[datetime] = None,
             if sensor in first_line:
                 earlier, earlier_fields = first_line[sensor]
                 same = "identical" if earlier_fields == fields else "different"
-                report.rejected.append(Rejection(
-                    str(path), line, f"duplicate of line {earlier} (same sensor {sensor} and time "
-                                     f"{time}, {same} values); row skipped"))
+                report.rejected.append(
+                    Rejection(
+                        str(path),
+                        line,
+                        f"duplicate of line {earlier} (same sensor {sensor} and time "
+                        f"{time}, {same} values); row skipped",
+                    )
+                )
                 continue
             first_line[sensor] = (line, fields)
             skipped = []
@@ -358,8 +396,11 @@ def map_stream(csv_path: Union[str, Path], *, start: Optional[datetime] = None,
                     continue
                 triples += _observation(SES[sensor], cls, time, prop, value)
             if problems:
-                report.rejected.append(Rejection(
-                    str(path), line, f"{'; '.join(problems)} ({', '.join(skipped)} not emitted)"))
+                report.rejected.append(
+                    Rejection(
+                        str(path), line, f"{'; '.join(problems)} ({', '.join(skipped)} not emitted)"
+                    )
+                )
         if triples:
             frames.append(Frame(URIRef(f"{stream_iri}/frame/{time}"), timestamp, triples))
     report.frames = len(frames)
@@ -376,11 +417,13 @@ class _N3(dict):
 
 
 def _generated_at(frame: Frame) -> str:
-    return (f"{frame.iri.n3()} {_GENERATED_AT.n3()} "
-            f"{Literal(datetime_lexical(frame.timestamp), datatype=XSD.dateTime, normalize=False).n3()}")
+    return (
+        f"{frame.iri.n3()} {_GENERATED_AT.n3()} "
+        f"{Literal(datetime_lexical(frame.timestamp), datatype=XSD.dateTime, normalize=False).n3()}"
+    )
 
 
-def write_trig(stream_iri: URIRef, frames: Iterable[Frame], out_path: Union[str, Path]) -> Path:
+def write_trig(stream_iri: URIRef, frames: Iterable[Frame], out_path: str | Path) -> Path:
     """One named graph per frame (triples grouped by subject), its time in the default graph."""
     out_path, n3 = Path(out_path), _N3()
     with open(out_path, "w", encoding="utf-8", newline="\n") as out:
@@ -400,7 +443,7 @@ def write_trig(stream_iri: URIRef, frames: Iterable[Frame], out_path: Union[str,
     return out_path
 
 
-def write_nquads(stream_iri: URIRef, frames: Iterable[Frame], out_path: Union[str, Path]) -> Path:
+def write_nquads(stream_iri: URIRef, frames: Iterable[Frame], out_path: str | Path) -> Path:
     """The same content as write_trig, one quad per line."""
     out_path, n3 = Path(out_path), _N3()
     with open(out_path, "w", encoding="utf-8", newline="\n") as out:
@@ -412,7 +455,7 @@ def write_nquads(stream_iri: URIRef, frames: Iterable[Frame], out_path: Union[st
     return out_path
 
 
-def _stream_files(name_or_path: Union[str, Path]) -> list[Path]:
+def _stream_files(name_or_path: str | Path) -> list[Path]:
     """A Path, or a string with a "/" or ending in ".stream", is a file; any other string is a
     stream name or glob in the CityBench streams folder."""
     text = str(name_or_path)
@@ -427,9 +470,14 @@ def _stream_files(name_or_path: Union[str, Path]) -> list[Path]:
     return matches
 
 
-def export_streams(names_or_paths: Iterable[Union[str, Path]], out_dir: Union[str, Path],
-                   start: Optional[datetime] = None, end: Optional[datetime] = None,
-                   *, fmt: str = "trig") -> list[tuple[URIRef, Path]]:
+def export_streams(
+    names_or_paths: Iterable[str | Path],
+    out_dir: str | Path,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    fmt: str = "trig",
+) -> list[tuple[URIRef, Path]]:
     """Write each stream (a file path, or a stream name or glob such as ``AarhusTrafficData*``
     under the CityBench streams folder) to ``out_dir/<stem>.trig`` (fmt "trig") or ``.nq``
     ("nquads"). Rejections are logged as warnings, one per file:line."""
@@ -453,7 +501,7 @@ def export_streams(names_or_paths: Iterable[Union[str, Path]], out_dir: Union[st
 TRAFFIC = str(SES) + "AarhusTrafficData"
 
 
-def merged_traffic(start: datetime, end: datetime, out_path: Union[str, Path]) -> Path:
+def merged_traffic(start: datetime, end: datetime, out_path: str | Path) -> Path:
     """All 33 traffic streams between ``start`` and ``end`` as one stream ``ses:AarhusTrafficData``
     with one frame per reading time (holding every sensor's observations of that time)."""
     by_time: dict[datetime, list] = {}
@@ -461,5 +509,8 @@ def merged_traffic(start: datetime, end: datetime, out_path: Union[str, Path]) -
         _, frames, _ = map_stream(path, start=start, end=end)
         for frame in frames:
             by_time.setdefault(frame.timestamp, []).extend(frame.triples)
-    frames = [Frame(URIRef(f"{TRAFFIC}/frame/{datetime_lexical(t)}"), t, triples) for t, triples in sorted(by_time.items())]
+    frames = [
+        Frame(URIRef(f"{TRAFFIC}/frame/{datetime_lexical(t)}"), t, triples)
+        for t, triples in sorted(by_time.items())
+    ]
     return write_nquads(URIRef(TRAFFIC), frames, out_path)

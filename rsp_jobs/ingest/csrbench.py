@@ -3,6 +3,7 @@
 The benchmark ships its stream as Turtle files ``stream/data_NN.ttl``, graph NN stamped
 NN seconds after t0 = 0; we write them as one N-Quads stream file, a frame per file.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,17 +51,29 @@ def expected_answers(name: str) -> dict[int, set[tuple]]:
     """{window close ms: set of bindings}, each binding a sorted tuple of (var, value) with IRIs
     as strings and numbers as floats; the oracle's ``[{}]`` for an empty result becomes set()."""
     data = json.loads((csrbench_dir() / "expected" / "csparql_policy_t0_0.json").read_text())
-    return {w["timestamp"]: {tuple(sorted((k, float(v) if isinstance(v, (int, float)) else v)
-                                          for k, v in b.items())) for b in w["bindings"] if b}
-            for w in data[name]}
+    return {
+        w["timestamp"]: {
+            tuple(sorted((k, float(v) if isinstance(v, (int, float)) else v) for k, v in b.items()))
+            for b in w["bindings"]
+            if b
+        }
+        for w in data[name]
+    }
 
 
 def answers_of(windows: list[WindowResult]) -> dict[int, set[tuple]]:
     """Window results in the shape of ``expected_answers``."""
+
     def value(term: dict):
-        return float(term["value"]) if "datatype" in term and term["type"] == "literal" else term["value"]
+        return (
+            float(term["value"])
+            if "datatype" in term and term["type"] == "literal"
+            else term["value"]
+        )
 
     out = {}
     for w in windows:
-        out[us_to_ms(w.close_us)] = {tuple(sorted((k, value(v)) for k, v in b.items())) for b in w.bindings}
+        out[us_to_ms(w.close_us)] = {
+            tuple(sorted((k, value(v)) for k, v in b.items())) for b in w.bindings
+        }
     return out

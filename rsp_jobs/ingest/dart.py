@@ -37,13 +37,14 @@ reason)`` in the ``MappingReport``):
   ``rows_in_range + malformed == observations + rejections`` with them.
 * Heights are metres as ``xsd:double`` in their shortest round-trip form (``repr(float)``).
 """
+
 from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 
@@ -107,16 +108,20 @@ def sensor_iri(station: str) -> URIRef:
     return URIRef(f"urn:rsp:dart:{station}/bpr")
 
 
-def station_id(path: Union[str, Path]) -> str:
+def station_id(path: str | Path) -> str:
     """The station a raw file holds, from its name (see the module doc)."""
     name = Path(path).name
     if name.endswith("_notide.txt"):
-        raise InputError(f"{path}: a *_notide.txt file is a derived, detided series (seconds since "
-                         "the earthquake, residual metres), not a DART stream; give the raw NNNNN.txt")
+        raise InputError(
+            f"{path}: a *_notide.txt file is a derived, detided series (seconds since "
+            "the earthquake, residual metres), not a DART stream; give the raw NNNNN.txt"
+        )
     match = _STATION_FILE.fullmatch(name)
     if not match:
-        raise InputError(f"{path}: not a raw DART file name: expected <station>.txt or "
-                         "<station>-<part>.txt with a 5-digit NDBC station id (21418.txt)")
+        raise InputError(
+            f"{path}: not a raw DART file name: expected <station>.txt or "
+            "<station>-<part>.txt with a 5-digit NDBC station id (21418.txt)"
+        )
     return match.group(1)
 
 
@@ -127,7 +132,9 @@ def _double(text: str) -> Literal:
 def _parse(fields: list[str]) -> tuple[datetime, int, float]:
     """A row's (UTC time, sample type, height); ValueError says what is wrong."""
     if len(fields) != FIELDS:
-        raise ValueError(f"expected {FIELDS} fields (YY MM DD hh mm ss T HEIGHT), found {len(fields)}")
+        raise ValueError(
+            f"expected {FIELDS} fields (YY MM DD hh mm ss T HEIGHT), found {len(fields)}"
+        )
     names = ("year", "month", "day", "hour", "minute", "second", "sample type")
     numbers = []
     for name, text in zip(names, fields):
@@ -137,7 +144,7 @@ def _parse(fields: list[str]) -> tuple[datetime, int, float]:
     if len(fields[0]) != 4:
         raise ValueError(f"year: expected 4 digits, found {fields[0]!r}")
     try:
-        moment = datetime(*numbers[:6], tzinfo=timezone.utc)
+        moment = datetime(*numbers[:6], tzinfo=UTC)
     except ValueError as exc:
         raise ValueError(f"impossible date or time {' '.join(fields[:6])!r} ({exc})") from None
     if numbers[6] not in SAMPLE_TYPES:
@@ -151,24 +158,29 @@ def _parse(fields: list[str]) -> tuple[datetime, int, float]:
     return moment, numbers[6], height
 
 
-def _utc(value: Optional[datetime]) -> Optional[datetime]:
+def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
-    return value.replace(tzinfo=timezone.utc)
+    return value.replace(tzinfo=UTC)
 
 
 def observation(station: str, moment: datetime, sample_type: int, height_text: str) -> list[tuple]:
     """The six triples of one sample (see the module doc)."""
     time = datetime_lexical(moment)
     obs = URIRef(f"urn:rsp:dart:{station}/obs/{time}")
-    return [(obs, _A, _OBSERVATION), (obs, _MADE_BY, sensor_iri(station)),
-            (obs, _PROPERTY, WATER_COLUMN_HEIGHT), (obs, _RESULT, _double(height_text)),
-            (obs, _RESULT_TIME, Literal(time, datatype=XSD.dateTime, normalize=False)),
-            (obs, SAMPLE_TYPE, SAMPLE_TYPES[sample_type])]
+    return [
+        (obs, _A, _OBSERVATION),
+        (obs, _MADE_BY, sensor_iri(station)),
+        (obs, _PROPERTY, WATER_COLUMN_HEIGHT),
+        (obs, _RESULT, _double(height_text)),
+        (obs, _RESULT_TIME, Literal(time, datatype=XSD.dateTime, normalize=False)),
+        (obs, SAMPLE_TYPE, SAMPLE_TYPES[sample_type]),
+    ]
 
 
-def map_station(path: Union[str, Path], *, start: Optional[datetime] = None,
-                end: Optional[datetime] = None) -> tuple[URIRef, list[Frame], MappingReport]:
+def map_station(
+    path: str | Path, *, start: datetime | None = None, end: datetime | None = None
+) -> tuple[URIRef, list[Frame], MappingReport]:
     """Map one raw DART file to its frames in time order, one per sample time with
     ``start <= time < end``; every row not mapped is a rejection in the report (module doc)."""
     path = Path(path)
@@ -198,16 +210,24 @@ def map_station(path: Union[str, Path], *, start: Optional[datetime] = None,
                 continue
             report.rows_in_range += 1
             if height == MISSING:
-                reject(line, f"missing value {fields[7]} (sample type {sample_type}); no observation", row)
+                reject(
+                    line,
+                    f"missing value {fields[7]} (sample type {sample_type}); no observation",
+                    row,
+                )
                 continue
             rows.setdefault(moment, []).append((sample_type, line, fields[7], row))
 
     kept: dict[datetime, tuple[int, int, str, str]] = {}
     for moment, candidates in rows.items():
         winner = kept[moment] = max(candidates, key=lambda c: (c[0], -c[1]))  # finest, then first
-        for sample_type, line, height_text, row in candidates:
+        for _type, line, _height, row in candidates:
             if line != winner[1]:
-                reject(line, f"superseded by line {winner[1]} (type {winner[0]}, value {winner[2]})", row)
+                reject(
+                    line,
+                    f"superseded by line {winner[1]} (type {winner[0]}, value {winner[2]})",
+                    row,
+                )
 
     frames = []
     for moment in sorted(kept):
@@ -219,14 +239,22 @@ def map_station(path: Union[str, Path], *, start: Optional[datetime] = None,
     return URIRef(stream_iri(station)), frames, report
 
 
-def write_station_trig(path: Union[str, Path], out_path: Union[str, Path], *, stream: Optional[str] = None,
-                       start: Optional[datetime] = None, end: Optional[datetime] = None) -> MappingReport:
+def write_station_trig(
+    path: str | Path,
+    out_path: str | Path,
+    *,
+    stream: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> MappingReport:
     """``map_station`` written as a TriG stream file (what the landing directory loads);
     ``stream``: the stream whose landing directory holds the file (another station's file
     there is an error, not a silent mix-up)."""
     if stream is not None and stream != stream_iri(station_id(path)):
-        raise InputError(f"{path}: a file of DART {station_id(path)} in the landing directory of <{stream}>; "
-                         f"it belongs to <{stream_iri(station_id(path))}>")
+        raise InputError(
+            f"{path}: a file of DART {station_id(path)} in the landing directory of <{stream}>; "
+            f"it belongs to <{stream_iri(station_id(path))}>"
+        )
     stream_iri_, frames, report = map_station(path, start=start, end=end)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +262,7 @@ def write_station_trig(path: Union[str, Path], out_path: Union[str, Path], *, st
     return report
 
 
-def stations(path: Union[str, Path, None] = None) -> dict[str, Station]:
+def stations(path: str | Path | None = None) -> dict[str, Station]:
     """{station id: (label, lat, lon, platform IRI, sensor IRI)} from ``ontology/dart-stations.ttl``
     (or ``path``): every ``sosa:Sensor`` ``urn:rsp:dart:NNNNN/bpr`` hosted by a platform with
     ``rdfs:label``, ``geo:lat`` and ``geo:long`` (decimal degrees, east positive)."""
@@ -251,12 +279,25 @@ def stations(path: Union[str, Path, None] = None) -> dict[str, Station]:
         if not match:
             continue
         platform = graph.value(sensor, SOSA.isHostedBy)
-        values = {name: graph.value(platform, prop) if platform is not None else None
-                  for name, prop in (("rdfs:label", RDFS.label), ("geo:lat", GEO.lat), ("geo:long", GEO.long))}
+        values = {
+            name: graph.value(platform, prop) if platform is not None else None
+            for name, prop in (
+                ("rdfs:label", RDFS.label),
+                ("geo:lat", GEO.lat),
+                ("geo:long", GEO.long),
+            )
+        }
         lacking = [name for name, value in values.items() if value is None]
         if platform is None or lacking:
-            raise InputError(f"{path}: sensor <{sensor}> needs sosa:isHostedBy a platform with "
-                             f"{', '.join(lacking or ['rdfs:label', 'geo:lat', 'geo:long'])}")
-        found[match.group(1)] = Station(str(values["rdfs:label"]), float(values["geo:lat"]),
-                                        float(values["geo:long"]), platform, sensor)
+            raise InputError(
+                f"{path}: sensor <{sensor}> needs sosa:isHostedBy a platform with "
+                f"{', '.join(lacking or ['rdfs:label', 'geo:lat', 'geo:long'])}"
+            )
+        found[match.group(1)] = Station(
+            str(values["rdfs:label"]),
+            float(values["geo:lat"]),
+            float(values["geo:long"]),
+            platform,
+            sensor,
+        )
     return found

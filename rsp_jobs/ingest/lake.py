@@ -16,6 +16,7 @@ files (``StreamBatch.order``) times 2^32 plus the triple's position in the file.
 triples of one time (C-SPARQL §3.1's positional order) for ``[TRIPLES n]`` windows. Files
 written before ``seq`` existed read it as NULL (the schema is given when reading).
 """
+
 from __future__ import annotations
 
 import errno
@@ -26,36 +27,45 @@ import re
 import shutil
 import socket
 import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from collections import Counter
-from typing import Callable, Iterable, NamedTuple, Optional, Sequence
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
 from rsp_jobs.errors import StorageError
-from rsp_jobs.ingest.rdf_stream import (Element, Rejection, StreamBatch, many_small_objects, merge_known_frames,
-                                        read_stream_chunks)
+from rsp_jobs.ingest.rdf_stream import (
+    Element,
+    Rejection,
+    StreamBatch,
+    many_small_objects,
+    merge_known_frames,
+    read_stream_chunks,
+)
 from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
 from rsp_jobs.times import to_us
 
-SCHEMA = pa.schema([
-    ("stream", pa.string()),
-    ("ts", pa.timestamp("us", tz="UTC")),
-    ("frame", pa.string()),
-    ("s", pa.string()),
-    ("p", pa.string()),
-    ("o", pa.string()),
-    ("o_num", pa.float64()),
-    ("o_time", pa.timestamp("us", tz="UTC")),
-    ("seq", pa.int64()),
-    ("start", pa.timestamp("us", tz="UTC")),  # a derived event's interval start; NULL: ts
-    ("stream_key", pa.string()),
-    ("hour", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("stream", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("frame", pa.string()),
+        ("s", pa.string()),
+        ("p", pa.string()),
+        ("o", pa.string()),
+        ("o_num", pa.float64()),
+        ("o_time", pa.timestamp("us", tz="UTC")),
+        ("seq", pa.int64()),
+        ("start", pa.timestamp("us", tz="UTC")),  # a derived event's interval start; NULL: ts
+        ("stream_key", pa.string()),
+        ("hour", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -67,17 +77,19 @@ class Vocabulary:
     predicates: frozenset[str]
     classes: frozenset[str]
 
-    def may_match(self, predicate: Optional[str], obj: Optional[str]) -> bool:
+    def may_match(self, predicate: str | None, obj: str | None) -> bool:
         """Whether a pattern with these constants (None: a variable) may match a triple here."""
         if predicate is None:
             return bool(self.predicates)
-        return predicate in self.predicates and (predicate != RDF_TYPE or obj is None or obj in self.classes)
+        return predicate in self.predicates and (
+            predicate != RDF_TYPE or obj is None or obj in self.classes
+        )
 
-    def __or__(self, other: "Vocabulary") -> "Vocabulary":
+    def __or__(self, other: Vocabulary) -> Vocabulary:
         return Vocabulary(self.predicates | other.predicates, self.classes | other.classes)
 
     @classmethod
-    def of(cls, table: pa.Table) -> "Vocabulary":
+    def of(cls, table: pa.Table) -> Vocabulary:
         """The vocabulary of the lake's rows ``table`` (its ``p`` and ``o`` columns)."""
         import pyarrow.compute as pc
 
@@ -86,10 +98,12 @@ class Vocabulary:
         return cls(frozenset(pc.unique(p).to_pylist()), frozenset(pc.unique(types).to_pylist()))
 
     def to_json(self) -> bytes:
-        return json.dumps({"predicates": sorted(self.predicates), "classes": sorted(self.classes)}).encode()
+        return json.dumps(
+            {"predicates": sorted(self.predicates), "classes": sorted(self.classes)}
+        ).encode()
 
     @classmethod
-    def from_json(cls, text: bytes) -> "Vocabulary":
+    def from_json(cls, text: bytes) -> Vocabulary:
         data = json.loads(text)
         return cls(frozenset(data["predicates"]), frozenset(data["classes"]))
 
@@ -100,18 +114,21 @@ VOCABULARY_KEY = b"rsp.vocabulary"
 NO_WORDS = Vocabulary(frozenset(), frozenset())
 
 
-PARTITIONING = pads.partitioning(pa.schema([("stream_key", pa.string()), ("hour", pa.string())]),
-                                 flavor="hive")
+PARTITIONING = pads.partitioning(
+    pa.schema([("stream_key", pa.string()), ("hour", pa.string())]), flavor="hive"
+)
 
 
 def stream_key(stream_iri: str) -> str:
     """A partition-safe name for a stream: readable tail plus a hash of the whole IRI."""
-    tail = re.sub(r"[^A-Za-z0-9]+", "_", stream_iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1])
+    tail = re.sub(
+        r"[^A-Za-z0-9]+", "_", stream_iri.rstrip("/#").rsplit("/", 1)[-1].rsplit("#", 1)[-1]
+    )
     return f"{tail[-40:]}-{hashlib.sha1(stream_iri.encode()).hexdigest()[:10]}"
 
 
 def hour_of(ts: datetime) -> str:
-    return ts.astimezone(timezone.utc).strftime("%Y-%m-%dT%H")
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H")
 
 
 class Lake:
@@ -123,11 +140,13 @@ class Lake:
         self.quarantine_dir = self.root.parent / "quarantine"
 
     @many_small_objects()
-    def write(self, batch: StreamBatch, batch_id: Optional[str] = None) -> int:
+    def write(self, batch: StreamBatch, batch_id: str | None = None) -> int:
         """Append a batch's elements (replacing an earlier load of the same batch id) and
         quarantine its rejections. Returns the number of rows written. A file that cannot be
         written is a ``StorageError``; the lake is then as it was before the call."""
-        batch_id = batch_id or hashlib.sha1(f"{batch.stream}|{batch.source}".encode()).hexdigest()[:16]
+        batch_id = (
+            batch_id or hashlib.sha1(f"{batch.stream}|{batch.source}".encode()).hexdigest()[:16]
+        )
         try:
             if batch.rejections:
                 self._quarantine(batch.stream, batch_id, batch.rejections)
@@ -135,35 +154,52 @@ class Lake:
             rows, written = 0, []
             if batch.elements:
                 table = self.table(batch.stream, batch.elements, batch.order)
-                table = table.replace_schema_metadata({VOCABULARY_KEY: Vocabulary.of(table).to_json()})
+                table = table.replace_schema_metadata(
+                    {VOCABULARY_KEY: Vocabulary.of(table).to_json()}
+                )
                 written, rows = self._write_parts(table, batch_id), table.num_rows
             for old in earlier - set(written):
-                old.unlink(missing_ok=True)  # the batch replaces its earlier load, wherever its hours were
+                old.unlink(
+                    missing_ok=True
+                )  # the batch replaces its earlier load, wherever its hours were
             return rows
         except OSError as exc:
             raise StorageError(f"cannot write the lake {self.root}: {_os_reason(exc)}") from exc
 
     def parts_of(self, stream: str, batch_id: str) -> list[Path]:
         """The part files a batch of ``stream`` with this id wrote, in every hour."""
-        return sorted((self.root / f"stream_key={stream_key(stream)}").glob(f"hour=*/part-{batch_id}-*.parquet"))
+        return sorted(
+            (self.root / f"stream_key={stream_key(stream)}").glob(
+                f"hour=*/part-{batch_id}-*.parquet"
+            )
+        )
 
     def discard(self, stream: str, batch_id: str, chunks: bool = False) -> None:
         """Remove a batch's part files: a load whose store transaction did not commit; with
         ``chunks``, also those of the batches ``<batch_id>c<k>`` a large file was loaded in."""
         parts = self.parts_of(stream, batch_id)
         if chunks:
-            parts += (self.root / f"stream_key={stream_key(stream)}").glob(f"hour=*/part-{batch_id}c*-*.parquet")
+            parts += (self.root / f"stream_key={stream_key(stream)}").glob(
+                f"hour=*/part-{batch_id}c*-*.parquet"
+            )
         for part in parts:
             part.unlink(missing_ok=True)
 
     def _write_parts(self, table: pa.Table, batch_id: str) -> list[Path]:
         """Write ``table``'s partitions aside, then move each finished file into place."""
         _remove_abandoned_stages(self.root)
-        stage = self.root / f"{STAGE_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        stage = (
+            self.root / f"{STAGE_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        )
         try:
-            pads.write_dataset(table, stage, format="parquet", partitioning=PARTITIONING,
-                               basename_template=f"part-{batch_id}-{{i}}.parquet",
-                               existing_data_behavior="overwrite_or_ignore")
+            pads.write_dataset(
+                table,
+                stage,
+                format="parquet",
+                partitioning=PARTITIONING,
+                basename_template=f"part-{batch_id}-{{i}}.parquet",
+                existing_data_behavior="overwrite_or_ignore",
+            )
             placed = []
             for staged in sorted(stage.glob("stream_key=*/hour=*/*.parquet")):
                 target = self.root / staged.relative_to(stage)
@@ -178,32 +214,59 @@ class Lake:
         """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
         batch's place among the stream's files (see the module doc on ``seq``)."""
         elements = list(elements)
-        columns = {name: list(map(attrgetter(name), elements))
-                   for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")}
+        columns = {
+            name: list(map(attrgetter(name), elements))
+            for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")
+        }
         columns["seq"] = [(order << 32) + e.pos for e in elements]
         hours = {ts: hour_of(ts) for ts in set(columns["ts"])}
         columns["hour"] = list(map(hours.__getitem__, columns["ts"]))
         columns["stream_key"] = [stream_key(stream)] * len(elements)
         pool = _memory_pool()
-        return pa.table({f.name: _timestamps(columns[f.name], pool) if pa.types.is_timestamp(f.type)
-                         else pa.array(columns[f.name], f.type, memory_pool=pool) for f in SCHEMA}, schema=SCHEMA)
+        return pa.table(
+            {
+                f.name: _timestamps(columns[f.name], pool)
+                if pa.types.is_timestamp(f.type)
+                else pa.array(columns[f.name], f.type, memory_pool=pool)
+                for f in SCHEMA
+            },
+            schema=SCHEMA,
+        )
 
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         path = self.quarantine_dir / f"{stream_key(stream)}-{batch_id}.jsonl"
-        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # replaced whole, never left half-written
+        aside = path.with_name(
+            f".{path.name}.{os.getpid()}.tmp"
+        )  # replaced whole, never left half-written
         try:
             with aside.open("w", encoding="utf-8") as out:
                 for r in rejections:
-                    out.write(json.dumps({"stream": stream, "file": r.file, "line": r.line,
-                                          "reason": r.reason, "triples": r.triples, "text": r.text}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {
+                                "stream": stream,
+                                "file": r.file,
+                                "line": r.line,
+                                "reason": r.reason,
+                                "triples": r.triples,
+                                "text": r.text,
+                            }
+                        )
+                        + "\n"
+                    )
             os.replace(aside, path)
         finally:
             aside.unlink(missing_ok=True)
         return path
 
-    def read(self, spark, streams: Iterable[str], start: Optional[datetime] = None,
-             end: Optional[datetime] = None):
+    def read(
+        self,
+        spark,
+        streams: Iterable[str],
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ):
         """The elements of ``streams`` with ``start <= ts < end`` as a Spark DataFrame, reading
         only the partitions of those streams and hours."""
         from pyspark.sql import functions as F
@@ -212,8 +275,11 @@ class Lake:
         present = [k for k in keys if (self.root / f"stream_key={k}").is_dir()]
         if not present:
             return spark.createDataFrame([], _spark_schema())
-        frame = (spark.read.schema(_spark_schema(partitions=True)).option("basePath", str(self.root))
-                 .parquet(*[str(self.root / f"stream_key={k}") for k in present]))
+        frame = (
+            spark.read.schema(_spark_schema(partitions=True))
+            .option("basePath", str(self.root))
+            .parquet(*[str(self.root / f"stream_key={k}") for k in present])
+        )
         frame = frame.where(F.col("stream_key").isin(present))
         if start is not None:
             frame = frame.where((F.col("hour") >= hour_of(start)) & (F.col("ts") >= F.lit(start)))
@@ -221,15 +287,19 @@ class Lake:
             frame = frame.where((F.col("hour") <= hour_of(end)) & (F.col("ts") < F.lit(end)))
         return frame.select(*COLUMNS)
 
-    def parts(self, streams: Iterable[str], start: Optional[datetime] = None,
-              end: Optional[datetime] = None) -> list[Path]:
+    def parts(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> list[Path]:
         """The Parquet files of the partitions (stream x hour) a ``read`` of the span touches
         (what ``rsp_jobs.physical.statistics`` reads of a slice before Spark does)."""
         first, last = (None if t is None else f"hour={hour_of(t)}" for t in (start, end))
-        return [part for key in sorted({stream_key(s) for s in streams})
-                for hour in sorted((self.root / f"stream_key={key}").glob("hour=*"))
-                if (first is None or hour.name >= first) and (last is None or hour.name <= last)
-                for part in sorted(hour.glob("*.parquet"))]
+        return [
+            part
+            for key in sorted({stream_key(s) for s in streams})
+            for hour in sorted((self.root / f"stream_key={key}").glob("hour=*"))
+            if (first is None or hour.name >= first) and (last is None or hour.name <= last)
+            for part in sorted(hour.glob("*.parquet"))
+        ]
 
 
 STAGE_PREFIX = "_writing-"  # a batch being written: <prefix><host>-<pid>-<random>
@@ -239,7 +309,7 @@ def _remove_abandoned_stages(root: Path) -> None:
     """Staging folders of writers on this host that are gone (killed mid-write)."""
     host = socket.gethostname()
     for stage in root.glob(f"{STAGE_PREFIX}*"):
-        owner, _, rest = stage.name[len(STAGE_PREFIX):].rpartition("-")[0].rpartition("-")
+        owner, _, rest = stage.name[len(STAGE_PREFIX) :].rpartition("-")[0].rpartition("-")
         if owner == host and rest.isdigit() and not process_alive(int(rest)):
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -259,20 +329,36 @@ def process_alive(pid: int) -> bool:
 def _os_reason(exc: OSError) -> str:
     """An OSError as the one line a user needs: the system's reason (pyarrow's message
     repeats it after its own words) and the file, when known."""
-    reason = os.strerror(exc.errno) if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS,
-                                                     errno.EACCES, errno.EIO) else " ".join(str(exc).split())
+    reason = (
+        os.strerror(exc.errno)
+        if exc.errno
+        in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EIO)
+        else " ".join(str(exc).split())
+    )
     return f"{reason} ({exc.filename})" if exc.filename else reason
 
 
-COLUMNS = ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "seq", "start")  # what a read returns
+COLUMNS = (
+    "stream",
+    "ts",
+    "frame",
+    "s",
+    "p",
+    "o",
+    "o_num",
+    "o_time",
+    "seq",
+    "start",
+)  # what a read returns
 
 
-def _timestamps(values: list[Optional[datetime]], pool: pa.MemoryPool) -> pa.Array:
+def _timestamps(values: list[datetime | None], pool: pa.MemoryPool) -> pa.Array:
     """Aware datetimes (or None) as a µs timestamp column: a batch has a few thousand times
     for a million rows, and pyarrow converts an int ten times as fast as a datetime."""
     us = {t: to_us(t) for t in set(values) if t is not None}
-    return pa.array([None if t is None else us[t] for t in values], pa.int64(),
-                    memory_pool=pool).cast(pa.timestamp("us", tz="UTC"), memory_pool=pool)
+    return pa.array(
+        [None if t is None else us[t] for t in values], pa.int64(), memory_pool=pool
+    ).cast(pa.timestamp("us", tz="UTC"), memory_pool=pool)
 
 
 def _memory_pool() -> pa.MemoryPool:
@@ -290,14 +376,22 @@ def _spark_schema(partitions: bool = False):
     from pyspark.sql import types as T
 
     fields = [
-        T.StructField("stream", T.StringType()), T.StructField("ts", T.TimestampType()),
-        T.StructField("frame", T.StringType()), T.StructField("s", T.StringType()),
-        T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
-        T.StructField("o_num", T.DoubleType()), T.StructField("o_time", T.TimestampType()),
-        T.StructField("seq", T.LongType()), T.StructField("start", T.TimestampType()),
+        T.StructField("stream", T.StringType()),
+        T.StructField("ts", T.TimestampType()),
+        T.StructField("frame", T.StringType()),
+        T.StructField("s", T.StringType()),
+        T.StructField("p", T.StringType()),
+        T.StructField("o", T.StringType()),
+        T.StructField("o_num", T.DoubleType()),
+        T.StructField("o_time", T.TimestampType()),
+        T.StructField("seq", T.LongType()),
+        T.StructField("start", T.TimestampType()),
     ]
     if partitions:
-        fields += [T.StructField("stream_key", T.StringType()), T.StructField("hour", T.StringType())]
+        fields += [
+            T.StructField("stream_key", T.StringType()),
+            T.StructField("hour", T.StringType()),
+        ]
     return T.StructType(fields)
 
 
@@ -314,9 +408,12 @@ class FileLoad(NamedTuple):
         return sum(r.triples for r in self.rejections)
 
 
-def load_files(lake: Lake, files: Sequence[tuple[str, Path]],
-               known_frames: Optional[Callable[[str, Sequence[datetime]], dict[datetime, str]]] = None,
-               each: Optional[Callable[[Path, StreamBatch], None]] = None) -> list[FileLoad]:
+def load_files(
+    lake: Lake,
+    files: Sequence[tuple[str, Path]],
+    known_frames: Callable[[str, Sequence[datetime]], dict[datetime, str]] | None = None,
+    each: Callable[[Path, StreamBatch], None] | None = None,
+) -> list[FileLoad]:
     """Read stream files (stream IRI, path) into the lake, in the order given: a file's place
     among its stream's files is its delivery order (``StreamBatch.order``), and a time that
     several files bring is one frame, named by the first of them (with ``known_frames``, which
@@ -337,9 +434,14 @@ def load_files(lake: Lake, files: Sequence[tuple[str, Path]],
                     mine.setdefault(ts, frame)
             merge_known_frames(batch, mine)
             if k == 0:
-                lake.discard(iri, base, chunks=True)  # an earlier load of the file, in however many chunks
+                lake.discard(
+                    iri, base, chunks=True
+                )  # an earlier load of the file, in however many chunks
             lake.write(batch, batch_id=base if k == 0 else f"{base}c{k}")
-            accepted, repeated = accepted + len(batch.elements), repeated + sum(batch.duplicates.values())
+            accepted, repeated = (
+                accepted + len(batch.elements),
+                repeated + sum(batch.duplicates.values()),
+            )
             rejections += batch.rejections
             if each is not None:
                 each(Path(path), batch)
@@ -348,7 +450,7 @@ def load_files(lake: Lake, files: Sequence[tuple[str, Path]],
     return loads
 
 
-def project_lake() -> "Lake":
+def project_lake() -> Lake:
     """The lake of the project home (``<RSP_HOME>/lake``): what DAG runs read and write."""
     from rsp_jobs import settings
 

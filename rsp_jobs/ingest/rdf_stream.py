@@ -24,6 +24,7 @@ silently: every rejected line or graph is a ``Rejection`` with the file, the lin
 the reason and how many triples it held, so that for every file
 ``read == accepted + duplicates + rejected`` (``StreamBatch.read_triples``).
 """
+
 from __future__ import annotations
 
 import gc
@@ -31,12 +32,12 @@ import hashlib
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence
 
 from rdflib import BNode, Graph, Literal, URIRef
 from rdflib.exceptions import ParserError
@@ -70,10 +71,12 @@ class Element:
     s: str
     p: str
     o: str
-    o_num: Optional[float]
-    o_time: Optional[datetime]
+    o_num: float | None
+    o_time: datetime | None
     pos: int = 0
-    start: Optional[datetime] = None  # a derived event's interval start (EP-SPARQL 3.2); None: [ts, ts]
+    start: datetime | None = (
+        None  # a derived event's interval start (EP-SPARQL 3.2); None: [ts, ts]
+    )
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Part:
     ts: datetime
     graph: str  # the graph's IRI as delivered (the frame's own IRI for its first part)
     source: str
-    line: Optional[int]
+    line: int | None
     statements: int
     checksum: str
 
@@ -94,7 +97,7 @@ class Part:
 @dataclass(frozen=True)
 class Rejection:
     file: str
-    line: Optional[int]
+    line: int | None
     reason: str
     triples: int = 1
     text: str = ""
@@ -118,7 +121,9 @@ class StreamBatch:
     parts: list[Part] = field(default_factory=list)
     duplicates: Counter = field(default_factory=Counter)  # frame IRI -> statements already in it
     order: int = 0
-    sha256: Optional[str] = None  # of the bytes that were parsed: what a caller compares a file's checksum to
+    sha256: str | None = (
+        None  # of the bytes that were parsed: what a caller compares a file's checksum to
+    )
 
     @property
     def frames(self) -> int:
@@ -133,15 +138,22 @@ class StreamBatch:
         """Every triple statement the file held: accepted, repeated within a frame, or rejected."""
         return len(self.elements) + sum(self.duplicates.values()) + self.rejected_triples
 
-    def drop_frames(self, frames: dict[str, str], source: Optional[str] = None) -> int:
+    def drop_frames(self, frames: dict[str, str], source: str | None = None) -> int:
         """Move whole frames (IRI -> reason) to the rejections (of ``source``, default the
         batch's), repeats included; returns the number of elements removed."""
         counts = Counter(e.frame for e in self.elements if e.frame in frames)
         self.elements = [e for e in self.elements if e.frame not in frames]
         self.parts = [p for p in self.parts if p.frame not in frames]
         for frame, reason in frames.items():
-            self.rejections.append(Rejection(source or self.source, None, reason,
-                                             counts[frame] + self.duplicates.pop(frame, 0), frame))
+            self.rejections.append(
+                Rejection(
+                    source or self.source,
+                    None,
+                    reason,
+                    counts[frame] + self.duplicates.pop(frame, 0),
+                    frame,
+                )
+            )
         return sum(counts.values())
 
 
@@ -149,8 +161,10 @@ def stream_format(path: Path) -> str:
     try:
         return FORMATS[path.suffix.lower()]
     except KeyError:
-        raise InputError(f"{path}: unknown stream file type '{path.suffix}'; "
-                         f"expected one of {', '.join(sorted(FORMATS))}") from None
+        raise InputError(
+            f"{path}: unknown stream file type '{path.suffix}'; "
+            f"expected one of {', '.join(sorted(FORMATS))}"
+        ) from None
 
 
 @contextmanager
@@ -170,8 +184,9 @@ def many_small_objects():
 
 
 @many_small_objects()
-def read_stream_file(path: str | Path, stream_iri: str, order: int = 0,
-                     outside: Optional[list["Statement"]] = None) -> StreamBatch:
+def read_stream_file(
+    path: str | Path, stream_iri: str, order: int = 0, outside: list[Statement] | None = None
+) -> StreamBatch:
     """Parse one stream file into elements of ``stream_iri``, rejecting what is malformed;
     ``order``: the file's place among the stream's files (see ``StreamBatch``)."""
     batch = StreamBatch(stream=stream_iri, source=str(Path(path)), order=order)
@@ -211,7 +226,9 @@ def read_stream_chunks(path: str | Path, stream_iri: str, order: int = 0) -> Ite
 
 
 KNOWN_TOKENS = 20_000
-NO_TIME = -(1 << 63)  # a graph's time when it has none, or several  # tokens a chunked read keeps parsed; past it they are parsed again
+NO_TIME = -(
+    1 << 63
+)  # a graph's time when it has none, or several  # tokens a chunked read keeps parsed; past it they are parsed again
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -226,8 +243,10 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 bad = offset + exc.start
                 with path.open("rb") as again:
                     line = again.read(bad).count(b"\n") + 1
-                raise InputError(f"{path}:{line}: the stream file is not UTF-8 text "
-                                 f"(byte {bad}: {data[exc.start:exc.start + 1]!r})") from None
+                raise InputError(
+                    f"{path}:{line}: the stream file is not UTF-8 text "
+                    f"(byte {bad}: {data[exc.start : exc.start + 1]!r})"
+                ) from None
             offset += len(data)
             for piece in text.splitlines():
                 number += 1
@@ -242,25 +261,37 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
             sha1.update(data)
             sha256.update(data)
     with path.open("rb") as raw:  # line by line, so that no escape is cut in two
-        may_hold_nul = any(b"\x00" in data or b"\\u0000" in data or b"\\U00000000" in data for data in raw)
-    salt, digest, max_literal = sha1.hexdigest()[:12], sha256.hexdigest(), settings.max_literal_bytes()
+        may_hold_nul = any(
+            b"\x00" in data or b"\\u0000" in data or b"\\U00000000" in data for data in raw
+        )
+    salt, digest, max_literal = (
+        sha1.hexdigest()[:12],
+        sha256.hexdigest(),
+        settings.max_literal_bytes(),
+    )
 
     def statements(batch: StreamBatch) -> Iterator[tuple[int, Statement, int]]:
         """(position, statement, line length) of each statement the store can keep."""
         parser, pos = _QuadLine(salt), 0
         for number, line in _lines(path):
-            if len(parser.known) > KNOWN_TOKENS:  # a term per line (frame IRIs, readings) would fill it
+            if (
+                len(parser.known) > KNOWN_TOKENS
+            ):  # a term per line (frame IRIs, readings) would fill it
                 parser.known.clear()
             try:
                 st = parser.quad(line, number)
             except (ParserError, ValueError) as exc:
-                batch.rejections.append(Rejection(source, number, f"malformed N-Quads line: {_error_text(exc)}",
-                                                  1, line[:500]))
+                batch.rejections.append(
+                    Rejection(
+                        source, number, f"malformed N-Quads line: {_error_text(exc)}", 1, line[:500]
+                    )
+                )
                 continue
             if st is None:
                 continue
-            if (may_hold_nul or (isinstance(st.o, Literal) and len(st.o) > max_literal // 4)) \
-                    and not _keep(st, batch, max_literal):
+            if (
+                may_hold_nul or (isinstance(st.o, Literal) and len(st.o) > max_literal // 4)
+            ) and not _keep(st, batch, max_literal):
                 continue
             yield pos, st, len(line)
             pos += 1
@@ -293,7 +324,9 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
     del stamps, stamped
 
     # second reading: a frame's statements are handed on once its last one is read
-    found = StreamBatch(stream_iri, source)  # what the reading rejects, handed on with the next batch
+    found = StreamBatch(
+        stream_iri, source
+    )  # what the reading rejects, handed on with the next batch
     batch = StreamBatch(stream_iri, source, order=order, sha256=digest)
     pending: dict[tuple, list[tuple[int, Statement]]] = {}
     ready: list[tuple[int, Statement]] = []
@@ -329,13 +362,13 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
     yield _frames_batch(batch, ready)
 
 
-def _frames_batch(batch: StreamBatch, statements: list[tuple[int, "Statement"]]) -> StreamBatch:
+def _frames_batch(batch: StreamBatch, statements: list[tuple[int, Statement]]) -> StreamBatch:
     statements.sort(key=lambda item: item[0])
     _to_frames([st for _, st in statements], batch, positions=[pos for pos, _ in statements])
     return batch
 
 
-def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
+def read_statements(path: str | Path, batch: StreamBatch) -> list[Statement]:
     """The statements of a TriG or N-Quads file in order, with their lines; an N-Quads line
     that does not parse goes to ``batch.rejections``, a TriG syntax error is an InputError."""
     path = Path(path)
@@ -349,30 +382,40 @@ def read_statements(path: str | Path, batch: StreamBatch) -> list["Statement"]:
     batch.sha256 = hashlib.sha256(data).hexdigest()
     statements = _nquads(text, batch, salt) if fmt == "nquads" else _trig(text, path, salt, batch)
     # a term holds U+0000 only where the text does, as it is or escaped (\u0000, \U00000000)
-    return _storable(statements, batch, may_hold_nul="\x00" in text or "\\u0000" in text or "\\U00000000" in text)
+    return _storable(
+        statements, batch, may_hold_nul="\x00" in text or "\\u0000" in text or "\\U00000000" in text
+    )
 
 
 NUL_TERM = "a term holds U+0000 (NUL), which the store cannot keep (PostgreSQL text excludes it)"
 
 
-def _storable(statements: list["Statement"], batch: StreamBatch, may_hold_nul: bool) -> list["Statement"]:
+def _storable(
+    statements: list[Statement], batch: StreamBatch, may_hold_nul: bool
+) -> list[Statement]:
     """The statements the store can keep alike on every backend; each other one is rejected:
     a term with U+0000 (SQLite would store it, PostgreSQL refuse it), a literal longer than
     ``RSP_MAX_LITERAL_BYTES``. ``may_hold_nul``: False when the file's text cannot give a
     term U+0000, and then, unless a literal is long, the statements are all kept at once."""
     limit = settings.max_literal_bytes()
-    if not may_hold_nul and not any(isinstance(st.o, Literal) and len(st.o) > limit // 4 for st in statements):
+    if not may_hold_nul and not any(
+        isinstance(st.o, Literal) and len(st.o) > limit // 4 for st in statements
+    ):
         return statements
     return [st for st in statements if _keep(st, batch, limit)]
 
 
-def _keep(st: "Statement", batch: StreamBatch, limit: int) -> bool:
+def _keep(st: Statement, batch: StreamBatch, limit: int) -> bool:
     """Whether the store can keep ``st`` (see ``_storable``); if not, it is rejected in ``batch``."""
     s, p, o = st.nt  # N-Triples keeps U+0000 as it is (only \\, ", \n and \r are escaped)
     reason = None
     if "\x00" in s or "\x00" in p or "\x00" in o or (st.graph is not None and "\x00" in st.graph):
         reason = NUL_TERM
-    elif isinstance(st.o, Literal) and len(st.o) > limit // 4 and (size := len(str(st.o).encode())) > limit:
+    elif (
+        isinstance(st.o, Literal)
+        and len(st.o) > limit // 4
+        and (size := len(str(st.o).encode())) > limit
+    ):
         reason = f"a literal of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})"
     if reason is None:
         return True
@@ -392,9 +435,9 @@ class Statement:
     s: object
     p: object
     o: object
-    line: Optional[int]
-    nt: Optional[tuple[str, str, str]] = None
-    values: Optional[tuple[Optional[float], Optional[datetime]]] = None
+    line: int | None
+    nt: tuple[str, str, str] | None = None
+    values: tuple[float | None, datetime | None] | None = None
 
     def __post_init__(self):
         if self.nt is None:
@@ -420,7 +463,7 @@ class _QuadLine(W3CNTriplesParser):
             return False
         return BNode(f"b{self.salt}{self.eat(r_nodeid).group(1)}")
 
-    def quad(self, line: str, number: int) -> Optional[Statement]:
+    def quad(self, line: str, number: int) -> Statement | None:
         tokens = line.split(" ")  # most lines: plain tokens between single spaces
         if 4 <= len(tokens) <= 5 and tokens[-1] == ".":
             known, checked = self.known, self._checked
@@ -458,7 +501,7 @@ class _QuadLine(W3CNTriplesParser):
             raise ParserError(f"trailing garbage: {self.line[:60]}")
         return Statement(graph, s, p, o, number)
 
-    def _checked(self, token: str) -> Optional[tuple]:
+    def _checked(self, token: str) -> tuple | None:
         """``_term`` of a token the split found, if it is one whole plain token (else None: the
         line goes to the one-match path, then to the tokenizer). A token between single spaces
         that is whole is the token the tokenizer reads there, as no plain token holds a space."""
@@ -476,7 +519,9 @@ class _QuadLine(W3CNTriplesParser):
                 found = (node, f"_:{node}", _NO_VALUES)
             else:
                 lexical, lang, datatype = _PLAIN_LITERAL.fullmatch(token).groups()
-                term = Literal(lexical, lang or None, self._term(f"<{datatype}>")[0] if datatype else None)
+                term = Literal(
+                    lexical, lang or None, self._term(f"<{datatype}>")[0] if datatype else None
+                )
                 found = (term, to_nt(term), (numeric_value(term), time_value(term)))
             self.known[token] = found
         return found
@@ -490,13 +535,14 @@ _NO_VALUES = (None, None)
 # backslashes, in an atomic group: the line splits exactly as the tokenizer eats it, and a line
 # the tokenizer rejects is never accepted here (it falls through to it instead).
 _IRI = r'<[^:\\]+:[^\s"<>\\]*>'
-_BNODE = r'_:[A-Za-z0-9_:](?:[-A-Za-z0-9_:.]*[-A-Za-z0-9_:])?'
-_LANG = r'[a-zA-Z]+(?:-[a-zA-Z0-9]+)*'
+_BNODE = r"_:[A-Za-z0-9_:](?:[-A-Za-z0-9_:.]*[-A-Za-z0-9_:])?"
+_LANG = r"[a-zA-Z]+(?:-[a-zA-Z0-9]+)*"
 _LITERAL = rf'"[^"\\]*"(?:@{_LANG}|\^\^{_IRI})?'
 _W = r"[ \t]*"
 _PLAIN_QUAD = re.compile(
     rf"{_W}((?>{_IRI}|{_BNODE})){_W}((?>{_IRI})){_W}((?>{_IRI}|{_BNODE}|{_LITERAL})){_W}"
-    rf"((?>{_IRI}|{_BNODE}|{_LITERAL}))?{_W}\.{_W}(?:#.*)?$")
+    rf"((?>{_IRI}|{_BNODE}|{_LITERAL}))?{_W}\.{_W}(?:#.*)?$"
+)
 _PLAIN_LITERAL = re.compile(rf'"([^"\\]*)"(?:@({_LANG})|\^\^<([^>]*)>)?')
 _PLAIN_TOKEN = re.compile(f"{_IRI}|{_BNODE}|{_LITERAL}")  # fullmatch: one token, whole
 _NO_GRAPH = (None,)  # a triple line's graph: the default graph
@@ -510,15 +556,24 @@ def _nquads(text: str, batch: StreamBatch, salt: str) -> list[Statement]:
         try:
             statement = parser.quad(line, number)
         except (ParserError, ValueError) as exc:
-            batch.rejections.append(Rejection(batch.source, number, f"malformed N-Quads line: {_error_text(exc)}",
-                                              1, line[:500]))
+            batch.rejections.append(
+                Rejection(
+                    batch.source,
+                    number,
+                    f"malformed N-Quads line: {_error_text(exc)}",
+                    1,
+                    line[:500],
+                )
+            )
             continue
         if statement is not None:
             out.append(statement)
     return out
 
 
-_DEFAULT_GRAPH = URIRef("urn:x-rsp:default-graph")  # what rdflib's TriG parser names the default graph by
+_DEFAULT_GRAPH = URIRef(
+    "urn:x-rsp:default-graph"
+)  # what rdflib's TriG parser names the default graph by
 
 
 class _RecordingSink(RDFSink):
@@ -527,14 +582,25 @@ class _RecordingSink(RDFSink):
     def __init__(self, salt: str):
         super().__init__(Graph(identifier=_DEFAULT_GRAPH))
         self.uuid = salt  # rdflib names anonymous blank nodes n<uuid>b<counter>
-        self.parser: Optional[TrigSinkParser] = None
+        self.parser: TrigSinkParser | None = None
         self.statements: list[Statement] = []
 
-    def makeStatement(self, quadruple, why=None) -> None:  # noqa: N802 - rdflib's name
+    def makeStatement(self, quadruple, why=None) -> None:
         f, p, s, o = quadruple
-        graph = None if f is self.rootFormula or f is None or f.identifier == _DEFAULT_GRAPH else f.identifier
-        self.statements.append(Statement(graph, self.normalise(f, s), self.normalise(f, p),
-                                          self.normalise(f, o), self.parser.lines + 1))
+        graph = (
+            None
+            if f is self.rootFormula or f is None or f.identifier == _DEFAULT_GRAPH
+            else f.identifier
+        )
+        self.statements.append(
+            Statement(
+                graph,
+                self.normalise(f, s),
+                self.normalise(f, p),
+                self.normalise(f, o),
+                self.parser.lines + 1,
+            )
+        )
 
 
 # what rdflib's TriG parser raises on bad input (a malformed string is an AssertionError there)
@@ -559,9 +625,15 @@ def _trig(text: str, path: Path, salt: str, batch: StreamBatch) -> list[Statemen
             found = _parse_trig(source, path, f"{salt}p{number}")
         except _TRIG_ERRORS as exc:
             where = _error_line(exc)
-            batch.rejections.append(Rejection(batch.source, int(where) if where.isdigit() else line,
-                                              f"malformed TriG: {_error_text(exc).split(' at ^ in')[0]}", 1,
-                                              chunk[:500]))
+            batch.rejections.append(
+                Rejection(
+                    batch.source,
+                    int(where) if where.isdigit() else line,
+                    f"malformed TriG: {_error_text(exc).split(' at ^ in')[0]}",
+                    1,
+                    chunk[:500],
+                )
+            )
             continue
         if _TRIG_DIRECTIVE.match(chunk):
             directives.append(" ".join(chunk.split()))
@@ -569,7 +641,9 @@ def _trig(text: str, path: Path, salt: str, batch: StreamBatch) -> list[Statemen
             parsed += 1
         statements += found
     if not parsed:
-        raise InputError(f"{path}:{_error_line(whole)}: not valid TriG: {_error_text(whole)}") from whole
+        raise InputError(
+            f"{path}:{_error_line(whole)}: not valid TriG: {_error_text(whole)}"
+        ) from whole
     return statements
 
 
@@ -584,7 +658,8 @@ def _parse_trig(text: str, path: Path, salt: str) -> list[Statement]:
 # What delimits TriG's top-level parts: comments, IRIs and strings (which may hold braces and
 # dots) are skipped whole; braces nest; a dot before a space ends a statement; SPARQL-style
 # PREFIX and BASE end with their IRI.
-_TRIG_TOKEN = re.compile(r"""
+_TRIG_TOKEN = re.compile(
+    r"""
     (?P<comment>\#[^\n]*)
   | (?P<iri><[^<>"{}|^`\\\s]*>)
   | (?P<long>"{3}(?:[^"\\]|\\.|"(?!""))*"{3}|'{3}(?:[^'\\]|\\.|'(?!''))*'{3})
@@ -592,7 +667,9 @@ _TRIG_TOKEN = re.compile(r"""
   | (?P<open>\{) | (?P<close>\}) | (?P<dot>\.(?=\s|\#|$))
   | (?P<keyword>(?<![@\w:])(?i:PREFIX|BASE)\b)
   | (?P<other>[^\s\#<"'{}.]+|[.<"'])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 _TRIG_DIRECTIVE = re.compile(r"\s*(?:@prefix|@base|PREFIX|BASE)\b", re.IGNORECASE)
 
 
@@ -610,8 +687,10 @@ def _trig_parts(text: str) -> Iterator[tuple[int, str]]:
             depth += 1
         elif kind == "close":
             depth -= 1
-        if (kind == "close" and depth <= 0) or (depth == 0 and (kind == "dot" or (kind == "iri" and sparql_directive))):
-            yield text.count("\n", 0, start) + 1, text[start:m.end()]
+        if (kind == "close" and depth <= 0) or (
+            depth == 0 and (kind == "dot" or (kind == "iri" and sparql_directive))
+        ):
+            yield text.count("\n", 0, start) + 1, text[start : m.end()]
             start, depth = None, 0
     if start is not None:
         yield text.count("\n", 0, start) + 1, text[start:]
@@ -620,12 +699,16 @@ def _trig_parts(text: str) -> Iterator[tuple[int, str]]:
 @dataclass
 class _Part:
     graph: str
-    line: Optional[int]
+    line: int | None
     statements: list[tuple[int, Statement]] = field(default_factory=list)  # (position, statement)
 
 
-def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
-               outside: Optional[list[Statement]] = None, positions: Optional[Sequence[int]] = None) -> None:
+def _to_frames(
+    statements: Sequence[Statement],
+    batch: StreamBatch,
+    outside: list[Statement] | None = None,
+    positions: Sequence[int] | None = None,
+) -> None:
     """Parts (named graphs, timestamp contexts) → one frame per time, in time order. The
     default graph's other statements are rejected, or collected in ``outside`` when given
     (a TA-RDF import keeps them as time-invariant statements). ``positions``: each statement's
@@ -652,20 +735,34 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
         if isinstance(key, Literal):
             ts = time_value(key)
             if ts is None:
-                batch.rejections.append(Rejection(
-                    batch.source, part.line, f"the graph label {to_nt(key)} is neither a graph name nor an "
-                    "xsd:dateTime timestamp (C-SPARQL's N-Quads form)", len(part.statements)))
+                batch.rejections.append(
+                    Rejection(
+                        batch.source,
+                        part.line,
+                        f"the graph label {to_nt(key)} is neither a graph name nor an "
+                        "xsd:dateTime timestamp (C-SPARQL's N-Quads form)",
+                        len(part.statements),
+                    )
+                )
                 continue
             part.graph = f"{batch.stream}/frame/{datetime_lexical(ts)}"
         else:
             reason = _frame_time_problem(key, stamps.get(key, []))
             if reason:
-                batch.rejections.append(Rejection(batch.source, part.line, reason, len(part.statements)))
+                batch.rejections.append(
+                    Rejection(batch.source, part.line, reason, len(part.statements))
+                )
                 continue
             ts = time_value(stamps[key][0])
         if ts > horizon:  # a wrong clock or a typo: it must not move the stream's watermark
-            batch.rejections.append(Rejection(batch.source, part.line, f"the frame's {past_horizon(ts, horizon)}",
-                                              len(part.statements)))
+            batch.rejections.append(
+                Rejection(
+                    batch.source,
+                    part.line,
+                    f"the frame's {past_horizon(ts, horizon)}",
+                    len(part.statements),
+                )
+            )
             continue
         timed.append((ts, part.statements[0][0], part))
     # the frame of a time is named by its first part in the file; frames leave in time order
@@ -674,8 +771,17 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
     for ts, _, part in sorted(timed, key=lambda item: (item[0], item[1])):
         frame = frame_of.setdefault(ts, part.graph)
         triples = seen.setdefault(frame, set())
-        batch.parts.append(Part(frame, ts, part.graph, batch.source, part.line, len(part.statements),
-                                frame_checksum(st.nt for _, st in part.statements)))
+        batch.parts.append(
+            Part(
+                frame,
+                ts,
+                part.graph,
+                batch.source,
+                part.line,
+                len(part.statements),
+                frame_checksum(st.nt for _, st in part.statements),
+            )
+        )
         for pos, st in part.statements:
             if st.nt in triples:
                 batch.duplicates[frame] += 1
@@ -686,12 +792,14 @@ def _to_frames(statements: Sequence[Statement], batch: StreamBatch,
     if collect is not None:
         collect.extend(outside)
     elif outside:
-        batch.rejections.append(Rejection(batch.source, outside[0].line, OUTSIDE_FRAMES, len(outside)))
+        batch.rejections.append(
+            Rejection(batch.source, outside[0].line, OUTSIDE_FRAMES, len(outside))
+        )
 
 
 def future_horizon() -> datetime:
     """The latest time a frame may have: now + ``RSP_FUTURE_HORIZON``."""
-    return datetime.now(timezone.utc) + settings.future_horizon()
+    return datetime.now(UTC) + settings.future_horizon()
 
 
 def past_horizon(ts: datetime, horizon: datetime) -> str:
@@ -723,13 +831,15 @@ def merge_known_frames(batch: StreamBatch, known: dict[datetime, str]) -> None:
     batch.duplicates = Counter({rename.get(f, f): n for f, n in batch.duplicates.items()})
 
 
-def _frame_time_problem(frame, times: list) -> Optional[str]:
+def _frame_time_problem(frame, times: list) -> str | None:
     if not times:
         return f"frame <{frame}> has no prov:generatedAtTime in the default graph"
     if len(times) > 1:
         return f"frame <{frame}> has {len(times)} prov:generatedAtTime values"
     if not isinstance(times[0], Literal) or time_value(times[0]) is None:
-        return f"frame <{frame}> has a prov:generatedAtTime that is not an xsd:dateTime: {times[0]!s}"
+        return (
+            f"frame <{frame}> has a prov:generatedAtTime that is not an xsd:dateTime: {times[0]!s}"
+        )
     return None
 
 

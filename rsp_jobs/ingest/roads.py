@@ -41,16 +41,16 @@ drops only that value. Each is a ``Rejection(file, line, reason)`` in the ``Road
 (``rejected``: rows skipped, so ``segments + len(rejected) == rows_read``; ``values_dropped``:
 rows kept without a value), and ``road_graph`` logs them as warnings.
 """
+
 from __future__ import annotations
 
 import csv
 import logging
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from statistics import fmean
-from typing import Optional, Union
 
 from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
 
@@ -66,19 +66,35 @@ GEO = Namespace("http://www.w3.org/2003/01/geo/wgs84_pos#")
 NODE_PREFIX = "urn:rsp:roads:node/"
 SEGMENT_PREFIX = "urn:rsp:roads:segment/"
 
-PREFIXES = {"rdf": Namespace(str(RDF)), "rdfs": Namespace(str(RDFS)),
-            "xsd": Namespace(str(XSD)), "ssn": SSN, "ct": CT, "ses": SES, "geo": GEO,
-            "roads": ROADS}
+PREFIXES = {
+    "rdf": Namespace(str(RDF)),
+    "rdfs": Namespace(str(RDFS)),
+    "xsd": Namespace(str(XSD)),
+    "ssn": SSN,
+    "ct": CT,
+    "ses": SES,
+    "geo": GEO,
+    "roads": ROADS,
+}
 
 REQUIRED_COLUMNS = ("POINT_1_NAME", "POINT_2_NAME", "REPORT_ID", "DISTANCE_IN_METERS")
-OPTIONAL_NUMBERS = (("DURATION_IN_SEC", ROADS.durationInSeconds),
-                    ("NDT_IN_KMH", ROADS.normalSpeedKmh))
-_OTHER_COLUMNS = ("POINT_1_LAT", "POINT_1_LNG", "POINT_2_LAT", "POINT_2_LNG", "POINT_1_STREET",
-                  "POINT_2_STREET", "ROAD_TYPE")
+OPTIONAL_NUMBERS = (
+    ("DURATION_IN_SEC", ROADS.durationInSeconds),
+    ("NDT_IN_KMH", ROADS.normalSpeedKmh),
+)
+_OTHER_COLUMNS = (
+    "POINT_1_LAT",
+    "POINT_1_LNG",
+    "POINT_2_LAT",
+    "POINT_2_LNG",
+    "POINT_1_STREET",
+    "POINT_2_STREET",
+    "ROAD_TYPE",
+)
 
 VOCABULARY = {
     ROADS.Segment: "A directed road segment from its ct:hasFirstNode to its ct:hasSecondNode, "
-                   "watched by one traffic sensor (a row of CityBench trafficMetaData.csv).",
+    "watched by one traffic sensor (a row of CityBench trafficMetaData.csv).",
     ROADS.sensor: "The traffic sensor that reports on the segment (ses:AarhusTrafficData<REPORT_ID>).",
     ROADS.reportId: "The segment's REPORT_ID in trafficMetaData.csv.",
     ROADS.lengthInMetres: "Length of the segment in metres (DISTANCE_IN_METERS).",
@@ -111,7 +127,7 @@ def sensor_iri(report_id: str) -> URIRef:
     return SES[f"AarhusTrafficData{report_id}"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def features_of_interest(repository: Path) -> dict[URIRef, URIRef]:
     """``sensor_features`` of the repository file, parsed once per path (about two seconds)."""
     if not repository.is_file():
@@ -132,7 +148,7 @@ def _double(value: float) -> Literal:
     return Literal(repr(float(value)), datatype=XSD.double, normalize=False)
 
 
-def _number(text: str) -> Optional[float]:
+def _number(text: str) -> float | None:
     try:
         value = float(text.strip())
     except ValueError:
@@ -140,7 +156,7 @@ def _number(text: str) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def _node_id(text: str) -> Optional[str]:
+def _node_id(text: str) -> str | None:
     text = text.strip()
     return text if text.isdigit() else None
 
@@ -148,16 +164,19 @@ def _node_id(text: str) -> Optional[str]:
 def _distance_m(a: tuple[float, float], b: tuple[float, float]) -> float:
     """Haversine distance between two (lat, long) points in metres."""
     lat1, lon1, lat2, lon2 = map(math.radians, (*a, *b))
-    h = (math.sin((lat2 - lat1) / 2) ** 2
-         + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2)
+    h = (
+        math.sin((lat2 - lat1) / 2) ** 2
+        + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    )
     return 2 * 6_371_000 * math.asin(math.sqrt(h))
 
 
-Repository = Union[str, Path, Graph, None]
+Repository = str | Path | Graph | None
 
 
-def read_roads(metadata_path: Union[str, Path, None] = None,
-               repository: Repository = None) -> tuple[Graph, RoadReport]:
+def read_roads(
+    metadata_path: str | Path | None = None, repository: Repository = None
+) -> tuple[Graph, RoadReport]:
     """The road graph of ``metadata_path`` (default: CityBench's trafficMetaData.csv) with what was
     rejected. Segment IRIs come from ``repository``, a parsed graph or a file (default:
     CityBench's SensorRepository.n3), which must exist."""
@@ -167,8 +186,9 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
     if isinstance(repository, Graph):
         features = sensor_features(repository)
     else:
-        features = features_of_interest(Path(repository) if repository is not None
-                                        else sensor_repository_path())
+        features = features_of_interest(
+            Path(repository) if repository is not None else sensor_repository_path()
+        )
     report = RoadReport(str(path))
     graph = Graph()
     for prefix, namespace in PREFIXES.items():  # replace rdflib's own geo: and ssn: bindings
@@ -186,8 +206,11 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
     with open_text(path, "road network") as handle:
         reader = csv.reader(handle)
         header = next(reader, None) or []
-        missing = [c for c in REQUIRED_COLUMNS + tuple(c for c, _ in OPTIONAL_NUMBERS)
-                   + _OTHER_COLUMNS if c not in header]
+        missing = [
+            c
+            for c in REQUIRED_COLUMNS + tuple(c for c, _ in OPTIONAL_NUMBERS) + _OTHER_COLUMNS
+            if c not in header
+        ]
         if missing:
             raise InputError(f"{path}:1: header lacks column(s) {', '.join(missing)}")
         for row in reader:
@@ -201,20 +224,21 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
             start, end = _node_id(fields["POINT_1_NAME"]), _node_id(fields["POINT_2_NAME"])
             for column, node in (("POINT_1_NAME", start), ("POINT_2_NAME", end)):
                 if node is None:
-                    problems.append(f"{column}: missing or non-numeric node id "
-                                    f"{fields[column]!r}")
+                    problems.append(f"{column}: missing or non-numeric node id {fields[column]!r}")
             report_id = fields["REPORT_ID"].strip()
             if not report_id.isdigit():
                 problems.append(f"REPORT_ID: missing or non-numeric {report_id!r}")
             length = _number(fields["DISTANCE_IN_METERS"])
             if length is None or length <= 0:
-                problems.append(f"DISTANCE_IN_METERS: not a positive number: "
-                                f"{fields['DISTANCE_IN_METERS']!r}")
+                problems.append(
+                    f"DISTANCE_IN_METERS: not a positive number: {fields['DISTANCE_IN_METERS']!r}"
+                )
             if start is not None and start == end:
                 problems.append(f"starts and ends at node {start}")
             if not problems and report_id in first_line:
-                problems.append(f"duplicate of line {first_line[report_id]} "
-                                f"(same REPORT_ID {report_id})")
+                problems.append(
+                    f"duplicate of line {first_line[report_id]} (same REPORT_ID {report_id})"
+                )
             if problems:
                 reject(line, "; ".join(problems) + "; row skipped")
                 continue
@@ -240,22 +264,29 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
                     dropped.append(f"{column}: not a number: {fields[column]!r}")
                 else:
                     graph.add((segment, prop, _double(value)))
-            for column, prop in (("ROAD_TYPE", ROADS.roadType),
-                                 ("POINT_1_STREET", ROADS.startStreet),
-                                 ("POINT_2_STREET", ROADS.endStreet)):
+            for column, prop in (
+                ("ROAD_TYPE", ROADS.roadType),
+                ("POINT_1_STREET", ROADS.startStreet),
+                ("POINT_2_STREET", ROADS.endStreet),
+            ):
                 if fields[column].strip():
                     graph.add((segment, prop, Literal(fields[column].strip())))
             for node, point in ((start, "POINT_1"), (end, "POINT_2")):
                 positions.setdefault(node, [])
                 lat, lng = _number(fields[f"{point}_LAT"]), _number(fields[f"{point}_LNG"])
                 if lat is None or lng is None or not -90 <= lat <= 90 or not -180 <= lng <= 180:
-                    dropped.append(f"{point}_LAT/{point}_LNG: not a position: "
-                                   f"{fields[f'{point}_LAT']!r}, {fields[f'{point}_LNG']!r}")
+                    dropped.append(
+                        f"{point}_LAT/{point}_LNG: not a position: "
+                        f"{fields[f'{point}_LAT']!r}, {fields[f'{point}_LNG']!r}"
+                    )
                 else:
                     positions[node].append((lat, lng))
             if dropped:
-                report.values_dropped.append(Rejection(
-                    str(path), line, "; ".join(dropped) + " (value not emitted; segment kept)"))
+                report.values_dropped.append(
+                    Rejection(
+                        str(path), line, "; ".join(dropped) + " (value not emitted; segment kept)"
+                    )
+                )
 
     for node, points in positions.items():
         iri = node_iri(node)
@@ -265,8 +296,9 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
             continue
         # the mean, kept within the points' range (a float mean of equal values can leave it)
         lat, lng = (min(max(fmean(axis), min(axis)), max(axis)) for axis in zip(*points))
-        report.max_node_spread_m = max([report.max_node_spread_m]
-                                       + [_distance_m(a, b) for a in points for b in points])
+        report.max_node_spread_m = max(
+            [report.max_node_spread_m] + [_distance_m(a, b) for a in points for b in points]
+        )
         for prop in (GEO.lat, CT.hasLat):
             graph.add((iri, prop, _double(lat)))
         for prop in (GEO.long, CT.hasLon):
@@ -275,15 +307,19 @@ def read_roads(metadata_path: Union[str, Path, None] = None,
     return graph, report
 
 
-def road_graph(metadata_path: Union[str, Path, None] = None,
-               repository: Repository = None) -> Graph:
+def road_graph(metadata_path: str | Path | None = None, repository: Repository = None) -> Graph:
     """The road graph (see the module docstring); each rejection is logged as a warning."""
     graph, report = read_roads(metadata_path, repository)
     for rejection in report.rejected + report.values_dropped:
         log.warning("%s", rejection)
-    log.info("%s: %d segments, %d nodes, %d rows rejected, %d kept without a value",
-             report.file, report.segments, report.nodes, len(report.rejected),
-             len(report.values_dropped))
+    log.info(
+        "%s: %d segments, %d nodes, %d rows rejected, %d kept without a value",
+        report.file,
+        report.segments,
+        report.nodes,
+        len(report.rejected),
+        len(report.values_dropped),
+    )
     return graph
 
 
@@ -301,19 +337,22 @@ def turtle(graph: Graph) -> str:
         by_predicate: dict = {}
         for predicate, obj in graph.predicate_objects(subject):
             by_predicate.setdefault(text(predicate), []).append(text(obj))
-        body = " ;\n    ".join(f"{'a' if predicate == 'rdf:type' else predicate} "
-                                f"{', '.join(sorted(objects))}"
-                                for predicate, objects in sorted(by_predicate.items()))
+        body = " ;\n    ".join(
+            f"{'a' if predicate == 'rdf:type' else predicate} {', '.join(sorted(objects))}"
+            for predicate, objects in sorted(by_predicate.items())
+        )
         lines.append(f"\n{text(subject)}\n    {body} .")
     return "\n".join(lines) + "\n"
 
 
-def write_road_graph(out_path: Union[str, Path], metadata_path: Union[str, Path, None] = None,
-                     repository: Repository = None) -> Path:
+def write_road_graph(
+    out_path: str | Path, metadata_path: str | Path | None = None, repository: Repository = None
+) -> Path:
     """Write the road graph as Turtle (the background file for queries and the alert step; it is
     generated from the data directory, never committed). Same input, same bytes."""
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(turtle(road_graph(metadata_path, repository)), encoding="utf-8",
-                        newline="\n")
+    out_path.write_text(
+        turtle(road_graph(metadata_path, repository)), encoding="utf-8", newline="\n"
+    )
     return out_path

@@ -6,12 +6,13 @@ directory's ``mapped/`` folder, which then goes through the ordinary ingest; the
 mapping rejected are returned with it, so that they are quarantined and counted like the
 parser's rejections. The mappers are imported only when a raw file is mapped.
 """
+
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from rsp_jobs.errors import InputError
 
@@ -31,17 +32,19 @@ RAW_FORMATS = {
 MAPPED_DIR = "mapped"
 
 
-def check_format(name: Optional[str], where: str) -> Optional[str]:
+def check_format(name: str | None, where: str) -> str | None:
     if name is not None and name not in RAW_FORMATS:
-        raise InputError(f"{where}: format must be one of {', '.join(sorted(RAW_FORMATS))}, got {name!r}")
+        raise InputError(
+            f"{where}: format must be one of {', '.join(sorted(RAW_FORMATS))}, got {name!r}"
+        )
     return name
 
 
-def raw_suffixes(name: Optional[str]) -> tuple[str, ...]:
+def raw_suffixes(name: str | None) -> tuple[str, ...]:
     return RAW_FORMATS[name].suffixes if name else ()
 
 
-def to_stream_file(path: Path, name: Optional[str], stream: str) -> tuple[Path, list[Rejection]]:
+def to_stream_file(path: Path, name: str | None, stream: str) -> tuple[Path, list[Rejection]]:
     """``path`` itself when it is a stream file; a raw file of format ``name`` mapped to
     ``<its folder>/mapped/<its stem>.trig``, with the mapping's rejections."""
     if path.suffix.lower() not in raw_suffixes(name):

@@ -26,21 +26,32 @@ stream at one time are one frame (restriction 2(iv)), named by the first. A file
 ``dsv:belongsTo`` is an RSP stream file (``rdf_stream``), read for the stream the caller names;
 its default graph's other statements are time-invariant too.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
 from rdflib import Literal, URIRef
 from rdflib.namespace import RDF
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.rdf_stream import (PROV_GENERATED_AT, Element, Part, Rejection, Statement, StreamBatch,
-                                        _to_frames, frame_checksum, future_horizon, past_horizon,
-                                        many_small_objects, read_statements)
+from rsp_jobs.ingest.rdf_stream import (
+    PROV_GENERATED_AT,
+    Element,
+    Part,
+    Rejection,
+    Statement,
+    StreamBatch,
+    _to_frames,
+    frame_checksum,
+    future_horizon,
+    many_small_objects,
+    past_horizon,
+    read_statements,
+)
 from rsp_jobs.terms import DSV, XSD_DATE, numeric_value, time_interval, time_value, to_nt
 from rsp_jobs.times import datetime_lexical
 
@@ -49,7 +60,9 @@ DSV_FRAME = URIRef(DSV + "Frame")
 DSV_BELONGS_TO = URIRef(DSV + "belongsTo")
 DSV_HAS_TIMESTAMP = URIRef(DSV + "hasTimestamp")
 DSV_NIL = URIRef(DSV + "Nil")
-DEFAULT_GRAPH = "urn:x-rsp:default-graph"  # the graph a part from the default graph is recorded with
+DEFAULT_GRAPH = (
+    "urn:x-rsp:default-graph"  # the graph a part from the default graph is recorded with
+)
 NIL = "Nil"
 
 
@@ -60,9 +73,9 @@ class TimeInvariant:
     s: str
     p: str
     o: str
-    o_num: Optional[float]
-    o_time: Optional[datetime]
-    line: Optional[int]
+    o_num: float | None
+    o_time: datetime | None
+    line: int | None
 
 
 @dataclass
@@ -76,7 +89,7 @@ class TardfFile:
 
 
 @many_small_objects()
-def read_tardf(path: str | Path, stream_iri: Optional[str] = None) -> TardfFile:
+def read_tardf(path: str | Path, stream_iri: str | None = None) -> TardfFile:
     """Read a TA-RDF file (see the module doc). ``stream_iri``: the stream an RSP stream file's
     frames belong to, or the stream a Definition 3 file's frames are loaded into instead of
     the one they name (the file must then name one)."""
@@ -86,7 +99,9 @@ def read_tardf(path: str | Path, stream_iri: Optional[str] = None) -> TardfFile:
     declared = [st for st in statements if st.graph is None and st.p == DSV_BELONGS_TO]
     if not declared:
         if stream_iri is None:
-            raise InputError(f"{path}: no frame dsv:belongsTo a stream; give the stream IRI to import into")
+            raise InputError(
+                f"{path}: no frame dsv:belongsTo a stream; give the stream IRI to import into"
+            )
         outside: list[Statement] = []
         _to_frames(statements, probe, outside)
         result = TardfFile(str(path), {stream_iri: probe})
@@ -104,7 +119,7 @@ def _invariant(s, p, o, line) -> TimeInvariant:
     return TimeInvariant(to_nt(s), to_nt(p), to_nt(o), numeric_value(o), time_value(o), line)
 
 
-def frame_time(term) -> Optional[datetime | str]:
+def frame_time(term) -> datetime | str | None:
     """A dsv:hasTimestamp value: a UTC datetime, ``NIL`` for dsv:Nil, None when neither."""
     if term == DSV_NIL:
         return NIL
@@ -117,8 +132,13 @@ def frame_time(term) -> Optional[datetime | str]:
 class _Reader:
     """Definition 3, applied to one file's statements."""
 
-    def __init__(self, path: Path, statements: list[Statement], rejections: list[Rejection],
-                 stream_iri: Optional[str]):
+    def __init__(
+        self,
+        path: Path,
+        statements: list[Statement],
+        rejections: list[Rejection],
+        stream_iri: str | None,
+    ):
         self.path, self.source = path, str(path)
         self.statements = statements
         self.file_rejections = list(rejections)
@@ -129,14 +149,20 @@ class _Reader:
         streams = sorted({str(s) for s, _ in frames.values()})
         if self.stream_iri is not None:
             if len(streams) > 1:
-                raise InputError(f"{self.path}: its frames belong to {len(streams)} streams "
-                                 f"({', '.join(f'<{s}>' for s in streams[:5])}); import it without a stream IRI")
+                raise InputError(
+                    f"{self.path}: its frames belong to {len(streams)} streams "
+                    f"({', '.join(f'<{s}>' for s in streams[:5])}); import it without a stream IRI"
+                )
             frames = {f: (URIRef(self.stream_iri), t) for f, (_, t) in frames.items()}
             streams = [self.stream_iri]
-        result = TardfFile(self.source, {s: StreamBatch(stream=s, source=self.source) for s in streams})
+        result = TardfFile(
+            self.source, {s: StreamBatch(stream=s, source=self.source) for s in streams}
+        )
         timed = {f: (s, t) for f, (s, t) in frames.items() if t != NIL}
         names = self._frame_names(timed)
-        content: dict[object, list[tuple[int, Statement, tuple]]] = defaultdict(list)  # frame -> statements
+        content: dict[object, list[tuple[int, Statement, tuple]]] = defaultdict(
+            list
+        )  # frame -> statements
         in_graph: dict[object, set] = defaultdict(set)
         strays: dict[object, list[Statement]] = {}  # named graphs that are no frame
         for pos, st in enumerate(self.statements):
@@ -160,18 +186,31 @@ class _Reader:
                 continue
             stream, ts = frames[owner]
             s = stream if st.s in frames else st.s  # F written as its stream (see the module doc)
-            o = (stream if frames[st.o][1] == ts else URIRef(names.get(st.o, str(st.o)))) if st.o in frames else st.o
+            o = (
+                (stream if frames[st.o][1] == ts else URIRef(names.get(st.o, str(st.o))))
+                if st.o in frames
+                else st.o
+            )
             if ts == NIL:
                 result.invariant.append(_invariant(s, st.p, o, st.line))
             else:
                 content[owner].append((pos, st, (s, st.p, o, "default")))
         for graph, held in strays.items():
-            self.file_rejections.append(Rejection(
-                self.source, held[0].line, f"graph {to_nt(graph)} is not a frame: the default graph gives it "
-                "no dsv:belongsTo", len(held), to_nt(graph)))
+            self.file_rejections.append(
+                Rejection(
+                    self.source,
+                    held[0].line,
+                    f"graph {to_nt(graph)} is not a frame: the default graph gives it "
+                    "no dsv:belongsTo",
+                    len(held),
+                    to_nt(graph),
+                )
+            )
         for frame, stated in content.items():
             stream, ts = timed[frame]
-            self._add_frame(result.batches[str(stream)], names[frame], ts, frame, stated, in_graph[frame])
+            self._add_frame(
+                result.batches[str(stream)], names[frame], ts, frame, stated, in_graph[frame]
+            )
         for batch in result.batches.values():
             batch.elements.sort(key=lambda e: (e.ts, e.pos))
         if streams:
@@ -185,7 +224,7 @@ class _Reader:
     def _frames(self) -> dict[object, tuple[URIRef, datetime | str]]:
         """Frame resource → (stream, time or NIL), after TA-RDF restriction 2."""
         streams, stamps, generated = defaultdict(set), defaultdict(set), defaultdict(set)
-        lines: dict[object, Optional[int]] = {}
+        lines: dict[object, int | None] = {}
         for st in self.statements:
             if st.graph is not None:
                 continue
@@ -203,20 +242,34 @@ class _Reader:
             values = stamps.get(frame) or generated.get(frame) or set()
             times = {frame_time(v) for v in values}
             if len(owners) > 1:
-                problems[frame] = (f"frame {name} dsv:belongsTo {' and '.join(sorted(map(to_nt, owners)))} "
-                                   "(TA-RDF restriction 2(ii): a frame belongs to one stream)")
+                problems[frame] = (
+                    f"frame {name} dsv:belongsTo {' and '.join(sorted(map(to_nt, owners)))} "
+                    "(TA-RDF restriction 2(ii): a frame belongs to one stream)"
+                )
             elif any(not isinstance(o, URIRef) for o in owners):
-                problems[frame] = f"frame {name} dsv:belongsTo {to_nt(next(iter(owners)))}, which is not a stream IRI"
+                problems[frame] = (
+                    f"frame {name} dsv:belongsTo {to_nt(next(iter(owners)))}, which is not a stream IRI"
+                )
             elif not values:
                 problems[frame] = f"frame {name} has no dsv:hasTimestamp (TA-RDF restriction 2(i))"
             elif None in times:
-                problems[frame] = (f"frame {name} has a dsv:hasTimestamp that is not an xsd:dateTime, an xsd:date "
-                                   f"or dsv:Nil: {', '.join(sorted(map(to_nt, values)))}")
+                problems[frame] = (
+                    f"frame {name} has a dsv:hasTimestamp that is not an xsd:dateTime, an xsd:date "
+                    f"or dsv:Nil: {', '.join(sorted(map(to_nt, values)))}"
+                )
             elif len(times) > 1:
-                problems[frame] = (f"frame {name} has {len(times)} timestamps "
-                                   "(TA-RDF restriction 2(iii): a frame has one timestamp)")
-            elif stamps.get(frame) and generated.get(frame) and {frame_time(v) for v in generated[frame]} != times:
-                problems[frame] = f"frame {name} has a dsv:hasTimestamp other than its prov:generatedAtTime"
+                problems[frame] = (
+                    f"frame {name} has {len(times)} timestamps "
+                    "(TA-RDF restriction 2(iii): a frame has one timestamp)"
+                )
+            elif (
+                stamps.get(frame)
+                and generated.get(frame)
+                and {frame_time(v) for v in generated[frame]} != times
+            ):
+                problems[frame] = (
+                    f"frame {name} has a dsv:hasTimestamp other than its prov:generatedAtTime"
+                )
             elif (ts := next(iter(times))) != NIL and ts > horizon:
                 problems[frame] = f"frame {name}'s {past_horizon(ts, horizon)}"
             else:
@@ -224,7 +277,9 @@ class _Reader:
         self.problems = problems
         for frame, reason in problems.items():
             held = sum(1 for st in self.statements if frame in (st.graph, st.s, st.o))
-            self.file_rejections.append(Rejection(self.source, lines.get(frame), reason, held, to_nt(frame)))
+            self.file_rejections.append(
+                Rejection(self.source, lines.get(frame), reason, held, to_nt(frame))
+            )
         return frames
 
     def _metadata(self, st: Statement, frames: dict) -> bool:
@@ -242,18 +297,26 @@ class _Reader:
         first: dict[tuple, str] = {}
         names = {}
         for frame, (stream, ts) in timed.items():
-            own = str(frame) if isinstance(frame, URIRef) else f"{stream}/frame/{datetime_lexical(ts)}"
+            own = (
+                str(frame)
+                if isinstance(frame, URIRef)
+                else f"{stream}/frame/{datetime_lexical(ts)}"
+            )
             names[frame] = first.setdefault((str(stream), ts), own)
         return names
 
-    def _add_frame(self, batch: StreamBatch, name: str, ts: datetime, frame, stated: list, in_graph: set) -> None:
+    def _add_frame(
+        self, batch: StreamBatch, name: str, ts: datetime, frame, stated: list, in_graph: set
+    ) -> None:
         """One frame resource's statements into the batch: its named graph's as a part, its
         default-graph statements as another, minus what the graph already states."""
         parts: dict[str, list] = defaultdict(list)
         for pos, st, triple in stated:
             graph = DEFAULT_GRAPH if len(triple) == 4 else str(frame)
             nt = (to_nt(triple[0]), to_nt(triple[1]), to_nt(triple[2]))
-            if graph == DEFAULT_GRAPH and (nt in in_graph or (to_nt(frame), nt[1], nt[2]) in in_graph):
+            if graph == DEFAULT_GRAPH and (
+                nt in in_graph or (to_nt(frame), nt[1], nt[2]) in in_graph
+            ):
                 continue  # the translation of a triple the frame's graph states
             parts[graph].append((pos, st, nt, triple[2]))
         known = {(e.s, e.p, e.o) for e in batch.elements if e.frame == name}
@@ -261,13 +324,22 @@ class _Reader:
             # a part is keyed by its graph: the default graph's statements about one frame
             # resource are named after both
             delivered = f"{DEFAULT_GRAPH}#{to_nt(frame)}" if graph == DEFAULT_GRAPH else str(frame)
-            batch.parts.append(Part(name, ts, delivered, self.source,
-                                    items[0][1].line, len(items), frame_checksum(nt for _, _, nt, _ in items)))
-            for pos, st, nt, obj in items:
+            batch.parts.append(
+                Part(
+                    name,
+                    ts,
+                    delivered,
+                    self.source,
+                    items[0][1].line,
+                    len(items),
+                    frame_checksum(nt for _, _, nt, _ in items),
+                )
+            )
+            for pos, _triple, nt, obj in items:
                 if nt in known:
                     batch.duplicates[name] += 1
                     continue
                 known.add(nt)
-                batch.elements.append(Element(batch.stream, ts, name, *nt, numeric_value(obj), time_value(obj), pos))
-
-
+                batch.elements.append(
+                    Element(batch.stream, ts, name, *nt, numeric_value(obj), time_value(obj), pos)
+                )

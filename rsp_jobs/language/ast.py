@@ -5,10 +5,10 @@ The parser (``parser.py``) builds these nodes from query text; the algebra stage
 that stages can share and compare them without copying. Every IRI is already resolved against
 the query's PREFIX and BASE declarations; literals carry their datatype IRI (or language tag).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 import rdflib
 
@@ -55,8 +55,8 @@ class Literal:
     shorthands in the query (``80``, ``1.5``, ``1e3``, ``true``) arrive with their XSD datatype."""
 
     lexical: str
-    datatype: Optional[str] = None
-    lang: Optional[str] = None
+    datatype: str | None = None
+    lang: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class BNode:
     label: str
 
 
-Term = Union[Var, IRI, Literal, BNode]
+Term = Var | IRI | Literal | BNode
 
 
 def to_rdflib(term: Term) -> rdflib.term.Node:
@@ -99,14 +99,14 @@ def to_nt(term: Term) -> str:
 @dataclass(frozen=True)
 class BinaryOp:
     op: str  # one of || && = != < > <= >= + - * /
-    left: "Expr"
-    right: "Expr"
+    left: Expr
+    right: Expr
 
 
 @dataclass(frozen=True)
 class UnaryOp:
     op: str  # one of ! - +
-    operand: "Expr"
+    operand: Expr
 
 
 @dataclass(frozen=True)
@@ -117,22 +117,22 @@ class FunctionCall:
     or an extension function (``name`` is then the full IRI, e.g. an xsd: cast)."""
 
     name: str
-    args: tuple["Expr", ...]
+    args: tuple[Expr, ...]
 
 
 @dataclass(frozen=True)
 class In:
-    expr: "Expr"
-    options: tuple["Expr", ...]
+    expr: Expr
+    options: tuple[Expr, ...]
     negated: bool = False
 
 
 @dataclass(frozen=True)
 class Aggregate:
     name: str  # 'count', 'sum', 'avg', 'min', 'max', 'sample', 'group_concat'
-    arg: Optional["Expr"]  # None for COUNT(*)
+    arg: Expr | None  # None for COUNT(*)
     distinct: bool = False
-    separator: Optional[str] = None  # GROUP_CONCAT only; None means the default " "
+    separator: str | None = None  # GROUP_CONCAT only; None means the default " "
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class Timestamp:
     object: Term
 
 
-Expr = Union[Var, IRI, Literal, BinaryOp, UnaryOp, FunctionCall, In, Aggregate, Timestamp]
+Expr = Var | IRI | Literal | BinaryOp | UnaryOp | FunctionCall | In | Aggregate | Timestamp
 
 
 # ------------------------------------------------------------------------------------- patterns
@@ -177,17 +177,17 @@ class Bind:
 
 @dataclass(frozen=True)
 class OptionalPattern:
-    group: "GroupPattern"
+    group: GroupPattern
 
 
 @dataclass(frozen=True)
 class MinusPattern:
-    group: "GroupPattern"
+    group: GroupPattern
 
 
 @dataclass(frozen=True)
 class UnionPattern:
-    alternatives: tuple["GroupPattern", ...]  # two or more
+    alternatives: tuple[GroupPattern, ...]  # two or more
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,8 @@ class EventPattern:
     and EQUALSOPTIONAL (their OPTIONAL variants)."""
 
     op: str
-    left: "GroupPattern"
-    right: "GroupPattern"
+    left: GroupPattern
+    right: GroupPattern
 
 
 @dataclass(frozen=True)
@@ -206,8 +206,8 @@ class GraphPattern:
     """``GRAPH g { ... }`` and RSP-QL's ``WINDOW w { ... }``: the group matched against the named
     graph (a FROM NAMED background graph, a FROM NAMED STREAM's window, or a named window)."""
 
-    name: Union[IRI, Var]
-    group: "GroupPattern"
+    name: IRI | Var
+    group: GroupPattern
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class GroupPattern:
     """``{ ... }``: its elements in the order written. Filters apply to the whole group,
     wherever they stand in it, as SPARQL 1.1 section 18.2.2 says."""
 
-    elements: tuple["PatternElement", ...]
+    elements: tuple[PatternElement, ...]
 
 
 @dataclass(frozen=True)
@@ -224,13 +224,21 @@ class SubSelect:
     on its own, only its projected variables join the rest. ``query`` has form SELECT and no
     dataset of its own (it sees the window the query sees)."""
 
-    query: "Query"
+    query: Query
 
 
-PatternElement = Union[
-    TriplesBlock, Filter, Bind, OptionalPattern, MinusPattern, UnionPattern, EventPattern, GraphPattern,
-    GroupPattern, SubSelect,
-]
+PatternElement = (
+    TriplesBlock
+    | Filter
+    | Bind
+    | OptionalPattern
+    | MinusPattern
+    | UnionPattern
+    | EventPattern
+    | GraphPattern
+    | GroupPattern
+    | SubSelect
+)
 
 
 # ------------------------------------------------------------------------------- query clauses
@@ -245,7 +253,9 @@ class TimeWindow:
 
     def __str__(self) -> str:
         """As the query writes it, ``[RANGE 1h STEP 5m]`` (DAG docs, plans, messages)."""
-        step = "TUMBLING" if self.step_ms == self.range_ms else f"STEP {duration_text(self.step_ms)}"
+        step = (
+            "TUMBLING" if self.step_ms == self.range_ms else f"STEP {duration_text(self.step_ms)}"
+        )
         return f"[RANGE {duration_text(self.range_ms)} {step}]"
 
 
@@ -259,7 +269,7 @@ class CountWindow:
         return f"[TRIPLES {self.triples}]"
 
 
-Window = Union[TimeWindow, CountWindow]
+Window = TimeWindow | CountWindow
 
 
 @dataclass(frozen=True)
@@ -269,9 +279,9 @@ class StreamClause:
     ``GRAPH``/``WINDOW`` patterns name it by (the stream IRI, or the window IRI)."""
 
     iri: str
-    window: Optional[Window]
-    graph: Optional[str] = None
-    position: Optional[Position] = field(default=None, compare=False)
+    window: Window | None
+    graph: str | None = None
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -280,7 +290,7 @@ class GraphClause:
 
     iri: str
     named: bool = False
-    position: Optional[Position] = field(default=None, compare=False)
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -291,8 +301,8 @@ class Registration:
 
     kind: str  # 'QUERY', 'STREAM', 'RSTREAM', 'ISTREAM', 'DSTREAM'
     name: str
-    computed_every_ms: Optional[int] = None
-    position: Optional[Position] = field(default=None, compare=False)
+    computed_every_ms: int | None = None
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -304,10 +314,10 @@ class AggregateClause:
     ``COUNT`` (the group's solutions); ``FUNCTION(?x)`` is our extension for an argument."""
 
     var: Var
-    aggregate: "Aggregate"
+    aggregate: Aggregate
     group: tuple[Var, ...]
-    filter: Optional[Expr] = None
-    position: Optional[Position] = field(default=None, compare=False)
+    filter: Expr | None = None
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -315,14 +325,14 @@ class SelectItem:
     """A projected variable, or ``(expr AS ?var)`` when ``expr`` is set."""
 
     var: Var
-    expr: Optional[Expr] = None
-    position: Optional[Position] = field(default=None, compare=False)
+    expr: Expr | None = None
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class GroupCondition:
     expr: Expr  # a Var, a call, or any bracketed expression
-    var: Optional[Var] = None  # GROUP BY (expr AS ?v)
+    var: Var | None = None  # GROUP BY (expr AS ?v)
 
 
 @dataclass(frozen=True)
@@ -335,20 +345,20 @@ class OrderCondition:
 class Query:
     form: str  # 'SELECT', 'CONSTRUCT', 'ASK', 'DESCRIBE'
     where: GroupPattern
-    registration: Optional[Registration] = None
+    registration: Registration | None = None
     prefixes: tuple[tuple[str, str], ...] = ()
-    base: Optional[str] = None
-    projection: Optional[tuple[SelectItem, ...]] = None  # None means SELECT *
+    base: str | None = None
+    projection: tuple[SelectItem, ...] | None = None  # None means SELECT *
     distinct: bool = False  # DISTINCT, or REDUCED (evaluated as DISTINCT)
     template: tuple[TriplePattern, ...] = ()  # CONSTRUCT only
-    described: Optional[tuple[Union[Var, IRI], ...]] = None  # DESCRIBE only; None means DESCRIBE *
+    described: tuple[Var | IRI, ...] | None = None  # DESCRIBE only; None means DESCRIBE *
     aggregates: tuple[AggregateClause, ...] = ()  # C-SPARQL's AGGREGATE clauses
     streams: tuple[StreamClause, ...] = ()
     graphs: tuple[GraphClause, ...] = ()
     group_by: tuple[GroupCondition, ...] = ()
     having: tuple[Expr, ...] = ()
     order_by: tuple[OrderCondition, ...] = ()
-    limit: Optional[int] = None
-    offset: Optional[int] = None
+    limit: int | None = None
+    offset: int | None = None
     text: str = field(default="", compare=False, repr=False)
     source: str = field(default="<query>", compare=False)  # file name, for messages

@@ -17,10 +17,11 @@ rule: a fact derived must be ground).
 Decision (where the rules live): in the ``.dotr`` file, between the ``PREFIX``/``FROM`` header
 and ``define``, as printed; they are the rule's ontology together with its ``FROM`` graphs.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from lark import Token, Tree
 
@@ -40,16 +41,29 @@ class DatalogRule:
     text: str
 
 
-def read_rule(tree: Tree, text: str, iri: Callable[[Tree], str], error: Callable[[int, str], Exception],
-              position: Callable[[int], ast.Position]) -> DatalogRule:
+def read_rule(
+    tree: Tree,
+    text: str,
+    iri: Callable[[Tree], str],
+    error: Callable[[int, str], Exception],
+    position: Callable[[int], ast.Position],
+) -> DatalogRule:
     """One ``datalog_rule`` subtree; ``iri`` expands an ``iri`` subtree, ``error(offset, msg)``
     builds the error naming the file, line and column."""
     head, *body = [_atom(a, iri, error) for a in tree.children]
-    bound = {t.name for atom in body for t in (atom.subject, atom.predicate, atom.object) if isinstance(t, ast.Var)}
+    bound = {
+        t.name
+        for atom in body
+        for t in (atom.subject, atom.predicate, atom.object)
+        if isinstance(t, ast.Var)
+    }
     for term, token in zip((head.subject, head.object), _argument_tokens(tree.children[0])):
         if isinstance(term, ast.Var) and term.name not in bound:
-            raise error(token.start_pos, f"?{term.name} of the head occurs in no body atom: a Datalog rule "
-                                         f"must be safe (each derived fact ground)")
+            raise error(
+                token.start_pos,
+                f"?{term.name} of the head occurs in no body atom: a Datalog rule "
+                f"must be safe (each derived fact ground)",
+            )
     start, end = tree.meta.start_pos, tree.meta.end_pos
     return DatalogRule(head, tuple(body), position(start), text[start:end])
 
@@ -60,8 +74,11 @@ def _atom(tree: Tree, iri: Callable[[Tree], str], error) -> ast.TriplePattern:
     terms = [_term(a, iri) for a in args]
     tokens = _argument_tokens(tree)
     if isinstance(terms[0], ast.Literal):
-        raise error(tokens[0].start_pos, "a literal cannot be the subject of a triple "
-                                         "(p(s, o) is the triple s p o; C(x) is x rdf:type C)")
+        raise error(
+            tokens[0].start_pos,
+            "a literal cannot be the subject of a triple "
+            "(p(s, o) is the triple s p o; C(x) is x rdf:type C)",
+        )
     if len(terms) == 1:
         return ast.TriplePattern(terms[0], ast.IRI(RDF_TYPE), name)
     return ast.TriplePattern(terms[0], name, terms[1])
@@ -84,11 +101,16 @@ def _term(tree, iri: Callable[[Tree], str]) -> ast.Term:
     if tree.data == "iri":
         return ast.IRI(iri(tree))
     if tree.data == "dstring":
-        lang = str(tree.children[1])[1:] if len(tree.children) > 1 else None  # as the SPARQL parser keeps it
+        lang = (
+            str(tree.children[1])[1:] if len(tree.children) > 1 else None
+        )  # as the SPARQL parser keeps it
         return ast.Literal(string_value(str(tree.children[0])), None, lang)
     if tree.data == "dtyped":
         datatype = iri(tree.children[1])
-        return ast.Literal(string_value(str(tree.children[0])), None if datatype == ast.XSD + "string" else datatype)
+        return ast.Literal(
+            string_value(str(tree.children[0])),
+            None if datatype == ast.XSD + "string" else datatype,
+        )
     if tree.data == "dboolean":
         return ast.Literal(str(tree.children[0]), ast.XSD + "boolean")
     number = str(tree.children[0])

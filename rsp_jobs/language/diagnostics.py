@@ -1,9 +1,9 @@
 """lark's parse errors as ``QuerySyntaxError``s that say where, what was found and what could
 come there; shared by the C-SPARQL/RSP-QL parser and the TA-SPARQL parser."""
+
 from __future__ import annotations
 
 import re
-from typing import Union
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
@@ -28,8 +28,9 @@ def terminal_display(parser: Lark, names: dict[str, str]) -> dict[str, str]:
     return shown
 
 
-def syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str,
-                 display: dict[str, str]) -> QuerySyntaxError:
+def syntax_error(
+    err: UnexpectedToken | UnexpectedCharacters, text: str, source: str, display: dict[str, str]
+) -> QuerySyntaxError:
     if isinstance(err, UnexpectedToken):
         expected = err.accepts or err.expected
         if err.token.type == "$END":
@@ -40,9 +41,14 @@ def syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, s
     else:
         expected = err.allowed or ()
         line, column = err.line, err.column
-        found = excerpt(re.match(r"\S+", text[err.pos_in_stream:])[0])
-    return QuerySyntaxError(source, line, column, f"unexpected {found}",
-                            expected=(display.get(name, name) for name in expected))
+        found = excerpt(re.match(r"\S+", text[err.pos_in_stream :])[0])
+    return QuerySyntaxError(
+        source,
+        line,
+        column,
+        f"unexpected {found}",
+        expected=(display.get(name, name) for name in expected),
+    )
 
 
 # How deep a parse tree may be (docs/operations/limits.md): each nested group is about two levels, each
@@ -60,9 +66,14 @@ def check_depth(tree: Tree, source: str, limit: int = MAX_DEPTH) -> Tree:
         if depth > limit:
             meta = node.meta
             line, column = (meta.line, meta.column) if not meta.empty else (1, 1)
-            raise QuerySyntaxError(source, line, column, f"the query nests deeper than the limit of {limit} "
-                                                         "levels here (nested groups, chains of && or ||); "
-                                                         "flatten the groups or split the expression")
+            raise QuerySyntaxError(
+                source,
+                line,
+                column,
+                f"the query nests deeper than the limit of {limit} "
+                "levels here (nested groups, chains of && or ||); "
+                "flatten the groups or split the expression",
+            )
         stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
     return tree
 
@@ -73,11 +84,17 @@ def check_literals(tree: Tree, source: str) -> Tree:
     from rsp_jobs import settings
 
     limit = settings.max_literal_bytes()
-    for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "STRING" and len(v) > limit // 4):
+    for token in tree.scan_values(
+        lambda v: isinstance(v, Token) and v.type == "STRING" and len(v) > limit // 4
+    ):
         size = len(token.encode("utf-8")) - 2
         if size > limit:
-            raise QuerySyntaxError(source, token.line, token.column,
-                                   f"a string of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})")
+            raise QuerySyntaxError(
+                source,
+                token.line,
+                token.column,
+                f"a string of {size} bytes is longer than RSP_MAX_LITERAL_BYTES ({limit})",
+            )
     return tree
 
 

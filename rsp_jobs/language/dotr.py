@@ -31,6 +31,7 @@ and so does the older form: ``define Fire { [] a ex:Fire ; ex:area ?area }``, co
 own file, line and column. ``L.?x`` (variable ``?x`` of event ``L``) becomes the SPARQL
 variable ``?L·x``, which is as long, so positions are kept.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,7 +39,6 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Optional, Union
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
@@ -52,14 +52,42 @@ from rsp_jobs.textfile import read_text
 from rsp_jobs.times import MAX_DURATION_MS, UNIT_MS, ms_to_us
 from rsp_jobs.tree import transform, walk
 
-__all__ = ["Rule", "Predicate", "Within", "Between", "Aggregate", "Condition", "Assignment", "DatalogRule",
-           "parse_rule", "parse_rule_file", "qualified", "split_qualified", "expr_vars"]
+__all__ = [
+    "Aggregate",
+    "Assignment",
+    "Between",
+    "Condition",
+    "DatalogRule",
+    "Predicate",
+    "Rule",
+    "Within",
+    "expr_vars",
+    "parse_rule",
+    "parse_rule_file",
+    "qualified",
+    "split_qualified",
+]
 
 _GRAMMAR = Path(__file__).with_name("dotr.lark")
 SEP = "\u00b7"  # joins label and variable: A.?x is the variable ?A·x
-_UNIT = {"ms": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "min",
-         "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hour": "h", "hours": "h",
-         "d": "d", "day": "d", "days": "d"}
+_UNIT = {
+    "ms": "ms",
+    "s": "s",
+    "sec": "s",
+    "secs": "s",
+    "second": "s",
+    "seconds": "s",
+    "min": "min",
+    "mins": "min",
+    "minute": "min",
+    "minutes": "min",
+    "h": "h",
+    "hour": "h",
+    "hours": "h",
+    "d": "d",
+    "day": "d",
+    "days": "d",
+}
 # DOTR §3: "unique resource identifiers like dotr_id1 that are automatically generated every
 # time a new output graph is produced" (a bare name in the define template).
 _FRESH = re.compile(r"(?<![\w:?$.\-])dotr_id\w*")
@@ -69,7 +97,7 @@ def qualified(label: str, var: str) -> str:
     return f"{label}{SEP}{var}"
 
 
-def split_qualified(name: str) -> Optional[tuple[str, str]]:
+def split_qualified(name: str) -> tuple[str, str] | None:
     label, sep, var = name.partition(SEP)
     return (label, var) if sep else None
 
@@ -106,15 +134,15 @@ class Predicate:
 
     label: str
     kind: str
-    policy: Optional[str]
+    policy: str | None
     query: ast.Query
-    within: Optional[Within]
+    within: Within | None
     position: ast.Position
-    between: Optional[Between] = None  # negations only
+    between: Between | None = None  # negations only
     text: str = field(default="", compare=False)  # the [SELECT ...] as written
 
     @property
-    def scope(self) -> Union[Within, Between, None]:
+    def scope(self) -> Within | Between | None:
         return self.within or self.between
 
 
@@ -126,12 +154,12 @@ class Aggregate:
     fn: str
     label: str
     var: str
-    within: Optional[Within]
+    within: Within | None
     placeholder: str
-    between: Optional[Between] = None
+    between: Between | None = None
 
     @property
-    def scope(self) -> Union[Within, Between]:
+    def scope(self) -> Within | Between:
         return self.within or self.between
 
 
@@ -145,7 +173,7 @@ class Condition:
     aggregates: frozenset[str]  # placeholders it reads
     position: ast.Position
     text: str = field(default="", compare=False)  # as written
-    event: Optional[str] = None  # the event whose FILTER holds it; None: the with clause
+    event: str | None = None  # the event whose FILTER holds it; None: the with clause
 
 
 @dataclass(frozen=True)
@@ -191,7 +219,7 @@ class Rule:
         """How far before the trigger a fact of ``label`` can lie."""
         return self.scope_reach_us(self.predicate(label).scope)
 
-    def scope_reach_us(self, scope: Union[Within, Between, None]) -> int:
+    def scope_reach_us(self, scope: Within | Between | None) -> int:
         """How far before the trigger a fact in ``scope`` can lie."""
         if isinstance(scope, Within):
             return scope.us + self.reach_us(scope.ref)
@@ -207,7 +235,7 @@ class Rule:
         return max(reaches, default=0)
 
 
-def parse_rule_file(path: Union[str, Path]) -> Rule:
+def parse_rule_file(path: str | Path) -> Rule:
     return parse_rule(read_text(path, "rule"), source=str(path))
 
 
@@ -222,24 +250,39 @@ def parse_rule(text: str, source: str = "<rule>") -> Rule:
 
 @cache
 def _parser() -> Lark:
-    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
-                propagate_positions=True)
+    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual", propagate_positions=True)
 
 
 @cache
 def _display() -> dict[str, str]:
-    return terminal_display(_parser(), {
-        "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "LABEL": "event label",
-        "NAME": "rule name", "BODY": "[SELECT ...]", "TEMPLATE": "{ template }", "INT": "integer",
-        "UNIT": "time unit (ms, s, min, h, d)", "POLICY": "LAST, FIRST or EACH", "NOT": "NOT",
-        "WITH_TEXT": "conditions", "REGIME": "simple, rdfs or rdfs++", "$END": "end of input"})
+    return terminal_display(
+        _parser(),
+        {
+            "IRIREF": "IRI",
+            "PNAME_LN": "prefixed name",
+            "PNAME_NS": "prefix",
+            "LABEL": "event label",
+            "NAME": "rule name",
+            "BODY": "[SELECT ...]",
+            "TEMPLATE": "{ template }",
+            "INT": "integer",
+            "UNIT": "time unit (ms, s, min, h, d)",
+            "POLICY": "LAST, FIRST or EACH",
+            "NOT": "NOT",
+            "WITH_TEXT": "conditions",
+            "REGIME": "simple, rdfs or rdfs++",
+            "$END": "end of input",
+        },
+    )
 
 
 _QUALIFIED = re.compile(r"(?<![\w?$:/#.])([A-Za-z][A-Za-z0-9_]*)\.\?(\w+)")
 _AGGREGATE = re.compile(
     r"\b(avg|sum|count|min|max)\s*\(\s*([A-Za-z][A-Za-z0-9_]*)\.\?(\w+)\s+"
     r"(?:within\s+(\d+)\s*([A-Za-z]+)\s+from\s+([A-Za-z][A-Za-z0-9_]*)"
-    r"|between\s+([A-Za-z][A-Za-z0-9_]*)\s+and\s+([A-Za-z][A-Za-z0-9_]*))\s*\)", re.IGNORECASE)
+    r"|between\s+([A-Za-z][A-Za-z0-9_]*)\s+and\s+([A-Za-z][A-Za-z0-9_]*))\s*\)",
+    re.IGNORECASE,
+)
 
 
 class _Builder:
@@ -249,7 +292,7 @@ class _Builder:
         self.text, self.source = text, source
         self.prologue: list[str] = []
         self.prefixes: dict[str, str] = {}
-        self.base: Optional[str] = None
+        self.base: str | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -261,26 +304,30 @@ class _Builder:
         pos = self._pos(offset)
         return QuerySyntaxError(self.source, pos.line, pos.column, message)
 
-    def _sparql(self, start: int, end: int, replacement: str, before: str = "", after: str = "") -> ast.Query:
+    def _sparql(
+        self, start: int, end: int, replacement: str, before: str = "", after: str = ""
+    ) -> ast.Query:
         """Parse ``replacement`` (the text at ``start:end``, rewritten to the same length) as
         SPARQL: the prologue and ``before`` on a first line of their own, then the rule text
         blanked except for that span, then ``after``. Errors are moved back one line."""
         blank = re.sub(r"[^\n]", " ", self.text)
         body = blank[:start] + replacement + blank[end:]
-        wrapper = " ".join(self.prologue + [before]) + "\n" + body + "\n" + after
+        wrapper = " ".join([*self.prologue, before]) + "\n" + body + "\n" + after
         try:
             return parse_query(wrapper, self.source)
         except QuerySyntaxError as err:
             head = f"{err.source}:{err.line}:{err.column}: "
-            message = str(err)[len(head):].split("; expected one of: ")[0]
-            raise QuerySyntaxError(self.source, max(err.line - 1, 1), err.column, message,
-                                   err.expected) from None
+            message = str(err)[len(head) :].split("; expected one of: ")[0]
+            raise QuerySyntaxError(
+                self.source, max(err.line - 1, 1), err.column, message, err.expected
+            ) from None
         except UnsupportedConstruct as err:
             match = re.match(rf"{re.escape(self.source)}:(\d+):(\d+):", str(err))
             if not match:
                 raise
-            raise UnsupportedConstruct(self.source, err.construct, int(match[1]) - 1,
-                                       int(match[2])) from None
+            raise UnsupportedConstruct(
+                self.source, err.construct, int(match[1]) - 1, int(match[2])
+            ) from None
 
     def _iri(self, tree: Tree) -> str:
         (token,) = tree.children
@@ -295,11 +342,13 @@ class _Builder:
         """The text at ``start:end`` with ``L.?x`` written ``?L·x`` (same length)."""
         return _QUALIFIED.sub(lambda m: f"?{m[1]}{SEP}{m[2]}", self.text[start:end])
 
-    def _duration(self, number: Token, unit: Token, start: Optional[int] = None) -> int:
+    def _duration(self, number: Token, unit: Token, start: int | None = None) -> int:
         ms = int(number) * UNIT_MS[_UNIT[unit.lower()]]
         if ms > MAX_DURATION_MS:
-            raise self._error(number.start_pos if start is None else start,
-                              f"{number} {unit} is longer than the limit of 100 years")
+            raise self._error(
+                number.start_pos if start is None else start,
+                f"{number} {unit} is longer than the limit of 100 years",
+            )
         return ms_to_us(ms)
 
     # ------------------------------------------------------------------ the rule
@@ -309,7 +358,7 @@ class _Builder:
         define, trees, with_text, consumed = None, [], None, []
         for child in tree.children:
             if child.data in ("base_decl", "prefix_decl"):
-                self.prologue.append(self.text[child.meta.start_pos:child.meta.end_pos])
+                self.prologue.append(self.text[child.meta.start_pos : child.meta.end_pos])
                 if child.data == "prefix_decl":
                     name, iri = child.children
                     self.prefixes[name[:-1]] = iri[1:-1]
@@ -318,8 +367,13 @@ class _Builder:
             elif child.data == "from_stream":
                 streams.append(self._iri(child.children[0]))
             elif child.data == "from_graph":
-                graphs.append(ast.GraphClause(self._iri(child.children[0]), False,
-                                              ast.Position(child.meta.line, child.meta.column)))
+                graphs.append(
+                    ast.GraphClause(
+                        self._iri(child.children[0]),
+                        False,
+                        ast.Position(child.meta.line, child.meta.column),
+                    )
+                )
             elif child.data == "entailment":
                 entailment = child.children[0].lower()
             elif child.data == "datalog_rule":
@@ -336,36 +390,60 @@ class _Builder:
         # over the lake asks for one (algebra/patterns.py, pattern_streams).
         *named, template = define.children
         self.name = str(named[0]) if named and named[0] is not None else None
-        labels = {str(t.children[1] if t.data in ("positive", "negative") else t.children[0]) for t in trees}
+        labels = {
+            str(t.children[1] if t.data in ("positive", "negative") else t.children[0])
+            for t in trees
+        }
         if self.name is not None and self.name in labels:
-            raise self._error(named[0].start_pos, f"the rule's event {self.name!r} and an event of its pattern "
-                                                  f"share a name: {self.name}.?x would be ambiguous")
-        pending: list[tuple[ast.Expr, int, int, str]] = []  # FILTER conjuncts that read other events
+            raise self._error(
+                named[0].start_pos,
+                f"the rule's event {self.name!r} and an event of its pattern "
+                f"share a name: {self.name}.?x would be ambiguous",
+            )
+        pending: list[
+            tuple[ast.Expr, int, int, str]
+        ] = []  # FILTER conjuncts that read other events
         predicates = [self._predicate(t, pending) for t in trees]
         self._check_labels(predicates)
         kinds = {p.label: p.kind for p in predicates}
-        conditions = [self._condition(expr, kinds, s, e, "", event) for expr, s, e, event in pending]
+        conditions = [
+            self._condition(expr, kinds, s, e, "", event) for expr, s, e, event in pending
+        ]
         aggregates, assignments = [], []
         if with_text:
             aggregates, more, assignments = self._with(with_text, predicates)
             conditions += more
         for p in predicates:
             if p.kind == "aggregated" and not any(a.label == p.label for a in aggregates):
-                raise self._error_at(p.position, f"event {p.label} is read by no aggregate "
-                                                 f"(give it LAST, FIRST, EACH or NOT and a WITHIN)")
+                raise self._error_at(
+                    p.position,
+                    f"event {p.label} is read by no aggregate "
+                    f"(give it LAST, FIRST, EACH or NOT and a WITHIN)",
+                )
         for token in consumed:
             if token not in kinds:
                 raise self._error(token.start_pos, f"unknown event label {str(token)!r}")
             if kinds[token] not in ("trigger", "positive"):
-                raise self._error(token.start_pos, f"only selected events can be consumed, not {str(token)!r}")
+                raise self._error(
+                    token.start_pos, f"only selected events can be consumed, not {str(token)!r}"
+                )
         construct = self._template(template)
         self._check_template(construct, kinds, assignments, template.start_pos)
-        return Rule(name=self.name or _default_name(self.source), source=self.source, text=self.text,
-                    streams=tuple(streams), graphs=tuple(graphs), entailment=entailment,
-                    template=construct, predicates=tuple(predicates),
-                    conditions=tuple(conditions), assignments=tuple(assignments),
-                    aggregates=tuple(aggregates), consumes=frozenset(map(str, consumed)),
-                    program=tuple(program))
+        return Rule(
+            name=self.name or _default_name(self.source),
+            source=self.source,
+            text=self.text,
+            streams=tuple(streams),
+            graphs=tuple(graphs),
+            entailment=entailment,
+            template=construct,
+            predicates=tuple(predicates),
+            conditions=tuple(conditions),
+            assignments=tuple(assignments),
+            aggregates=tuple(aggregates),
+            consumes=frozenset(map(str, consumed)),
+            program=tuple(program),
+        )
 
     def _template(self, token: Token) -> tuple[ast.TriplePattern, ...]:
         """The ``define`` template: ``{ ... }``, or DOTR §3's ``= [ ... ]`` whose bare
@@ -376,15 +454,25 @@ class _Builder:
         text = self._qualify(start, end)
         fresh: dict[str, str] = {}
         if text.startswith("["):
+
             def blank(m: re.Match) -> str:
                 fresh[m[0][2:]] = m[0]
                 return "_:" + m[0][2:]
+
             text = "{" + _FRESH.sub(blank, text[1:-1]) + "}"
         template = self._sparql(start, end, text, before="CONSTRUCT", after="WHERE {}").template
 
         def named(term):
-            return ast.BNode(fresh[term.label]) if isinstance(term, ast.BNode) and term.label in fresh else term
-        return tuple(ast.TriplePattern(named(t.subject), named(t.predicate), named(t.object)) for t in template)
+            return (
+                ast.BNode(fresh[term.label])
+                if isinstance(term, ast.BNode) and term.label in fresh
+                else term
+            )
+
+        return tuple(
+            ast.TriplePattern(named(t.subject), named(t.predicate), named(t.object))
+            for t in template
+        )
 
     def _error_at(self, pos: ast.Position, message: str) -> QuerySyntaxError:
         return QuerySyntaxError(self.source, pos.line, pos.column, message)
@@ -400,30 +488,49 @@ class _Builder:
         stripped = body[1:-1]
         if not re.match(r"\s*select\b", stripped, re.IGNORECASE):
             raise self._error(body.start_pos + 1, f"event {label} must be a [SELECT ...] query")
-        query = self._sparql(body.start_pos + 1, body.end_pos - 1, self._qualify(body.start_pos + 1, body.end_pos - 1))
+        query = self._sparql(
+            body.start_pos + 1,
+            body.end_pos - 1,
+            self._qualify(body.start_pos + 1, body.end_pos - 1),
+        )
         if query.streams or query.graphs:
             clause = (query.streams + query.graphs)[0]
-            raise self._error_at(clause.position, "FROM clauses go at the top of the rule, not in an event")
+            raise self._error_at(
+                clause.position, "FROM clauses go at the top of the rule, not in an event"
+            )
         query = self._split_filters(str(label), query, body.start_pos, body.end_pos, pending)
         within = between = None
         if scope and scope[0] is not None:
             if scope[0].data == "within":
                 (duration, ref) = scope[0].children
                 within = Within(self._duration(*duration.children), str(ref))
-                self._refs = getattr(self, "_refs", []) + [(ref, label)]
+                self._refs = [*getattr(self, "_refs", []), (ref, label)]
             else:
                 first, second = scope[0].children
                 between = Between(str(first), str(second))
-                self._refs = getattr(self, "_refs", []) + [(first, label), (second, label)]
+                self._refs = [*getattr(self, "_refs", []), (first, label), (second, label)]
         elif tree.data in ("positive", "negative"):
-            raise self._error(label.end_pos, f"{(policy or 'not').upper()} {label} needs "
-                                             f"WITHIN <duration> FROM <event>"
-                                             + (" or BETWEEN <event> AND <event>" if policy is None else ""))
+            raise self._error(
+                label.end_pos,
+                f"{(policy or 'not').upper()} {label} needs "
+                f"WITHIN <duration> FROM <event>"
+                + (" or BETWEEN <event> AND <event>" if policy is None else ""),
+            )
         kind = "trigger" if tree.data == "trigger" else tree.data
-        return Predicate(str(label), kind, policy, query, within, self._pos(label.start_pos), between=between,
-                         text=str(body))
+        return Predicate(
+            str(label),
+            kind,
+            policy,
+            query,
+            within,
+            self._pos(label.start_pos),
+            between=between,
+            text=str(body),
+        )
 
-    def _split_filters(self, label: str, query: ast.Query, start: int, end: int, pending: list) -> ast.Query:
+    def _split_filters(
+        self, label: str, query: ast.Query, start: int, end: int, pending: list
+    ) -> ast.Query:
         """DOTR §3 (Rule R): ``FILTER (?v > 60 && ?room2 = Smoke.?room1)`` in event HighTemp
         constrains HighTemp by another event. The query itself is evaluated per instant, where
         no Smoke is bound, so the conjuncts of a top-level FILTER that read other events leave
@@ -431,8 +538,11 @@ class _Builder:
         ``HighTemp.?room2`` (the event's attributes are the variables it selects, DOTR §4).
         ``FILTER (a && b)`` keeps a solution exactly when ``FILTER (a) FILTER (b)`` does, so the
         split changes nothing of SPARQL's meaning."""
-        selected = ({v.name for v in _vars_in(query.where)} if query.projection is None
-                    else {item.var.name for item in query.projection})
+        selected = (
+            {v.name for v in _vars_in(query.where)}
+            if query.projection is None
+            else {item.var.name for item in query.projection}
+        )
         elements = []
         for element in query.where.elements:
             if not isinstance(element, ast.Filter) or not _reads_events(element.expr):
@@ -443,28 +553,42 @@ class _Builder:
                 if not _reads_events(conjunct):
                     kept.append(conjunct)
                     continue
-                first = next(v.name for v in expr_vars(conjunct) if split_qualified(v.name) is not None)
+                first = next(
+                    v.name for v in expr_vars(conjunct) if split_qualified(v.name) is not None
+                )
                 reference = self._find_var(first, start, end)
                 keyword = max(self.text.upper().rfind("FILTER", start, reference), start)
                 for var in expr_vars(conjunct):
                     if split_qualified(var.name) is None and var.name not in selected:
-                        raise self._error(self._find_var(var.name, keyword, end),
-                                          f"?{var.name} is not selected by {label}: a FILTER conjunct that reads "
-                                          f"another event can read only the variables {label} selects")
-                own = _map_vars(conjunct, lambda v: v if split_qualified(v.name) is not None
-                                else ast.Var(qualified(label, v.name)))
+                        raise self._error(
+                            self._find_var(var.name, keyword, end),
+                            f"?{var.name} is not selected by {label}: a FILTER conjunct that reads "
+                            f"another event can read only the variables {label} selects",
+                        )
+                own = _map_vars(
+                    conjunct,
+                    lambda v: (
+                        v
+                        if split_qualified(v.name) is not None
+                        else ast.Var(qualified(label, v.name))
+                    ),
+                )
                 pending.append((own, reference, end, label))
             if kept:
                 expr = kept[0]
                 for more in kept[1:]:
                     expr = ast.BinaryOp("&&", expr, more)
                 elements.append(ast.Filter(expr))
-        query = dataclasses.replace(query, where=dataclasses.replace(query.where, elements=tuple(elements)))
+        query = dataclasses.replace(
+            query, where=dataclasses.replace(query.where, elements=tuple(elements))
+        )
         for var in _vars_in(query):
             if split_qualified(var.name) is not None:
-                raise self._error(self._find_var(var.name, start, end),
-                                  f"{'.?'.join(split_qualified(var.name))}: another event's variable can be read "
-                                  f"only in a FILTER of the event's top-level group (or in WITH)")
+                raise self._error(
+                    self._find_var(var.name, start, end),
+                    f"{'.?'.join(split_qualified(var.name))}: another event's variable can be read "
+                    f"only in a FILTER of the event's top-level group (or in WITH)",
+                )
         return query
 
     def _check_labels(self, predicates: list[Predicate]) -> None:
@@ -477,15 +601,23 @@ class _Builder:
                 ref = next(r for r, owner in self._refs if owner == p.label)
                 target = seen.get(p.within.ref)
                 if target is None or target.kind not in ("trigger", "positive"):
-                    raise self._error(ref.start_pos, f"WITHIN ... FROM {p.within.ref}: no earlier selected "
-                                                     f"event is labelled {p.within.ref!r}")
+                    raise self._error(
+                        ref.start_pos,
+                        f"WITHIN ... FROM {p.within.ref}: no earlier selected "
+                        f"event is labelled {p.within.ref!r}",
+                    )
             if p.between is not None:
                 for ref in (r for r, owner in self._refs if owner == p.label):
                     if str(ref) not in selected:
-                        raise self._error(ref.start_pos, f"BETWEEN ... {ref}: no selected event (the trigger, "
-                                                         f"LAST, FIRST or EACH) is labelled {str(ref)!r}")
+                        raise self._error(
+                            ref.start_pos,
+                            f"BETWEEN ... {ref}: no selected event (the trigger, "
+                            f"LAST, FIRST or EACH) is labelled {str(ref)!r}",
+                        )
                 if p.between.first == p.between.second:
-                    raise self._error_at(p.position, f"BETWEEN {p.between.first} AND {p.between.first} is empty")
+                    raise self._error_at(
+                        p.position, f"BETWEEN {p.between.first} AND {p.between.first} is empty"
+                    )
             seen[p.label] = p
 
     # ------------------------------------------------------------------ with
@@ -502,29 +634,49 @@ class _Builder:
                 if label not in kinds:
                     raise self._error(m.start(2), f"unknown event label {label!r}")
                 if kinds[label] != "aggregated":
-                    raise self._error(m.start(2), f"aggregates read events declared as `and {label} = [...]` "
-                                                  f"(no LAST/FIRST/EACH/NOT); {label} is not")
+                    raise self._error(
+                        m.start(2),
+                        f"aggregates read events declared as `and {label} = [...]` "
+                        f"(no LAST/FIRST/EACH/NOT); {label} is not",
+                    )
                 placeholder = f"__g{len(aggregates)}"
                 if ref is not None:
                     if ref not in kinds or kinds[ref] not in ("trigger", "positive"):
-                        raise self._error(m.start(6), f"WITHIN ... FROM {ref}: no selected event is labelled {ref!r}")
+                        raise self._error(
+                            m.start(6),
+                            f"WITHIN ... FROM {ref}: no selected event is labelled {ref!r}",
+                        )
                     if unit.lower() not in _UNIT:
                         raise self._error(m.start(5), f"unknown time unit {unit!r}")
-                    aggregates.append(Aggregate(fn.lower(), label, var, Within(
-                        self._duration(number, unit, m.start(4)), ref), placeholder))
+                    aggregates.append(
+                        Aggregate(
+                            fn.lower(),
+                            label,
+                            var,
+                            Within(self._duration(number, unit, m.start(4)), ref),
+                            placeholder,
+                        )
+                    )
                 else:
                     for group in (7, 8):
                         if kinds.get(m[group]) not in ("trigger", "positive"):
-                            raise self._error(m.start(group), f"BETWEEN ... {m[group]}: no selected event is "
-                                                              f"labelled {m[group]!r}")
+                            raise self._error(
+                                m.start(group),
+                                f"BETWEEN ... {m[group]}: no selected event is "
+                                f"labelled {m[group]!r}",
+                            )
                     if first == second:
                         raise self._error(m.start(7), f"BETWEEN {first} AND {first} is empty")
-                    aggregates.append(Aggregate(fn.lower(), label, var, None, placeholder, Between(first, second)))
+                    aggregates.append(
+                        Aggregate(fn.lower(), label, var, None, placeholder, Between(first, second))
+                    )
                 text = f"?{placeholder}"
-                span = self.text[m.start():m.end()]
-                filler = text + "".join("\n" if c == "\n" else " " for c in span[len(text):])
-                rewritten[m.start() - start:m.end() - start] = list(filler)
-            query = self._sparql(start, end, "".join(rewritten), before="SELECT * WHERE { FILTER (", after=") }")
+                span = self.text[m.start() : m.end()]
+                filler = text + "".join("\n" if c == "\n" else " " for c in span[len(text) :])
+                rewritten[m.start() - start : m.end() - start] = list(filler)
+            query = self._sparql(
+                start, end, "".join(rewritten), before="SELECT * WHERE { FILTER (", after=") }"
+            )
             (element,) = query.where.elements
             expr = element.expr
             lead = len(self.text[start:end]) - len(self.text[start:end].lstrip())
@@ -538,22 +690,29 @@ class _Builder:
             conditions.append(self._condition(expr, kinds, start + lead, end, item))
         return aggregates, conditions, assignments
 
-    def _condition(self, expr: ast.Expr, kinds: dict, start: int, end: int, text: str,
-                   event: Optional[str] = None) -> Condition:
+    def _condition(
+        self, expr: ast.Expr, kinds: dict, start: int, end: int, text: str, event: str | None = None
+    ) -> Condition:
         """A constraint over the events it names: at most one NOT or aggregated event, and an
         aggregate's value never beside a NOT or aggregated event's variable."""
         pos = self._pos(start)
         labels = self._check_vars(expr, kinds, start, end, allow_aggregated=True)
         used = frozenset(v.name for v in expr_vars(expr) if v.name.startswith("__g"))
         kinds_used = {kinds[label] for label in labels}
-        if len(kinds_used & {"negative", "aggregated"}) > 1 or \
-                len({label for label in labels if kinds[label] in ("negative", "aggregated")}) > 1:
+        if (
+            len(kinds_used & {"negative", "aggregated"}) > 1
+            or len({label for label in labels if kinds[label] in ("negative", "aggregated")}) > 1
+        ):
             raise self._error_at(pos, "a condition can mention at most one NOT or aggregated event")
         if used and kinds_used & {"negative", "aggregated"}:
-            raise self._error_at(pos, "a condition on an aggregate cannot also mention a NOT or aggregated event")
+            raise self._error_at(
+                pos, "a condition on an aggregate cannot also mention a NOT or aggregated event"
+            )
         return Condition(expr, frozenset(labels), used, pos, text, event)
 
-    def _check_vars(self, expr: ast.Expr, kinds: dict, start: int, end: int, allow_aggregated: bool) -> set[str]:
+    def _check_vars(
+        self, expr: ast.Expr, kinds: dict, start: int, end: int, allow_aggregated: bool
+    ) -> set[str]:
         labels = set()
         for var in expr_vars(expr):
             parts = split_qualified(var.name)
@@ -561,12 +720,16 @@ class _Builder:
                 continue
             offset = self._find_var(var.name, start, end)
             if parts is None:
-                raise self._error(offset, f"?{var.name}: write the event's variable as <label>.?{var.name}")
+                raise self._error(
+                    offset, f"?{var.name}: write the event's variable as <label>.?{var.name}"
+                )
             label, _ = parts
             if label not in kinds:
                 raise self._error(offset, f"unknown event label {label!r}")
             if kinds[label] in ("negative", "aggregated") and not allow_aggregated:
-                raise self._error(offset, f"{label} is a NOT or aggregated event: it has no value in a match")
+                raise self._error(
+                    offset, f"{label} is a NOT or aggregated event: it has no value in a match"
+                )
             labels.add(label)
         return labels
 
@@ -576,18 +739,24 @@ class _Builder:
         found = re.compile(re.escape(needle) + r"(?!\w)").search(self.text, start, end)
         return found.start() if found else start
 
-    def _check_template(self, template, kinds: dict, assignments: list[Assignment], start: int) -> None:
+    def _check_template(
+        self, template, kinds: dict, assignments: list[Assignment], start: int
+    ) -> None:
         for t in template:
             for term in (t.subject, t.predicate, t.object):
                 if isinstance(term, ast.Var):
                     parts = split_qualified(term.name)
-                    if parts and (parts[0] not in kinds or kinds[parts[0]] not in ("trigger", "positive")):
-                        raise self._error(self._find_var(term.name, start, len(self.text)),
-                                          f"the template reads {parts[0]}.?{parts[1]}, but {parts[0]} is not "
-                                          f"a selected event")
+                    if parts and (
+                        parts[0] not in kinds or kinds[parts[0]] not in ("trigger", "positive")
+                    ):
+                        raise self._error(
+                            self._find_var(term.name, start, len(self.text)),
+                            f"the template reads {parts[0]}.?{parts[1]}, but {parts[0]} is not "
+                            f"a selected event",
+                        )
 
 
-def _assigned(expr: ast.Expr, name: Optional[str]) -> Optional[str]:
+def _assigned(expr: ast.Expr, name: str | None) -> str | None:
     """The template variable ``expr`` assigns (``?x = ...``, or ``Fire.?x = ...`` in rule
     ``define Fire``), else None."""
     if not (isinstance(expr, ast.BinaryOp) and expr.op == "=" and isinstance(expr.left, ast.Var)):
@@ -627,7 +796,11 @@ _EXPRESSIONS = (ast.Var, ast.BinaryOp, ast.UnaryOp, ast.FunctionCall, ast.In, as
 def expr_vars(expr) -> list[ast.Var]:
     """The variables an expression reads (with repetitions), not those of a graph pattern
     or a timestamp() call inside it."""
-    return [n for n in walk(expr, prune=lambda n: not isinstance(n, _EXPRESSIONS)) if isinstance(n, ast.Var)]
+    return [
+        n
+        for n in walk(expr, prune=lambda n: not isinstance(n, _EXPRESSIONS))
+        if isinstance(n, ast.Var)
+    ]
 
 
 def _split_items(text: str, start: int, end: int) -> list[tuple[int, int]]:

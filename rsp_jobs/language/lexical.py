@@ -1,5 +1,6 @@
 """The text of the tokens ``sparql_terminals.lark`` defines, as the C-SPARQL, DOTR and TA-SPARQL
 builders read them: one reading of strings, escapes and prefixed names for all three."""
+
 from __future__ import annotations
 
 import re

@@ -5,25 +5,31 @@
 BASE, unescaping strings and expanding blank-node property lists on the way. Every problem is
 reported as a ``QuerySyntaxError`` or ``UnsupportedConstruct`` naming the file, line and column.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import NamedTuple
 
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.visitors import Discard
 
 from rsp_jobs.errors import QuerySyntaxError, UnsupportedConstruct
-from rsp_jobs.language.diagnostics import check_depth, check_literals, syntax_error, terminal_display
-from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.language import ast
+from rsp_jobs.language.diagnostics import (
+    check_depth,
+    check_literals,
+    syntax_error,
+    terminal_display,
+)
+from rsp_jobs.language.lexical import local_name, string_value, unescape
 from rsp_jobs.textfile import read_text
-from rsp_jobs.tree import walk
 from rsp_jobs.times import parse_duration
+from rsp_jobs.tree import walk
 
 __all__ = ["parse_query", "parse_query_file"]
 
@@ -40,8 +46,10 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
     check_depth(tree, source)
     check_literals(tree, source)
     _check_size(tree, source)
-    used_labels = {str(t)[2:] for t in tree.scan_values(
-        lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")}
+    used_labels = {
+        str(t)[2:]
+        for t in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "BLANK_NODE_LABEL")
+    }
     try:
         fields = _AstBuilder(source, used_labels).transform(tree)
     except VisitError as err:  # lark wraps whatever a callback raises
@@ -61,15 +69,23 @@ def _check_size(tree: Tree, source: str) -> None:
             if patterns + len(node.children) > MAX_PATTERNS:
                 first_past = node.children[MAX_PATTERNS - patterns]
                 where = first_past.meta if isinstance(first_past, Tree) else first_past
-                raise QuerySyntaxError(source, where.line, where.column,
-                                       f"more than {MAX_PATTERNS} triple patterns in one query; split it into "
-                                       "queries chained by REGISTER STREAM")
+                raise QuerySyntaxError(
+                    source,
+                    where.line,
+                    where.column,
+                    f"more than {MAX_PATTERNS} triple patterns in one query; split it into "
+                    "queries chained by REGISTER STREAM",
+                )
             patterns += len(node.children)
         elif node.data == "bind":
             binds += 1
             if binds > MAX_BINDS:
-                raise QuerySyntaxError(source, node.meta.line, node.meta.column,
-                                       f"more than {MAX_BINDS} BINDs in one query; compute fewer values per query")
+                raise QuerySyntaxError(
+                    source,
+                    node.meta.line,
+                    node.meta.column,
+                    f"more than {MAX_BINDS} BINDs in one query; compute fewer values per query",
+                )
 
 
 def _check_registration(query: ast.Query) -> None:
@@ -79,10 +95,14 @@ def _check_registration(query: ast.Query) -> None:
     if reg is None or reg.kind != "STREAM" or query.form in ("CONSTRUCT", "DESCRIBE"):
         return
     where = reg.position or ast.Position(1, 1)
-    raise QuerySyntaxError(query.source, where.line, where.column,
-                           f"REGISTER STREAM needs a query that yields triples, CONSTRUCT or DESCRIBE "
-                           f"(C-SPARQL: only those can be registered as streams); this one is {query.form}: "
-                           "register it as REGISTER QUERY, or CONSTRUCT the triples its stream should carry")
+    raise QuerySyntaxError(
+        query.source,
+        where.line,
+        where.column,
+        f"REGISTER STREAM needs a query that yields triples, CONSTRUCT or DESCRIBE "
+        f"(C-SPARQL: only those can be registered as streams); this one is {query.form}: "
+        "register it as REGISTER QUERY, or CONSTRUCT the triples its stream should carry",
+    )
 
 
 def _check_blank_nodes(node, source: str) -> None:
@@ -90,11 +110,15 @@ def _check_blank_nodes(node, source: str) -> None:
     ``timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)``)."""
     for n in walk(node):
         if isinstance(n, _BlankInExpression):
-            raise QuerySyntaxError(source, n.line, n.column,
-                                   "a blank node can stand in an expression only as an argument of timestamp()")
+            raise QuerySyntaxError(
+                source,
+                n.line,
+                n.column,
+                "a blank node can stand in an expression only as an argument of timestamp()",
+            )
 
 
-def parse_query_file(path: Union[str, Path]) -> ast.Query:
+def parse_query_file(path: str | Path) -> ast.Query:
     """Parse the query in a file, naming the file in error messages."""
     return parse_query(read_text(path, "query"), source=str(path))
 
@@ -116,18 +140,33 @@ MAX_BINDS = 100
 @cache
 def _parser() -> Lark:
     """Built once per process: building the LALR tables costs far more than a parse."""
-    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True)
+    return Lark.open(
+        str(_GRAMMAR),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
 
 
 # Names for the terminals that are patterns, in "expected one of: ..." lists; keywords and
 # punctuation are shown as written.
 _TERMINAL_NAMES = {
-    "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "VAR": "variable",
-    "BLANK_NODE_LABEL": "blank node", "STRING": "string", "NUMBER": "number",
-    "SIGNED_NUMBER": "number", "INTEGER": "integer", "LANGTAG": "language tag",
-    "DURATION": "duration (e.g. 3s, PT3S)", "ISO_DURATION": "duration (e.g. 3s, PT3S)",
-    "NAME": "query name", "FUNCTION_NAME": "function name", "$END": "end of input",
+    "IRIREF": "IRI",
+    "PNAME_LN": "prefixed name",
+    "PNAME_NS": "prefix",
+    "VAR": "variable",
+    "BLANK_NODE_LABEL": "blank node",
+    "STRING": "string",
+    "NUMBER": "number",
+    "SIGNED_NUMBER": "number",
+    "INTEGER": "integer",
+    "LANGTAG": "language tag",
+    "DURATION": "duration (e.g. 3s, PT3S)",
+    "ISO_DURATION": "duration (e.g. 3s, PT3S)",
+    "NAME": "query name",
+    "FUNCTION_NAME": "function name",
+    "$END": "end of input",
 }
 
 
@@ -136,7 +175,9 @@ def _terminal_display() -> dict[str, str]:
     return terminal_display(_parser(), _TERMINAL_NAMES)
 
 
-def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
+def _syntax_error(
+    err: UnexpectedToken | UnexpectedCharacters, text: str, source: str
+) -> QuerySyntaxError:
     return syntax_error(err, text, source, _terminal_display())
 
 
@@ -147,17 +188,65 @@ _NUMERIC = {ast.XSD + "integer", ast.XSD + "decimal", ast.XSD + "double"}
 _TIMESTAMP_IRI = ast.CSPARQL_FUNCTIONS + "timestamp"
 
 # Built-in functions: lower-case name -> (fewest, most) arguments.
-_BUILTINS: dict[str, tuple[int, Optional[int]]] = {
-    **dict.fromkeys(["str", "lang", "datatype", "bound", "iri", "uri", "abs", "ceil", "floor",
-                     "round", "strlen", "ucase", "lcase", "encode_for_uri", "year", "month",
-                     "day", "hours", "minutes", "seconds", "timezone", "tz", "md5", "sha1",
-                     "sha256", "sha384", "sha512", "isiri", "isuri", "isblank", "isliteral",
-                     "isnumeric"], (1, 1)),
-    **dict.fromkeys(["langmatches", "contains", "strstarts", "strends", "strbefore",
-                     "strafter", "strlang", "strdt", "sameterm"], (2, 2)),
+_BUILTINS: dict[str, tuple[int, int | None]] = {
+    **dict.fromkeys(
+        [
+            "str",
+            "lang",
+            "datatype",
+            "bound",
+            "iri",
+            "uri",
+            "abs",
+            "ceil",
+            "floor",
+            "round",
+            "strlen",
+            "ucase",
+            "lcase",
+            "encode_for_uri",
+            "year",
+            "month",
+            "day",
+            "hours",
+            "minutes",
+            "seconds",
+            "timezone",
+            "tz",
+            "md5",
+            "sha1",
+            "sha256",
+            "sha384",
+            "sha512",
+            "isiri",
+            "isuri",
+            "isblank",
+            "isliteral",
+            "isnumeric",
+        ],
+        (1, 1),
+    ),
+    **dict.fromkeys(
+        [
+            "langmatches",
+            "contains",
+            "strstarts",
+            "strends",
+            "strbefore",
+            "strafter",
+            "strlang",
+            "strdt",
+            "sameterm",
+        ],
+        (2, 2),
+    ),
     **dict.fromkeys(["now", "rand", "uuid", "struuid"], (0, 0)),
     **dict.fromkeys(["concat", "coalesce"], (0, None)),  # any number
-    "bnode": (0, 1), "regex": (2, 3), "substr": (2, 3), "replace": (3, 4), "if": (3, 3),
+    "bnode": (0, 1),
+    "regex": (2, 3),
+    "substr": (2, 3),
+    "replace": (3, 4),
+    "if": (3, 3),
     "timestamp": (3, 3),
     # EP-SPARQL's interval built-ins (section 3.1): the duration, start and end of a match.
     **dict.fromkeys(["getduration", "getstarttime", "getendtime"], (0, 0)),
@@ -195,7 +284,7 @@ class _AstBuilder(Transformer):
         self._used_labels = used_labels
         self._next_label = 0
         self._prefixes: dict[str, str] = {}
-        self._base: Optional[str] = None
+        self._base: str | None = None
 
     def _error(self, where, message: str) -> QuerySyntaxError:
         """An error at a token or a rule's ``meta``."""
@@ -220,8 +309,12 @@ class _AstBuilder(Transformer):
 
     def start(self, children):
         *registration, fields = children
-        return dict(fields, registration=registration[0] if registration else None,
-                    prefixes=tuple(self._prefixes.items()), base=self._base)
+        return dict(
+            fields,
+            registration=registration[0] if registration else None,
+            prefixes=tuple(self._prefixes.items()),
+            base=self._base,
+        )
 
     def prologue(self, _):
         return Discard
@@ -236,8 +329,9 @@ class _AstBuilder(Transformer):
     @v_args(meta=True)
     def registration(self, meta, children):
         kind, name, every = children
-        return ast.Registration(kind, name.value if isinstance(name, ast.IRI) else str(name),
-                                every, _position(meta))
+        return ast.Registration(
+            kind, name.value if isinstance(name, ast.IRI) else str(name), every, _position(meta)
+        )
 
     def registration_kind(self, children):
         return children[0].upper()
@@ -247,14 +341,24 @@ class _AstBuilder(Transformer):
     def _form(self, form: str, children: list, **fields) -> dict:
         """The fields common to every form, from ``dataset_clause* where aggregate_clause*
         modifiers values?`` (DESCRIBE's where may be missing: the empty group)."""
-        where = next((c for c in children if isinstance(c, (ast.GroupPattern, ast.SubSelect))), ast.GroupPattern(()))
-        if isinstance(where, ast.SubSelect):  # WHERE { SELECT ... }: the group holding just the subquery
+        where = next(
+            (c for c in children if isinstance(c, (ast.GroupPattern, ast.SubSelect))),
+            ast.GroupPattern(()),
+        )
+        if isinstance(
+            where, ast.SubSelect
+        ):  # WHERE { SELECT ... }: the group holding just the subquery
             where = ast.GroupPattern((where,))
         modifiers = next(c for c in children if isinstance(c, dict))
-        return dict(fields, **modifiers, form=form, where=where,
-                    aggregates=tuple(c for c in children if isinstance(c, ast.AggregateClause)),
-                    streams=tuple(c for c in children if isinstance(c, ast.StreamClause)),
-                    graphs=tuple(c for c in children if isinstance(c, ast.GraphClause)))
+        return dict(
+            fields,
+            **modifiers,
+            form=form,
+            where=where,
+            aggregates=tuple(c for c in children if isinstance(c, ast.AggregateClause)),
+            streams=tuple(c for c in children if isinstance(c, ast.StreamClause)),
+            graphs=tuple(c for c in children if isinstance(c, ast.GraphClause)),
+        )
 
     def select_query(self, children):
         (distinct, projection), *rest = children
@@ -291,8 +395,11 @@ class _AstBuilder(Transformer):
     def bare_name(self, children):
         (token,) = children
         if "" not in self._prefixes:
-            raise self._error(token, f"the bare name {str(token)!r} is read as ':{token}' (EP-SPARQL's examples "
-                                     "write names so), but the default prefix is not declared: add PREFIX : <...>")
+            raise self._error(
+                token,
+                f"the bare name {str(token)!r} is read as ':{token}' (EP-SPARQL's examples "
+                "write names so), but the default prefix is not declared: add PREFIX : <...>",
+            )
         return ast.IRI(self._prefixes[""] + str(token))
 
     def construct_query(self, children):
@@ -302,7 +409,9 @@ class _AstBuilder(Transformer):
     def construct_where(self, children):
         template = next(c for c in children if isinstance(c, tuple))
         where = ast.GroupPattern((ast.TriplesBlock(template),) if template else ())
-        return self._form("CONSTRUCT", [c for c in children if c is not template] + [where], template=template)
+        return self._form(
+            "CONSTRUCT", [c for c in children if c is not template] + [where], template=template
+        )
 
     def construct_template(self, children):
         return tuple(children[0] or ())
@@ -318,7 +427,9 @@ class _AstBuilder(Transformer):
     @v_args(meta=True)
     def aggregate_clause(self, meta, children):
         var, aggregate, group, condition = children
-        return ast.AggregateClause(var, aggregate, group, condition.expr if condition else None, _position(meta))
+        return ast.AggregateClause(
+            var, aggregate, group, condition.expr if condition else None, _position(meta)
+        )
 
     def aggregate_function(self, children):
         """``COUNT`` as the paper prints it (the group's solutions), or ``FUN([DISTINCT] ?x)``;
@@ -327,9 +438,12 @@ class _AstBuilder(Transformer):
         distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in children[1:])
         arg = next((c for c in children[1:] if isinstance(c, ast.Var)), None)
         if arg is None and name.upper() != "COUNT":
-            raise self._error(name, f"{name.upper()} in an AGGREGATE clause needs the variable it aggregates, "
-                                    f"e.g. (?total, {name.upper()}(?x), {{?group}}); only COUNT counts the "
-                                    "group's solutions without one")
+            raise self._error(
+                name,
+                f"{name.upper()} in an AGGREGATE clause needs the variable it aggregates, "
+                f"e.g. (?total, {name.upper()}(?x), {{?group}}); only COUNT counts the "
+                "group's solutions without one",
+            )
         return ast.Aggregate(name.lower(), arg, distinct)
 
     def aggregate_group(self, children):
@@ -392,8 +506,12 @@ class _AstBuilder(Transformer):
 
     def solution_modifier(self, children):
         group_by, having, order_by, limit_offset = children
-        return dict(group_by=group_by or (), having=having or (), order_by=order_by or (),
-                    **(limit_offset or {}))
+        return dict(
+            group_by=group_by or (),
+            having=having or (),
+            order_by=order_by or (),
+            **(limit_offset or {}),
+        )
 
     def group_clause(self, children):
         return tuple(children)
@@ -429,14 +547,23 @@ class _AstBuilder(Transformer):
     # ---------------------------------------------------------------------- graph patterns
 
     def group_graph_pattern(self, children):
-        return ast.GroupPattern(tuple(
-            ast.TriplesBlock(tuple(c)) if isinstance(c, list) else c for c in children))
+        return ast.GroupPattern(
+            tuple(ast.TriplesBlock(tuple(c)) if isinstance(c, list) else c for c in children)
+        )
 
     def subquery(self, children):
         """SPARQL 1.1 section 12: a SELECT nested in a pattern, evaluated on its own."""
         (distinct, projection), where, modifiers = children[:3]  # a VALUES clause raises on its own
-        return ast.SubSelect(ast.Query(form="SELECT", where=where, projection=projection, distinct=distinct,
-                                       **modifiers, source=self._source))
+        return ast.SubSelect(
+            ast.Query(
+                form="SELECT",
+                where=where,
+                projection=projection,
+                distinct=distinct,
+                **modifiers,
+                source=self._source,
+            )
+        )
 
     def group_or_union(self, children):
         return _fold_operators(children)
@@ -530,8 +657,12 @@ class _AstBuilder(Transformer):
     def unary(self, children):
         """``-1`` arrives as ``-`` and ``1``: it is the literal -1, as in SPARQL."""
         op, operand = children
-        if (op in "+-" and isinstance(operand, ast.Literal) and operand.datatype in _NUMERIC
-                and operand.lexical[0] not in "+-"):
+        if (
+            op in "+-"
+            and isinstance(operand, ast.Literal)
+            and operand.datatype in _NUMERIC
+            and operand.lexical[0] not in "+-"
+        ):
             return ast.Literal(op + operand.lexical, operand.datatype)
         return ast.UnaryOp(op.value, operand)
 
@@ -553,7 +684,7 @@ class _AstBuilder(Transformer):
             raise self._error(name_token, f"unknown function {str(name_token)!r}")
         fewest, most = _BUILTINS[name]
         if len(args) < fewest or (most is not None and len(args) > most):
-            wanted = (f"{fewest}" if fewest == most else f"{fewest} or {most}")
+            wanted = f"{fewest}" if fewest == most else f"{fewest} or {most}"
             raise self._error(name_token, f"{name}() takes {wanted} argument(s), not {len(args)}")
         if name == "bound" and not isinstance(args[0], ast.Var):
             raise self._error(name_token, "bound() takes a variable")
@@ -574,20 +705,35 @@ class _AstBuilder(Transformer):
         """Tutorial 004: ``timestamp(variable|IRI|bn, variable|IRI, variable|IRI|bn|literal)``;
         a blank node matches any term there."""
         args = [a.node if isinstance(a, _BlankInExpression) else a for a in args]
-        allowed = ((ast.Var, ast.IRI, ast.BNode), (ast.Var, ast.IRI), (ast.Var, ast.IRI, ast.BNode, ast.Literal))
+        allowed = (
+            (ast.Var, ast.IRI, ast.BNode),
+            (ast.Var, ast.IRI),
+            (ast.Var, ast.IRI, ast.BNode, ast.Literal),
+        )
         for arg, kinds, position in zip(args, allowed, ("subject", "predicate", "object")):
             if not isinstance(arg, kinds):
-                names = {ast.Var: "a variable", ast.IRI: "an IRI", ast.BNode: "a blank node", ast.Literal: "a literal"}
-                raise self._error(where, f"timestamp()'s {position} must be "
-                                         f"{' or '.join(names[k] for k in kinds)}")
+                names = {
+                    ast.Var: "a variable",
+                    ast.IRI: "an IRI",
+                    ast.BNode: "a blank node",
+                    ast.Literal: "a literal",
+                }
+                raise self._error(
+                    where,
+                    f"timestamp()'s {position} must be {' or '.join(names[k] for k in kinds)}",
+                )
         return ast.Timestamp(*args)
 
     def aggregate(self, children):
         name, distinct, expr, separator = children
         if separator is not None and name.upper() != "GROUP_CONCAT":
             raise self._error(separator, "only GROUP_CONCAT takes a SEPARATOR")
-        return ast.Aggregate(name.lower(), expr, distinct is not None,
-                             None if separator is None else string_value(separator))
+        return ast.Aggregate(
+            name.lower(),
+            expr,
+            distinct is not None,
+            None if separator is None else string_value(separator),
+        )
 
     def count_all(self, children):
         return ast.Aggregate("count", None, children[1] is not None)
@@ -665,13 +811,15 @@ def _arithmetic(first: ast.Expr, operations: list[tuple[str, ast.Expr]]) -> ast.
     return expr
 
 
-def _fold_operators(chain: list) -> Union[ast.GroupPattern, ast.UnionPattern, ast.EventPattern]:
+def _fold_operators(chain: list) -> ast.GroupPattern | ast.UnionPattern | ast.EventPattern:
     """``g (op g)*`` folded left to right, all operators at one precedence (EP-SPARQL 3.1);
     a chain of UNIONs alone stays one ``UnionPattern``, as plain SPARQL has it."""
     node = chain[0]
     for op, right in zip(chain[1::2], chain[2::2]):
         if op == "UNION":
-            alternatives = node.alternatives if isinstance(node, ast.UnionPattern) else (_as_group(node),)
+            alternatives = (
+                node.alternatives if isinstance(node, ast.UnionPattern) else (_as_group(node),)
+            )
             node = ast.UnionPattern((*alternatives, right))
         else:
             node = ast.EventPattern(op, _as_group(node), right)
@@ -684,7 +832,8 @@ def _as_group(node) -> ast.GroupPattern:
 
 # RFC 3986 appendix B: scheme, authority, path, query, fragment.
 _IRI_PARTS = re.compile(
-    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL
+)
 
 
 def _resolve(base: str, reference: str) -> str:
@@ -703,12 +852,16 @@ def _resolve(base: str, reference: str) -> str:
             if base_authority is not None and not base_path:
                 path = "/" + path
             else:
-                path = base_path[:base_path.rfind("/") + 1] + path
-    return "".join([f"{scheme}:" if scheme is not None else "",
-                    f"//{authority}" if authority is not None else "",
-                    _remove_dot_segments(path),
-                    f"?{query}" if query is not None else "",
-                    f"#{fragment}" if fragment is not None else ""])
+                path = base_path[: base_path.rfind("/") + 1] + path
+    return "".join(
+        [
+            f"{scheme}:" if scheme is not None else "",
+            f"//{authority}" if authority is not None else "",
+            _remove_dot_segments(path),
+            f"?{query}" if query is not None else "",
+            f"#{fragment}" if fragment is not None else "",
+        ]
+    )
 
 
 def _remove_dot_segments(path: str) -> str:
@@ -730,4 +883,3 @@ def _remove_dot_segments(path: str) -> str:
         else:
             output.append(segment)
     return "/".join(output)
-

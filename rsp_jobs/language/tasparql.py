@@ -7,6 +7,7 @@ frame store. Terms are kept as the store writes them (N-Triples text, through rd
 variables and their selectors are collected once per query, and every problem is a
 QuerySyntaxError naming line and column.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,14 +15,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from lark import Lark, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from rdflib import Literal, URIRef
 
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.language.diagnostics import check_depth, check_literals, excerpt, syntax_error, terminal_display
+from rsp_jobs.language.diagnostics import (
+    check_depth,
+    check_literals,
+    excerpt,
+    syntax_error,
+    terminal_display,
+)
 from rsp_jobs.language.lexical import local_name, string_body, unescape
 from rsp_jobs.terms import DSV, XSD, XSD_BOOLEAN, XSD_DATE, XSD_DATETIME, time_interval, to_nt
 from rsp_jobs.times import parse_datetime
@@ -31,7 +38,12 @@ HAS_TIMESTAMP = DSV + "hasTimestamp"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 # Declared unless the query declares them itself.
 # Table 2 spells the vocabulary dso:, §4-§5 dsv:; both name it.
-DEFAULT_PREFIXES = {"xsd": XSD, "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "dsv": DSV, "dso": DSV}
+DEFAULT_PREFIXES = {
+    "xsd": XSD,
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "dsv": DSV,
+    "dso": DSV,
+}
 
 _GRAMMAR = Path(__file__).with_name("tasparql.lark")
 MAX_COUNT = 2**63 - 1  # LIMIT, OFFSET
@@ -58,7 +70,7 @@ class Const:
     nt: str
 
 
-Term = Union[Var, Const]
+Term = Var | Const
 
 
 @dataclass(frozen=True)
@@ -75,7 +87,7 @@ class Selector:
 @dataclass(frozen=True)
 class Triple:
     frame: str
-    subject: Optional[Term]  # None: any subject (the frame's content, TA-RDF's r[t] p o)
+    subject: Term | None  # None: any subject (the frame's content, TA-RDF's r[t] p o)
     predicate: Term
     obj: Term
 
@@ -117,7 +129,7 @@ class Invariant:
 class Call:
     name: str
     args: tuple
-    pos: "Pos"
+    pos: Pos
 
 
 # expressions
@@ -178,10 +190,12 @@ class BasicPattern:
     stamps: tuple[Stamp, ...] = ()
 
     @classmethod
-    def of(cls, patterns) -> "BasicPattern":
+    def of(cls, patterns) -> BasicPattern:
         """The patterns of a group, as written, sorted by kind (each kind keeps its order)."""
+
         def kind(k):
             return tuple(p for p in patterns if isinstance(p, k))
+
         return cls(kind(Triple), kind(Membership), kind(Link), kind(Invariant), kind(Stamp))
 
     def frames(self) -> tuple[str, ...]:
@@ -199,14 +213,14 @@ class BasicPattern:
 class UnionPattern:
     """``{ P1 } UNION { P2 } ...``: the solutions of each branch (SPARQL 1.1 §18.2.2.6)."""
 
-    branches: tuple["GroupPattern", ...]
+    branches: tuple[GroupPattern, ...]
 
 
 @dataclass(frozen=True)
 class OptionalPattern:
     """``OPTIONAL { P FILTER(F) }``: LeftJoin(what comes before, P, F) (SPARQL 1.1 §18.2.2.6)."""
 
-    group: "GroupPattern"
+    group: GroupPattern
 
 
 @dataclass(frozen=True)
@@ -219,7 +233,7 @@ class GroupPattern:
     filters: tuple = ()
 
     @property
-    def basic(self) -> Optional[BasicPattern]:
+    def basic(self) -> BasicPattern | None:
         """The one BasicPattern of a group with no OPTIONAL or UNION, else None."""
         if len(self.elements) == 1 and isinstance(self.elements[0], BasicPattern):
             return self.elements[0]
@@ -237,7 +251,7 @@ class FrameVariable:
 
     name: str
     pos: Pos
-    selector: Optional[Selector]
+    selector: Selector | None
 
 
 @dataclass(frozen=True)
@@ -248,11 +262,11 @@ class Query:
     items: tuple[Item, ...]
     frames: tuple[FrameVariable, ...]  # in order of appearance
     where: GroupPattern
-    group_by: Optional[tuple[Any, ...]]
-    having: Optional[Any]
+    group_by: tuple[Any, ...] | None
+    having: Any | None
     order_by: tuple[tuple[Any, bool], ...]
-    limit: Optional[int]
-    offset: Optional[int]
+    limit: int | None
+    offset: int | None
     source: str = "<query>"  # the file or argument it came from, for messages
 
 
@@ -262,8 +276,13 @@ class Query:
 @cache
 def _parser() -> Lark:
     """Built once per process: building the LALR tables costs far more than a parse."""
-    return Lark.open(str(_GRAMMAR), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True)
+    return Lark.open(
+        str(_GRAMMAR),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
 
 
 def parse(text: str, source: str = "<query>") -> Query:
@@ -281,10 +300,20 @@ def parse(text: str, source: str = "<query>") -> Query:
 
 
 _TERMINAL_NAMES = {
-    "IRIREF": "IRI", "PNAME_LN": "prefixed name", "PNAME_NS": "prefix", "VAR": "variable",
-    "VAR_TIME": "frame time (?x.t)", "STRING": "string", "NUMBER": "number", "INTEGER": "integer",
-    "LANGTAG": "language tag", "ISO_TIME": "date-time", "COMPARE": "comparison",
-    "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'", "AGGREGATE": "SUM, AVG, MIN or MAX",
+    "IRIREF": "IRI",
+    "PNAME_LN": "prefixed name",
+    "PNAME_NS": "prefix",
+    "VAR": "variable",
+    "VAR_TIME": "frame time (?x.t)",
+    "STRING": "string",
+    "NUMBER": "number",
+    "INTEGER": "integer",
+    "LANGTAG": "language tag",
+    "ISO_TIME": "date-time",
+    "COMPARE": "comparison",
+    "ADD_OP": "'+' or '-'",
+    "MUL_OP": "'*' or '/'",
+    "AGGREGATE": "SUM, AVG, MIN or MAX",
     "$END": "end of input",
 }
 
@@ -294,16 +323,16 @@ def _terminal_display() -> dict[str, str]:
     return terminal_display(_parser(), _TERMINAL_NAMES)
 
 
-def _syntax_error(err: Union[UnexpectedToken, UnexpectedCharacters], text: str, source: str) -> QuerySyntaxError:
+def _syntax_error(
+    err: UnexpectedToken | UnexpectedCharacters, text: str, source: str
+) -> QuerySyntaxError:
     return syntax_error(err, text, source, _terminal_display())
 
 
 _ISO_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
 
 
-
-
-def iso_time(text: str) -> Optional[datetime]:
+def iso_time(text: str) -> datetime | None:
     """An ISO 8601 date-time in UTC (no offset: UTC), or None when ``text`` is not one."""
     if not _ISO_DATETIME.fullmatch(text):
         return None
@@ -354,17 +383,32 @@ class _Builder(Transformer):
         distinct, items, where, group_by, having, order_by, limit_offset = children
         f = self._frames
         if items is None:  # SELECT *: every variable, in order of appearance
-            items = tuple(Item(name, VarRef(name, pos), pos) for name, pos in self._variables.items()
-                          if name not in f.hidden)
+            items = tuple(
+                Item(name, VarRef(name, pos), pos)
+                for name, pos in self._variables.items()
+                if name not in f.hidden
+            )
         names = set()
         for item in items:
             if item.name in names:
                 raise self._error(item.pos, f"?{item.name} is projected twice")
             names.add(item.name)
         limit, offset = limit_offset or (None, None)
-        frames = tuple(FrameVariable(name, pos, f.selectors.get(name)) for name, pos in f.names.items())
-        return Query(distinct is not None, items, frames, where, group_by, having, order_by or (), limit, offset,
-                     self._source)
+        frames = tuple(
+            FrameVariable(name, pos, f.selectors.get(name)) for name, pos in f.names.items()
+        )
+        return Query(
+            distinct is not None,
+            items,
+            frames,
+            where,
+            group_by,
+            having,
+            order_by or (),
+            limit,
+            offset,
+            self._source,
+        )
 
     def select_items(self, children):
         return tuple(children)
@@ -376,8 +420,15 @@ class _Builder(Transformer):
         """The paper's ``SELECT sum(?rain)``: an aggregate without AS, named after what it
         aggregates (``sum_rain``; ``count`` for COUNT(*))."""
         (agg,) = children
-        name = agg.name if agg.arg is None else (
-            f"{agg.name}_{agg.arg.name}" if isinstance(agg.arg, (VarRef, FrameTime)) else f"{agg.name}_{agg.pos.column}")
+        name = (
+            agg.name
+            if agg.arg is None
+            else (
+                f"{agg.name}_{agg.arg.name}"
+                if isinstance(agg.arg, (VarRef, FrameTime))
+                else f"{agg.name}_{agg.pos.column}"
+            )
+        )
         return Item(name, agg, agg.pos)
 
     def select_var(self, children):
@@ -422,7 +473,10 @@ class _Builder(Transformer):
                 elements.append(child)
             else:
                 filters.append(child)
-        return GroupPattern(tuple(BasicPattern.of(e) if isinstance(e, list) else e for e in elements), tuple(filters))
+        return GroupPattern(
+            tuple(BasicPattern.of(e) if isinstance(e, list) else e for e in elements),
+            tuple(filters),
+        )
 
     def group_or_union(self, children):
         return children[0] if len(children) == 1 else UnionPattern(tuple(children))
@@ -438,12 +492,20 @@ class _Builder(Transformer):
         if isinstance(obj, _FrameRef):
             frame = self._frame_ref(obj, patterns)
             if isinstance(subject, Located) and selector is not None:
-                raise self._error(selector.pos, "a statement about two frames is not supported: "
-                                                "select the frame in the subject or in the object")
+                raise self._error(
+                    selector.pos,
+                    "a statement about two frames is not supported: "
+                    "select the frame in the subject or in the object",
+                )
             if isinstance(subject, Var) and selector is not None:
-                raise self._error(selector.pos, "a statement about two frames is not supported: "
-                                                "select the frame in the subject or in the object")
-            patterns.append(Link(subject.const if isinstance(subject, Located) else subject, verb, frame.name))
+                raise self._error(
+                    selector.pos,
+                    "a statement about two frames is not supported: "
+                    "select the frame in the subject or in the object",
+                )
+            patterns.append(
+                Link(subject.const if isinstance(subject, Located) else subject, verb, frame.name)
+            )
             return
         if isinstance(subject, Located):
             if selector is None:
@@ -454,7 +516,9 @@ class _Builder(Transformer):
         self._frame(subject, selector)
         if verb == Const(f"<{HAS_TIMESTAMP}>"):
             if not isinstance(obj, (Var, LiteralTerm)):
-                raise self._error(subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime")
+                raise self._error(
+                    subject.pos, "dsv:hasTimestamp takes a variable or an xsd:dateTime"
+                )
             patterns.append(Stamp(subject.name, obj))
             return
         if verb == Const(f"<{BELONGS_TO}>"):
@@ -473,14 +537,17 @@ class _Builder(Transformer):
             if isinstance(child, list):
                 for subject, inner_selector, verb, obj in child:
                     if inner_selector is not None:
-                        raise self._error(inner_selector.pos, "a selector inside GRAPH: the frame is "
-                                                              f"?{frame.name}, selected after GRAPH")
+                        raise self._error(
+                            inner_selector.pos,
+                            "a selector inside GRAPH: the frame is "
+                            f"?{frame.name}, selected after GRAPH",
+                        )
                     triples.append(Triple(frame.name, subject, verb, obj))
             elif child is not None:
                 filters.append(child)
         return _GraphBlock(tuple(triples), tuple(filters))
 
-    def _frame_ref(self, ref: "_FrameRef", patterns: list) -> Var:
+    def _frame_ref(self, ref: _FrameRef, patterns: list) -> Var:
         """The frame variable of ``?x[sel]`` or ``<stream>[sel]`` (a hidden variable, one per
         stream and selector, that dsv:belongsTo the stream in each group that names it)."""
         if isinstance(ref.term, Var):
@@ -495,14 +562,17 @@ class _Builder(Transformer):
             patterns.append(membership)
         return var
 
-    def _frame(self, var: Var, selector: Optional[Selector]) -> None:
+    def _frame(self, var: Var, selector: Selector | None) -> None:
         self._frames.names.setdefault(var.name, var.pos)
         if selector is None:
             return
         known = self._frames.selectors.setdefault(var.name, selector)
         if (known.kind, known.times) != (selector.kind, selector.times):
-            raise self._error(selector.pos, f"?{var.name} already has another selector "
-                                            f"(line {known.pos.line}, column {known.pos.column})")
+            raise self._error(
+                selector.pos,
+                f"?{var.name} already has another selector "
+                f"(line {known.pos.line}, column {known.pos.column})",
+            )
 
     def filter(self, children):
         return children[0]
@@ -525,10 +595,7 @@ class _Builder(Transformer):
     @v_args(meta=True)
     def frame_object(self, meta, children):
         term, selector = children
-        if isinstance(term, Const):
-            term = Located(term, _pos(meta))
-        else:
-            term = self._var(term)
+        term = Located(term, _pos(meta)) if isinstance(term, Const) else self._var(term)
         return _FrameRef(term, selector)
 
     def _var(self, token) -> Var:
@@ -687,7 +754,9 @@ class _Builder(Transformer):
         """U+0000 is refused on every backend alike: PostgreSQL's text cannot hold it, so no
         stored term has it (``rdf_stream.NUL_TERM``)."""
         if "\x00" in text:
-            raise self._error(token, "U+0000 (NUL) cannot be in a term: the store keeps no term that holds it")
+            raise self._error(
+                token, "U+0000 (NUL) cannot be in a term: the store keeps no term that holds it"
+            )
         return text
 
     def iri(self, children):

@@ -22,6 +22,7 @@ interface, are not started: the API server reads the task logs from the same dis
 writes is its owner's only (``UMASK``, a project home of mode 0700); and ``stop`` ends every
 process the deployment started, task processes included (``stop``: by their sessions).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,6 @@ import time
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Optional
 
 from rsp_jobs import settings
 from rsp_jobs.orchestrate import airflow_sqlite
@@ -53,7 +53,9 @@ CONNECT_TOKEN_FILE = "spark-connect-token"
 UMASK = 0o077
 
 
-def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.environ) -> dict[str, str]:
+def environment(
+    home: Path | None = None, current: Mapping[str, str] = os.environ
+) -> dict[str, str]:
     """The environment Airflow processes of this project run with (values in ``current`` win)."""
     home = Path(home) if home else settings.home_dir()
     airflow_home = Path(current.get("AIRFLOW_HOME") or home / "airflow")
@@ -80,13 +82,17 @@ def environment(home: Optional[Path] = None, current: Mapping[str, str] = os.env
         "GX_ANALYTICS_ENABLED": "false",
     }
     conn = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
-    if (current.get(conn) or defaults[conn]).startswith("sqlite"):  # wait for its lock: see airflow_sqlite
+    if (current.get(conn) or defaults[conn]).startswith(
+        "sqlite"
+    ):  # wait for its lock: see airflow_sqlite
         defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"] = f"{airflow_sqlite.__name__}.SYNC"
-        defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"] = f"{airflow_sqlite.__name__}.ASYNC"
+        defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"] = (
+            f"{airflow_sqlite.__name__}.ASYNC"
+        )
     return {key: current.get(key) or value for key, value in defaults.items()}
 
 
-def configure(home: Optional[Path] = None) -> dict[str, str]:
+def configure(home: Path | None = None) -> dict[str, str]:
     """Apply ``environment()`` to this process (before importing Airflow); returns it."""
     env = environment(home)
     os.environ.update(env)
@@ -123,8 +129,13 @@ def airflow_command(*args: str) -> list[str]:
 def migrate(env: dict[str, str]) -> None:
     """Create or upgrade Airflow's metadata database (``airflow db migrate``)."""
     make_private(env)
-    subprocess.run(airflow_command("db", "migrate"), env={**os.environ, **env}, check=True,
-                   stdout=subprocess.DEVNULL, umask=UMASK)
+    subprocess.run(
+        airflow_command("db", "migrate"),
+        env={**os.environ, **env},
+        check=True,
+        stdout=subprocess.DEVNULL,
+        umask=UMASK,
+    )
 
 
 def write_config(env: dict[str, str]) -> Path:
@@ -145,8 +156,12 @@ def write_config(env: dict[str, str]) -> Path:
         if header is None:
             lines += ["", f"[{section}]", setting]
             continue
-        end = next((i for i in range(header + 1, len(lines)) if lines[i].startswith("[")), len(lines))
-        at = next((i for i in range(header + 1, end) if lines[i].split("=", 1)[0].strip() == key), None)
+        end = next(
+            (i for i in range(header + 1, len(lines)) if lines[i].startswith("[")), len(lines)
+        )
+        at = next(
+            (i for i in range(header + 1, end) if lines[i].split("=", 1)[0].strip() == key), None
+        )
         if at is None:
             lines.insert(header + 1, setting)
         else:
@@ -157,42 +172,68 @@ def write_config(env: dict[str, str]) -> Path:
     return path
 
 
-def ensure_connections(env: dict[str, str], connect_port: Optional[int] = None,
-                       connect_token: Optional[str] = None) -> None:
+def ensure_connections(
+    env: dict[str, str], connect_port: int | None = None, connect_token: str | None = None
+) -> None:
     """The platform's connections (``platform_connections``) in Airflow's metadata database, so
     that Admin -> Connections shows them and can change them; each left alone when it exists,
     except that a ``spark_connect`` connection to the server this deployment runs (same host and
     port) is given the server's token when it lacks it (one made before the server had a token)."""
     wanted = platform_connections(env, connect_port, connect_token)
     run = {**os.environ, **env}
-    listed = subprocess.run(airflow_command("connections", "list", "--show-values", "-o", "json"), env=run,
-                            check=True, capture_output=True, text=True, umask=UMASK).stdout.splitlines()
-    table = next((line for line in reversed(listed) if line.startswith("[")), "[]")  # after any warning
+    listed = subprocess.run(
+        airflow_command("connections", "list", "--show-values", "-o", "json"),
+        env=run,
+        check=True,
+        capture_output=True,
+        text=True,
+        umask=UMASK,
+    ).stdout.splitlines()
+    table = next(
+        (line for line in reversed(listed) if line.startswith("[")), "[]"
+    )  # after any warning
     existing = {c["conn_id"]: c for c in json.loads(table)}
     missing = {name: fields for name, fields in wanted.items() if name not in existing}
     spark = settings.spark_conn_id()
     if spark in wanted and spark in existing and _stale_token(existing[spark], wanted[spark]):
-        subprocess.run(airflow_command("connections", "delete", spark), env=run, check=True,
-                       stdout=subprocess.DEVNULL, umask=UMASK)
+        subprocess.run(
+            airflow_command("connections", "delete", spark),
+            env=run,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            umask=UMASK,
+        )
         missing[spark] = wanted[spark]
     if missing:
         # the file holds the token and the store's password: created 0600 by tempfile
         with tempfile.NamedTemporaryFile("w", suffix=".json", dir=env["AIRFLOW_HOME"]) as file:
             json.dump(missing, file)
             file.flush()
-            subprocess.run(airflow_command("connections", "import", file.name), env=run, check=True,
-                           stdout=subprocess.DEVNULL, umask=UMASK)
+            subprocess.run(
+                airflow_command("connections", "import", file.name),
+                env=run,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                umask=UMASK,
+            )
 
 
 def _stale_token(existing: dict, wanted: dict) -> bool:
-    same_server = (existing.get("conn_type"), existing.get("host"), str(existing.get("port"))) == \
-        (wanted.get("conn_type"), wanted.get("host"), str(wanted.get("port")))
-    return (same_server and wanted.get("conn_type") == "spark_connect"
-            and existing.get("password") != wanted.get("password"))
+    same_server = (existing.get("conn_type"), existing.get("host"), str(existing.get("port"))) == (
+        wanted.get("conn_type"),
+        wanted.get("host"),
+        str(wanted.get("port")),
+    )
+    return (
+        same_server
+        and wanted.get("conn_type") == "spark_connect"
+        and existing.get("password") != wanted.get("password")
+    )
 
 
-def platform_connections(env: dict[str, str], connect_port: Optional[int] = None,
-                         connect_token: Optional[str] = None) -> dict[str, dict]:
+def platform_connections(
+    env: dict[str, str], connect_port: int | None = None, connect_token: str | None = None
+) -> dict[str, dict]:
     """The connections the platform's tasks read, as ``airflow connections import`` takes them:
 
     - ``rsp_spark``, the Spark the tasks use: the Spark provider's ``spark_connect`` type on the
@@ -208,12 +249,21 @@ def platform_connections(env: dict[str, str], connect_port: Optional[int] = None
     wanted = {}
     spark = settings.spark_conn_id()
     if not os.environ.get(f"AIRFLOW_CONN_{spark.upper()}"):
-        where = ({"conn_type": "spark_connect", "host": os.environ.get("RSP_SPARK_CONNECT_HOST") or "localhost",
-                  "port": connect_port, **({"password": connect_token} if connect_token else {})} if connect_port else
-                 {"conn_type": "spark", "host": settings.DEFAULT_SPARK_MASTER})
+        where = (
+            {
+                "conn_type": "spark_connect",
+                "host": os.environ.get("RSP_SPARK_CONNECT_HOST") or "localhost",
+                "port": connect_port,
+                **({"password": connect_token} if connect_token else {}),
+            }
+            if connect_port
+            else {"conn_type": "spark", "host": settings.DEFAULT_SPARK_MASTER}
+        )
         wanted[spark] = {**where, "description": "Spark for the RSP jobs (tasks and rsp evaluate)"}
-    wanted[settings.store_conn_id()] = {**store_connection(db.store_url(Path(env["RSP_HOME"]))),
-                                           "description": "The RSP frame store (frames, results, provenance)"}
+    wanted[settings.store_conn_id()] = {
+        **store_connection(db.store_url(Path(env["RSP_HOME"]))),
+        "description": "The RSP frame store (frames, results, provenance)",
+    }
     return wanted
 
 
@@ -224,22 +274,32 @@ def store_connection(url: str) -> dict:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return {"conn_type": "sqlite", "host": parsed.database}
-    fields = {"conn_type": "postgres", "host": parsed.host, "port": parsed.port, "login": parsed.username,
-              "password": parsed.password, "schema": parsed.database}
+    fields = {
+        "conn_type": "postgres",
+        "host": parsed.host,
+        "port": parsed.port,
+        "login": parsed.username,
+        "password": parsed.password,
+        "schema": parsed.database,
+    }
     if parsed.query.get("options"):
         fields["extra"] = json.dumps({"options": parsed.query["options"]})
     return {key: value for key, value in fields.items() if value}
 
 
-def ensure_password(env: dict[str, str], password: Optional[str] = None) -> Path:
+def ensure_password(env: dict[str, str], password: str | None = None) -> Path:
     """Give the UI user a password in the simple auth manager's file (JSON ``{user: password}``):
     ``password`` or ``RSP_AIRFLOW_PASSWORD`` when given, else a random one made once and kept.
     Returns the file, readable by its owner only, since the password is stored in clear."""
     path = Path(env[PASSWORDS_FILE])
     passwords = json.loads(path.read_text() or "{}") if path.exists() else {}
     user = env["RSP_AIRFLOW_USER"]
-    password = (password or os.environ.get("RSP_AIRFLOW_PASSWORD") or passwords.get(user)
-                or secrets.token_urlsafe(12))
+    password = (
+        password
+        or os.environ.get("RSP_AIRFLOW_PASSWORD")
+        or passwords.get(user)
+        or secrets.token_urlsafe(12)
+    )
     if passwords.get(user) != password:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({**passwords, user: password}) + "\n")
@@ -253,7 +313,9 @@ def ensure_connect_token(env: dict[str, str]) -> str:
     UI's password is. The server gets it in its environment, the tasks through ``rsp_spark``."""
     path = Path(env["AIRFLOW_HOME"]) / CONNECT_TOKEN_FILE
     kept = path.read_text().strip() if path.exists() else ""
-    token = (os.environ.get("RSP_SPARK_CONNECT_TOKEN") or "").strip() or kept or connect_server_token()
+    token = (
+        (os.environ.get("RSP_SPARK_CONNECT_TOKEN") or "").strip() or kept or connect_server_token()
+    )
     if token != kept:
         private_file(path).write_text(token + "\n")
     path.chmod(0o600)
@@ -277,9 +339,14 @@ def start(env: dict[str, str], logs: Path) -> dict[str, subprocess.Popen]:
     processes = {}
     for name in COMPONENTS:
         with private_file(logs / f"{name}.log").open("ab") as log:
-            processes[name] = subprocess.Popen(component_command(name), env={**os.environ, **env},
-                                               stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True, umask=UMASK)
+            processes[name] = subprocess.Popen(
+                component_command(name),
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                umask=UMASK,
+            )
     return processes
 
 
@@ -291,8 +358,11 @@ def in_sessions(sessions: Iterable[int]) -> list:
     found = []
     for process in psutil.process_iter():
         with suppress(psutil.Error, OSError):  # gone meanwhile
-            if process.pid != os.getpid() and os.getsid(process.pid) in sessions \
-                    and process.status() != psutil.STATUS_ZOMBIE:
+            if (
+                process.pid != os.getpid()
+                and os.getsid(process.pid) in sessions
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(process)
     return found
 
@@ -329,7 +399,9 @@ def stop(processes: Iterable[subprocess.Popen], grace: float = 20.0) -> None:
     deadline = time.monotonic() + 30
     while left := in_sessions(sessions):  # again for any that a dying one forked
         if time.monotonic() > deadline:
-            raise RuntimeError(f"processes of the deployment outlived SIGKILL: {[p.pid for p in left]}")
+            raise RuntimeError(
+                f"processes of the deployment outlived SIGKILL: {[p.pid for p in left]}"
+            )
         for process in left:
             with suppress(psutil.Error):
                 process.kill()
@@ -345,11 +417,13 @@ def healthy(url: str) -> bool:
         health = httpx.get(f"{url}/api/v2/monitor/health", timeout=5).json()
     except (httpx.HTTPError, ValueError):
         return False
-    return all(health.get(part, {}).get("status") == "healthy"
-               for part in ("metadatabase", "scheduler", "triggerer", "dag_processor"))
+    return all(
+        health.get(part, {}).get("status") == "healthy"
+        for part in ("metadatabase", "scheduler", "triggerer", "dag_processor")
+    )
 
 
-def prepare(connect_port: Optional[int]) -> tuple[dict[str, str], Path, Optional[str]]:
+def prepare(connect_port: int | None) -> tuple[dict[str, str], Path, str | None]:
     """Everything before the components start: the environment, ``airflow db migrate``, the
     settings in ``airflow.cfg``, the Connect server's token, the connections, the login. Returns
     the environment, the passwords file and the token (None without a Connect server)."""
@@ -363,7 +437,7 @@ def prepare(connect_port: Optional[int]) -> tuple[dict[str, str], Path, Optional
     return env, ensure_password(env), token
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``make airflow``: prepare, then run a Spark Connect server and the components until Ctrl-C
     or one dies. For a container per component (``docker/compose.yaml``): ``init`` prepares
     and exits, ``run COMPONENT`` runs one component on the same settings."""
@@ -371,9 +445,13 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     from rsp_jobs.spark import connect_server
 
-    parser = argparse.ArgumentParser(prog="python -m rsp_jobs.orchestrate.airflow_env", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m rsp_jobs.orchestrate.airflow_env", description=main.__doc__
+    )
     steps = parser.add_subparsers(dest="step")
-    steps.add_parser("init", help="migrate, write airflow.cfg, add the connections and the login; then exit")
+    steps.add_parser(
+        "init", help="migrate, write airflow.cfg, add the connections and the login; then exit"
+    )
     one = steps.add_parser("run", help="run one Airflow component in the foreground")
     one.add_argument("component", choices=COMPONENTS)
     args = parser.parse_args(argv)
@@ -383,33 +461,52 @@ def main(argv: Optional[list[str]] = None) -> int:
         env = configure()
         os.execve(airflow_command()[0], component_command(args.component), {**os.environ, **env})
     if os.geteuid() == 0:
-        print("warning: running as root: every task, and every Python function a Spark job runs, "
-              "runs as root; run the deployment as an ordinary user", file=sys.stderr, flush=True)
+        print(
+            "warning: running as root: every task, and every Python function a Spark job runs, "
+            "runs as root; run the deployment as an ordinary user",
+            file=sys.stderr,
+            flush=True,
+        )
     env, passwords, token = prepare(port)
     if args.step == "init":
-        print(f"Airflow is prepared in {env['AIRFLOW_HOME']}: login {env['RSP_AIRFLOW_USER']}, password in "
-              f"{passwords}", flush=True)
+        print(
+            f"Airflow is prepared in {env['AIRFLOW_HOME']}: login {env['RSP_AIRFLOW_USER']}, password in "
+            f"{passwords}",
+            flush=True,
+        )
         return 0
     # the components have their own process groups: a `kill` or a closed terminal must stop them too
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: sys.exit(0))
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
-    print(f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)", flush=True)
+    print(
+        f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)",
+        flush=True,
+    )
     processes = {}
     try:
-        processes["spark-connect"] = connect_server.start(port, logs / "spark-connect.log", token=token,
-                                                          env={**os.environ, **env}, umask=UMASK)
+        processes["spark-connect"] = connect_server.start(
+            port, logs / "spark-connect.log", token=token, env={**os.environ, **env}, umask=UMASK
+        )
         processes.update(start(env, logs))
-        print(f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
-              f"{logs}/<component>.log; Ctrl-C stops it.", flush=True)
+        print(
+            f"Starting Airflow: DAGs from {env['AIRFLOW__CORE__DAGS_FOLDER']}, logs in "
+            f"{logs}/<component>.log; Ctrl-C stops it.",
+            flush=True,
+        )
         ready = False
         while not (dead := [name for name, p in processes.items() if p.poll() is not None]):
             if not ready and (ready := healthy(url)):
-                print(f"Airflow is ready: {url}  login: {env['RSP_AIRFLOW_USER']}, password in "
-                      f"{passwords}", flush=True)
+                print(
+                    f"Airflow is ready: {url}  login: {env['RSP_AIRFLOW_USER']}, password in "
+                    f"{passwords}",
+                    flush=True,
+                )
             time.sleep(1)
-        print(f"{', '.join(dead)} exited: see {logs}/{dead[0]}.log; stopping Airflow", file=sys.stderr)
+        print(
+            f"{', '.join(dead)} exited: see {logs}/{dead[0]}.log; stopping Airflow", file=sys.stderr
+        )
         return 1
     except KeyboardInterrupt:
         return 0

@@ -10,13 +10,14 @@ outside a task, only ``AIRFLOW_CONN_<ID>`` and a configured secrets backend. Imp
 takes seconds, so it is imported only when it could know the connection: it is loaded already
 (a task, the DAG processor), ``AIRFLOW_CONN_<ID>`` is set, or a secrets backend is configured.
 """
+
 from __future__ import annotations
 
 import configparser
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import URL
 
@@ -24,7 +25,8 @@ from rsp_jobs import settings
 from rsp_jobs.errors import RspError
 from rsp_jobs.orchestrate import airflow_env
 
-def get_connection(conn_id: str) -> Optional[Any]:
+
+def get_connection(conn_id: str) -> Any | None:
     """Airflow's connection ``conn_id``; None when Airflow is not installed or does not define it."""
     if not airflow_may_define(conn_id):
         return None
@@ -41,7 +43,7 @@ def get_connection(conn_id: str) -> Optional[Any]:
         return None
 
 
-def store_url() -> Optional[str]:
+def store_url() -> str | None:
     """The frame store's URL: ``RSP_STORE_URL``, else the ``rsp_store`` connection, else None
     (the store's own default, ``store.db.store_url()``)."""
     if os.environ.get("RSP_STORE_URL"):
@@ -49,11 +51,19 @@ def store_url() -> Optional[str]:
     conn = get_connection(settings.store_conn_id())
     if conn is None:
         return None
-    return url_of_connection(settings.store_conn_id(), conn.conn_type, conn.host, conn.login, conn.password, conn.port,
-                             conn.schema, conn.extra_dejson)
+    return url_of_connection(
+        settings.store_conn_id(),
+        conn.conn_type,
+        conn.host,
+        conn.login,
+        conn.password,
+        conn.port,
+        conn.schema,
+        conn.extra_dejson,
+    )
 
 
-def use_store_connection() -> Optional[str]:
+def use_store_connection() -> str | None:
     """Point this process (and what it starts) at the store ``store_url()`` names, by setting
     ``RSP_STORE_URL``: every task calls it first, so that the store calls below it need no URL."""
     url = store_url()
@@ -62,9 +72,16 @@ def use_store_connection() -> Optional[str]:
     return url
 
 
-def url_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[str], login: Optional[str] = None,
-                      password: Optional[str] = None, port: Optional[int] = None, schema: Optional[str] = None,
-                      extra: Optional[dict] = None) -> str:
+def url_of_connection(
+    conn_id: str,
+    conn_type: str | None,
+    host: str | None,
+    login: str | None = None,
+    password: str | None = None,
+    port: int | None = None,
+    schema: str | None = None,
+    extra: dict | None = None,
+) -> str:
     """The SQLAlchemy URL an Airflow connection names: type ``sqlite`` (host: the file's path),
     ``postgres`` (host, port, login, password; schema: the database; extra ``options``, e.g.
     ``-csearch_path=rsp``), or any type with extra ``url`` giving it outright."""
@@ -74,27 +91,41 @@ def url_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[str
     kind = (conn_type or "").strip().lower()
     if kind == "sqlite":
         if not host:
-            raise RspError(f"Airflow connection {conn_id!r}: a sqlite connection needs the file's path as its host")
+            raise RspError(
+                f"Airflow connection {conn_id!r}: a sqlite connection needs the file's path as its host"
+            )
         return f"sqlite:///{host}"
     if kind in ("postgres", "postgresql"):
         if not host:
             raise RspError(f"Airflow connection {conn_id!r}: a postgres connection needs a host")
         query = {"options": str(extra["options"])} if extra.get("options") else {}
-        return URL.create("postgresql+psycopg", username=login or None, password=password or None, host=host,
-                          port=port or None, database=schema or None, query=query
-                          ).render_as_string(hide_password=False)
-    raise RspError(f"Airflow connection {conn_id!r}: the frame store is SQLite or PostgreSQL: "
-                   f"give it type sqlite or postgres (or extra {{\"url\": SQLALCHEMY_URL}}), not {conn_type!r}")
+        return URL.create(
+            "postgresql+psycopg",
+            username=login or None,
+            password=password or None,
+            host=host,
+            port=port or None,
+            database=schema or None,
+            query=query,
+        ).render_as_string(hide_password=False)
+    raise RspError(
+        f"Airflow connection {conn_id!r}: the frame store is SQLite or PostgreSQL: "
+        f'give it type sqlite or postgres (or extra {{"url": SQLALCHEMY_URL}}), not {conn_type!r}'
+    )
 
 
 def airflow_may_define(conn_id: str) -> bool:
     """Whether Airflow's Task SDK could find connection ``conn_id`` in this process."""
     if "airflow" in sys.modules:
         return True
-    if os.environ.get("AIRFLOW_CONN_" + conn_id.upper()) or os.environ.get("_AIRFLOW_PROCESS_CONTEXT"):
+    if os.environ.get("AIRFLOW_CONN_" + conn_id.upper()) or os.environ.get(
+        "_AIRFLOW_PROCESS_CONTEXT"
+    ):
         return True
-    if any(key.startswith(("AIRFLOW__SECRETS__BACKEND", "AIRFLOW__WORKERS__SECRETS_BACKEND"))
-           and value for key, value in os.environ.items()):
+    if any(
+        key.startswith(("AIRFLOW__SECRETS__BACKEND", "AIRFLOW__WORKERS__SECRETS_BACKEND")) and value
+        for key, value in os.environ.items()
+    ):
         return True
     home = os.environ.get("AIRFLOW_HOME") or str(settings.home_dir() / "airflow")
     cfg_path = Path(os.environ.get("AIRFLOW_CONFIG") or Path(home).expanduser() / "airflow.cfg")
@@ -105,5 +136,7 @@ def airflow_may_define(conn_id: str) -> bool:
         cfg.read(cfg_path, encoding="utf-8")
     except configparser.Error:
         return True  # let Airflow read it
-    return bool(cfg.get("secrets", "backend", fallback="").strip()
-                or cfg.get("workers", "secrets_backend", fallback="").strip())
+    return bool(
+        cfg.get("secrets", "backend", fallback="").strip()
+        or cfg.get("workers", "secrets_backend", fallback="").strip()
+    )

@@ -19,6 +19,7 @@ file that has an import error stale (deactivated, not triggerable): the errors m
 file's, one that defines no DAG, for a broken query to cost its own DAGs only. The DAGs are made
 with ``auto_register=False`` so that building them in the errors file defines none there.
 """
+
 from __future__ import annotations
 
 import logging
@@ -68,27 +69,41 @@ def stream_asset(iri: str) -> Asset:
 
 
 def describe(rq: registry.RegisteredQuery) -> str:
-    streams = "\n".join(f"- `<{s}>`" + (f" `{w}`" if (w := _window_of(rq, s)) else "") for s in rq.streams)
+    streams = "\n".join(
+        f"- `<{s}>`" + (f" `{w}`" if (w := _window_of(rq, s)) else "") for s in rq.streams
+    )
     if rq.kind == "window":
-        scope = (f"Each run covers {_span(rq.batch_us)} of window closes (STEP {_span(rq.step_us)}, "
-                 f"RANGE {_span(rq.range_us)})")
+        scope = (
+            f"Each run covers {_span(rq.batch_us)} of window closes (STEP {_span(rq.step_us)}, "
+            f"RANGE {_span(rq.range_us)})"
+        )
         what = f"**{rq.query.form}** query"
     elif rq.keeps_partials:
-        scope = (f"Each run reports the matches ending in its {_span(rq.batch_us)} interval; the "
-                 "pattern is unbounded, so its partial matches are kept in the store between runs "
-                 "(no retention: they are never dropped)")
+        scope = (
+            f"Each run reports the matches ending in its {_span(rq.batch_us)} interval; the "
+            "pattern is unbounded, so its partial matches are kept in the store between runs "
+            "(no retention: they are never dropped)"
+        )
     else:
-        scope = (f"Each run reports the matches ending in its {_span(rq.batch_us)} interval, "
-                 f"reading back the pattern's bound of {_span(rq.range_us)}")
+        scope = (
+            f"Each run reports the matches ending in its {_span(rq.batch_us)} interval, "
+            f"reading back the pattern's bound of {_span(rq.range_us)}"
+        )
     if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
-    return (f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
-            f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n")
+    return (
+        f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
+        f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n"
+    )
 
 
 def summary(rq: registry.RegisteredQuery) -> str:
     """The DAG's one-line description (the DAG list shows it)."""
-    what = {"window": f"C-SPARQL {rq.query.form}", "pattern": "EP-SPARQL pattern", "rule": "DOTR rule"}[rq.kind]
+    what = {
+        "window": f"C-SPARQL {rq.query.form}",
+        "pattern": "EP-SPARQL pattern",
+        "rule": "DOTR rule",
+    }[rq.kind]
     windows = sorted({str(w) for s in rq.streams if (w := _window_of(rq, s)) is not None})
     over = f"{len(rq.streams)} stream(s)" + "".join(f" {w}" for w in windows)
     return f"{what} over {over}, every {_span(rq.batch_us)}"
@@ -97,7 +112,9 @@ def summary(rq: registry.RegisteredQuery) -> str:
 def _window_of(rq: registry.RegisteredQuery, stream: str):
     if rq.kind == "rule":
         return None
-    return next((w.window for w in rq.query.windows if w.stream == stream and w.window is not None), None)
+    return next(
+        (w.window for w in rq.query.windows if w.stream == stream and w.window is not None), None
+    )
 
 
 def replay_params(rq: registry.RegisteredQuery) -> dict:
@@ -107,26 +124,50 @@ def replay_params(rq: registry.RegisteredQuery) -> dict:
     from airflow.sdk import Param
 
     batch = _span(rq.batch_us)
-    return {name: Param(None, type=["null", "string"], format="date-time", title=title,
-                        description=f"{what} (UTC). Leave both empty for the run's data interval; the interval "
-                                    f"must be whole batches of {batch} on the query's grid of closes.")
-            for name, title, what in (("after", "Replay from", "The interval's start, excluded"),
-                                      ("until", "Replay until", "The interval's end, included"))}
+    return {
+        name: Param(
+            None,
+            type=["null", "string"],
+            format="date-time",
+            title=title,
+            description=f"{what} (UTC). Leave both empty for the run's data interval; the interval "
+            f"must be whole batches of {batch} on the query's grid of closes.",
+        )
+        for name, title, what in (
+            ("after", "Replay from", "The interval's start, excluded"),
+            ("until", "Replay until", "The interval's end, included"),
+        )
+    }
 
 
 def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
     upstream = [stream_asset(s) for s in rq.streams if s in derived]
     output = stream_asset(rq.output_stream)
-    timetable = DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us)) if registry.scheduled_runs() else None
-    with DAG(dag_id=rq.dag_id, schedule=upstream or timetable, start_date=rq.first_batch_end(), catchup=False,
-             auto_register=False, max_active_runs=1, doc_md=describe(rq), description=summary(rq),
-             default_args=default_args(),
-             params={} if upstream else replay_params(rq),
-             tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application]) as dag:
+    timetable = (
+        DeltaDataIntervalTimetable(timedelta(microseconds=rq.batch_us))
+        if registry.scheduled_runs()
+        else None
+    )
+    with DAG(
+        dag_id=rq.dag_id,
+        schedule=upstream or timetable,
+        start_date=rq.first_batch_end(),
+        catchup=False,
+        auto_register=False,
+        max_active_runs=1,
+        doc_md=describe(rq),
+        description=summary(rq),
+        default_args=default_args(),
+        params={} if upstream else replay_params(rq),
+        tags=["rsp", "query" if rq.kind == "window" else "pattern", rq.application],
+    ) as dag:
         # a run on the timetable (or by hand) must cover whole batches; a chained run takes its
         # upstream's interval from the asset events
-        wait = WatermarkSensor(task_id="wait_for_inputs", streams=rq.streams,
-                               query_path=None if upstream else str(rq.path))
+        wait = WatermarkSensor(
+            task_id="wait_for_inputs",
+            streams=rq.streams,
+            query_path=None if upstream else str(rq.path),
+        )
 
         @task(task_id="evaluate", outlets=[output])
         def evaluate(**context) -> dict:
@@ -135,9 +176,14 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
             after, until = run_interval(context)
             summary = final(lambda: evaluate_run(str(rq.path), after, until).as_dict())
             extra = context["outlet_events"][output].extra = {
-                "after": summary["after"], "until": summary["until"], "windows": summary["windows"],
-                "rows": summary["rows"], "activity": summary["activity"], "query": summary["query"],
-                "intervals": [list(span) for span in summary["intervals"]]}
+                "after": summary["after"],
+                "until": summary["until"],
+                "windows": summary["windows"],
+                "rows": summary["rows"],
+                "activity": summary["activity"],
+                "query": summary["query"],
+                "intervals": [list(span) for span in summary["intervals"]],
+            }
             log.info("asset event for <%s>: %s", rq.output_stream, extra)
             return summary
 
@@ -148,22 +194,37 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
 def alert_dag(rq: registry.RegisteredQuery) -> DAG:
     """Runs on each asset event of the query's output: its new results become alerts."""
     source, alerts = stream_asset(rq.output_stream), stream_asset(f"{rq.iri}/alerts")
-    with DAG(dag_id=f"alert_{rq.dag_id}", schedule=[source], start_date=registry.DEFAULT_START, catchup=False,
-             auto_register=False, max_active_runs=1, tags=["rsp", "alert", rq.application], default_args=default_args(),
-             description=f"{rq.alert.kind} alerts from {rq.dag_id}'s results",
-             doc_md=(f"Raises **{rq.alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
-                     f"`?{rq.alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
-                     "and delivers the new ones through the configured notifiers (`RSP_NOTIFIERS`).")) as dag:
+    with DAG(
+        dag_id=f"alert_{rq.dag_id}",
+        schedule=[source],
+        start_date=registry.DEFAULT_START,
+        catchup=False,
+        auto_register=False,
+        max_active_runs=1,
+        tags=["rsp", "alert", rq.application],
+        default_args=default_args(),
+        description=f"{rq.alert.kind} alerts from {rq.dag_id}'s results",
+        doc_md=(
+            f"Raises **{rq.alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
+            f"`?{rq.alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
+            "and delivers the new ones through the configured notifiers (`RSP_NOTIFIERS`)."
+        ),
+    ) as dag:
 
         @task(task_id="raise_alerts", outlets=[alerts])
         def raise_alerts(**context) -> dict:
             from rsp_jobs.orchestrate.alerting import alert_run
 
             after, until = run_interval(context)
-            summary = final(lambda: alert_run(str(rq.path), after, until, airflow_context=context).as_dict())
+            summary = final(
+                lambda: alert_run(str(rq.path), after, until, airflow_context=context).as_dict()
+            )
             extra = context["outlet_events"][alerts].extra = {
-                "after": summary["after"], "until": summary["until"], "alerts": summary["alerts"],
-                "activity": summary["activity"]}
+                "after": summary["after"],
+                "until": summary["until"],
+                "alerts": summary["alerts"],
+                "activity": summary["activity"],
+            }
             log.info("asset event for <%s/alerts>: %s", rq.iri, extra)
             return summary
 
@@ -176,14 +237,22 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
     file (``landing_wait``), so each run is an arrival; one triggered by hand loads what is there."""
     asset = stream_asset(config.iri)
     every = parse_timedelta(os.environ.get("RSP_INGEST_EVERY", "1m"))
-    with DAG(dag_id=f"ingest_{config.key}", schedule=DeltaTriggerTimetable(every),
-             start_date=registry.DEFAULT_START, catchup=False, auto_register=False, max_active_runs=1,
-             default_args=default_args(),
-             description=f"Loads the files dropped in landing/{config.key}/ into <{config.iri}> as they arrive",
-             doc_md=(f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`. A scheduled run "
-                     "waits (deferred, in the triggerer) until a file is there, then loads it: each run is an "
-                     "arrival. A run triggered by hand loads what is there now, and is skipped when nothing is."),
-             tags=["rsp", "ingest"]) as dag:
+    with DAG(
+        dag_id=f"ingest_{config.key}",
+        schedule=DeltaTriggerTimetable(every),
+        start_date=registry.DEFAULT_START,
+        catchup=False,
+        auto_register=False,
+        max_active_runs=1,
+        default_args=default_args(),
+        description=f"Loads the files dropped in landing/{config.key}/ into <{config.iri}> as they arrive",
+        doc_md=(
+            f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`. A scheduled run "
+            "waits (deferred, in the triggerer) until a file is there, then loads it: each run is an "
+            "arrival. A run triggered by hand loads what is there now, and is skipped when nothing is."
+        ),
+        tags=["rsp", "ingest"],
+    ) as dag:
         wait = LandingSensor(task_id="wait_for_files", stream=config.iri)
 
         @task(task_id="load_landing_files", outlets=[asset])
@@ -194,7 +263,10 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
             if not report["loaded"]:
                 raise AirflowSkipException(f"no new files in {config.landing_dir}")
             extra = context["outlet_events"][asset].extra = {
-                "files": report["loaded"], "triples": report["triples"], "watermark": report["watermark"]}
+                "files": report["loaded"],
+                "triples": report["triples"],
+                "watermark": report["watermark"],
+            }
             log.info("asset event for <%s>: %s", config.iri, extra)
             return report
 
@@ -209,8 +281,13 @@ def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
     derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags: dict[str, DAG] = {}
     for rq in queries:
-        made = _checked(rq.path, errors, lambda rq=rq: [query_dag(rq, derived)]
-                        + ([alert_dag(rq)] if rq.alert is not None else []))
+        made = _checked(
+            rq.path,
+            errors,
+            lambda rq=rq: (
+                [query_dag(rq, derived)] + ([alert_dag(rq)] if rq.alert is not None else [])
+            ),
+        )
         dags.update({dag.dag_id: dag for dag in made})
     try:  # a broken catalog loses the ingest DAGs, which need it, not the query DAGs
         catalog = registry.streams()
@@ -218,8 +295,14 @@ def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
         errors[registry.catalog_path()] = exc
     else:
         for config in catalog.values():
-            dags.update({dag.dag_id: dag for dag in _checked(registry.catalog_path(), errors,
-                                                            lambda c=config: [ingest_dag(c)])})
+            dags.update(
+                {
+                    dag.dag_id: dag
+                    for dag in _checked(
+                        registry.catalog_path(), errors, lambda c=config: [ingest_dag(c)]
+                    )
+                }
+            )
     return dags, errors
 
 
@@ -231,13 +314,18 @@ def _checked(path: Path, errors: dict[Path, RspError], make) -> list[DAG]:
         for dag in made:
             dag.validate()
         return made
-    except Exception as exc:  # a bug of ours, met on this file's content: still this file's error only
-        errors.setdefault(path, InputError(f"{path}: cannot be scheduled ({type(exc).__name__}: {exc})"))
+    except (
+        Exception
+    ) as exc:  # a bug of ours, met on this file's content: still this file's error only
+        errors.setdefault(
+            path, InputError(f"{path}: cannot be scheduled ({type(exc).__name__}: {exc})")
+        )
         return []
 
 
 def errors_text(errors: dict[Path, RspError]) -> str:
     """The import error of ``rsp_query_errors.py``: what is lost, then each file's error."""
     count = f"{len(errors)} registered file{'s' if len(errors) > 1 else ''}"
-    return (f"{count} cannot become DAGs; the DAGs of the other files are loaded:\n"
-            + "\n".join(str(e) for e in errors.values()))
+    return f"{count} cannot become DAGs; the DAGs of the other files are loaded:\n" + "\n".join(
+        str(e) for e in errors.values()
+    )

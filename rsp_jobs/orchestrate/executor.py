@@ -9,6 +9,7 @@ Expectations (scipy, altair, pyspark.ml: 3-7 s on two cores) anew in each proces
 session, no database connection, no thread; the modules are only imported (as a DAG file's
 imports are, in the process that parses it).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,8 +18,13 @@ import logging
 from airflow.executors.local_executor import LocalExecutor
 
 # what a task imports, heaviest last: validate first, since it turns GX's usage statistics off
-PRELOADED = ("rsp_jobs.orchestrate.tasks", "rsp_jobs.quality.validate", "great_expectations",
-             "great_expectations.checkpoint", "rsp_jobs.quality.suites")
+PRELOADED = (
+    "rsp_jobs.orchestrate.tasks",
+    "rsp_jobs.quality.validate",
+    "great_expectations",
+    "great_expectations.checkpoint",
+    "rsp_jobs.quality.suites",
+)
 
 log = logging.getLogger(__name__)
 

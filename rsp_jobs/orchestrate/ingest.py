@@ -25,16 +25,18 @@ a file that changes while it is read (its size, modification time, inode or SHA-
 the read from before it) is not loaded nor marked loaded: its store transaction rolls back, its
 lake parts are removed, and it is left for the next run, saying so in the log.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple
 
 from sqlalchemy import func, insert, select, update
 
@@ -55,7 +57,9 @@ from rsp_jobs.times import EPOCH, parse_timedelta, us_to_ms
 log = logging.getLogger("rsp.ingest")
 SHOWN_REJECTIONS = 20  # rejected lines named one by one in the log; the rest are counted
 
-FUTURE_SKEW = timedelta(minutes=5)  # event times later than the load time by more than this are wrong
+FUTURE_SKEW = timedelta(
+    minutes=5
+)  # event times later than the load time by more than this are wrong
 
 
 @dataclass
@@ -70,9 +74,9 @@ class FileReport:
     duplicates: int = 0  # statements of a triple its frame already held (read = triples + duplicates + quarantined)
     late_frames: int = 0
     late_dropped: int = 0
-    watermark: Optional[str] = None
-    mapped: Optional[str] = None  # the TriG file a raw file was mapped to
-    reason: Optional[str] = None  # why a rejected file was rejected (also in rejected/<name>.reason)
+    watermark: str | None = None
+    mapped: str | None = None  # the TriG file a raw file was mapped to
+    reason: str | None = None  # why a rejected file was rejected (also in rejected/<name>.reason)
 
 
 @dataclass
@@ -85,14 +89,18 @@ class LandingReport:
         return [f for f in self.files if f.status == "loaded"]
 
     def as_dict(self) -> dict:
-        return {"stream": self.stream, "files": [asdict(f) for f in self.files],
-                "loaded": len(self.loaded), "triples": sum(f.triples for f in self.loaded),
-                "quarantined": sum(f.quarantined for f in self.files),
-                "late_frames": sum(f.late_frames for f in self.files),
-                "watermark": max((f.watermark for f in self.loaded if f.watermark), default=None)}
+        return {
+            "stream": self.stream,
+            "files": [asdict(f) for f in self.files],
+            "loaded": len(self.loaded),
+            "triples": sum(f.triples for f in self.loaded),
+            "quarantined": sum(f.quarantined for f in self.files),
+            "late_frames": sum(f.late_frames for f in self.files),
+            "watermark": max((f.watermark for f in self.loaded if f.watermark), default=None),
+        }
 
 
-def drop(path: Path, config: StreamConfig, name: Optional[str] = None) -> Path:
+def drop(path: Path, config: StreamConfig, name: str | None = None) -> Path:
     """Put a copy of ``path`` in the stream's landing folder the way a producer should: written
     under a name the ingest ignores, then renamed, so that no run loads half a file."""
     config.landing_dir.mkdir(parents=True, exist_ok=True)
@@ -119,8 +127,11 @@ def candidate_files(folder: Path, suffixes: Sequence[str]) -> list[Path]:
     ``.`` is a file being written under a temporary name."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith(".")
+    )
 
 
 def landing_quiet() -> float:
@@ -128,7 +139,11 @@ def landing_quiet() -> float:
     (``RSP_LANDING_QUIET``, a duration such as ``10s``; ``0`` takes files at once)."""
     text = os.environ.get("RSP_LANDING_QUIET", "10s").strip()
     try:
-        return float(text) if text.replace(".", "", 1).isdigit() else parse_timedelta(text).total_seconds()
+        return (
+            float(text)
+            if text.replace(".", "", 1).isdigit()
+            else parse_timedelta(text).total_seconds()
+        )
     except ValueError as exc:
         raise InputError(f"RSP_LANDING_QUIET: {exc}") from None
 
@@ -150,7 +165,7 @@ class Snapshot(NamedTuple):
     inode: int
 
     @classmethod
-    def of(cls, path: Path) -> "Snapshot":
+    def of(cls, path: Path) -> Snapshot:
         st = path.stat()
         return cls(st.st_size, st.st_mtime_ns, st.st_ino)
 
@@ -159,7 +174,7 @@ class ChangedWhileRead(Exception):
     """A landing file changed while it was read; it is left for the next run."""
 
 
-def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingReport:
+def ingest_landing(stream_iri: str, store_url: str | None = None) -> LandingReport:
     """Load every new complete file of the stream's landing directory, oldest name first. A
     file still being written, or changed while it was read, is left for the next run. A file
     that cannot be read or fails its quality checks is moved to ``rejected/`` with its reason,
@@ -179,7 +194,11 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     reports, failures = [], []
     log.info("<%s>: %d new file(s) in %s", stream_iri, len(files), config.landing_dir)
     for path in writing:
-        log.info("%s: modified less than %g s ago, still being written: left for the next run", path.name, quiet)
+        log.info(
+            "%s: modified less than %g s ago, still being written: left for the next run",
+            path.name,
+            quiet,
+        )
         reports.append(FileReport(str(path), "waiting", reason="still being written"))
     for path in files:
         try:
@@ -190,8 +209,11 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
             log.warning("%s: %s; not loaded, left for the next run", path.name, exc)
             reports.append(FileReport(str(path), "waiting", reason=str(exc)))
         except QualityGateError as exc:
-            reports.append(FileReport(str(path), "rejected", quarantined=exc.outcome.quarantined_rows,
-                                      reason=str(exc)))
+            reports.append(
+                FileReport(
+                    str(path), "rejected", quarantined=exc.outcome.quarantined_rows, reason=str(exc)
+                )
+            )
             failures.append(exc)
         except InputError as exc:  # unreadable: not UTF-8, not the format its name says
             target = reject(path, config, str(exc))
@@ -203,21 +225,30 @@ def ingest_landing(stream_iri: str, store_url: Optional[str] = None) -> LandingR
     return LandingReport(stream_iri, reports)
 
 
-def _require_unchanged(path: Path, seen: Optional[Snapshot], checksum: str, parsed: Optional[str]) -> None:
+def _require_unchanged(
+    path: Path, seen: Snapshot | None, checksum: str, parsed: str | None
+) -> None:
     """Raise ChangedWhileRead unless ``path`` is as it was before it was read (``seen``), and
     what was parsed (SHA-256 ``parsed``; None: a raw file, parsed after mapping) is what was
     hashed as the file's checksum."""
     now = Snapshot.of(path) if path.exists() else None
     if seen is not None and now != seen:
-        raise ChangedWhileRead(f"changed while it was read (size {seen.size} -> "
-                               f"{now.size if now else 'gone'} bytes)")
+        raise ChangedWhileRead(
+            f"changed while it was read (size {seen.size} -> {now.size if now else 'gone'} bytes)"
+        )
     if parsed is not None and parsed != checksum:
-        raise ChangedWhileRead("changed while it was read (the bytes parsed are not the bytes hashed)")
+        raise ChangedWhileRead(
+            "changed while it was read (the bytes parsed are not the bytes hashed)"
+        )
 
 
-def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = None,
-                queries: Optional[list[registry.RegisteredQuery]] = None,
-                seen: Optional[Snapshot] = None) -> FileReport:
+def ingest_file(
+    path: Path,
+    config: StreamConfig,
+    store_url: str | None = None,
+    queries: list[registry.RegisteredQuery] | None = None,
+    seen: Snapshot | None = None,
+) -> FileReport:
     """Load one stream file into an upgraded store (see the module doc); ``queries``: the
     registered queries (default: discovered now); ``seen``: the file before anything read it
     (default: now). Returns what happened to the file; raises ChangedWhileRead, having written
@@ -230,20 +261,27 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
     if _already_loaded(engine, config.iri, checksum):
         log.info("%s: skipped, loaded before (same SHA-256)", path.name)
         return FileReport(str(path), "skipped")
-    started, clock = datetime.now(timezone.utc), time.perf_counter()
+    started, clock = datetime.now(UTC), time.perf_counter()
     stream_file, mapping_rejections = sources.to_stream_file(path, config.format, config.iri)
     batch = read_stream_file(stream_file, config.iri, order=_files_loaded(engine, config.iri))
     # a time the stream already has is one frame: this file's parts at it merge into that frame
     merge_known_frames(batch, known_frames(engine, config.iri, [p.ts for p in batch.parts]))
     batch.rejections[:0] = mapping_rejections
     read_triples = batch.read_triples
-    outcome = gate.check_input_batch(gate.lake_rows(batch.elements), stream=config.iri, source=str(path),
-                                     interval=(EPOCH, started + FUTURE_SKEW), engine=engine,
-                                     batch_id=f"{config.key}/{checksum[:16]}",
-                                     background=registry.background_paths())
+    outcome = gate.check_input_batch(
+        gate.lake_rows(batch.elements),
+        stream=config.iri,
+        source=str(path),
+        interval=(EPOCH, started + FUTURE_SKEW),
+        engine=engine,
+        batch_id=f"{config.key}/{checksum[:16]}",
+        background=registry.background_paths(),
+    )
     if not outcome.success:
         target = reject(path, config, outcome.summary())
-        log.warning("%s: failed its quality checks, moved to %s: %s", path.name, target, outcome.summary())
+        log.warning(
+            "%s: failed its quality checks, moved to %s: %s", path.name, target, outcome.summary()
+        )
     gate.require(outcome)
     if queries is None:
         queries, _ = registry.discover()
@@ -252,14 +290,25 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         with write_transaction(engine) as conn:
             stream_id = _configure_stream(conn, config)
             late_frames = late.find_late(conn, batch, queries)
-            dropped = late.apply_policy(conn, batch, late_frames, config.late_policy, stream_id, str(path))
-            report, activity = record_ingest(conn, batch, str(path), started, checksum)
-            conn.execute(insert(IngestedFile.__table__).values(
-                stream_id=stream_id, path=str(path), checksum=checksum, frames=batch.frames,
-                triples=len(batch.elements), activity_iri=activity))
+            dropped = late.apply_policy(
+                conn, batch, late_frames, config.late_policy, stream_id, str(path)
+            )
+            _report, activity = record_ingest(conn, batch, str(path), started, checksum)
+            conn.execute(
+                insert(IngestedFile.__table__).values(
+                    stream_id=stream_id,
+                    path=str(path),
+                    checksum=checksum,
+                    frames=batch.frames,
+                    triples=len(batch.elements),
+                    activity_iri=activity,
+                )
+            )
             watermark = conn.scalar(select(Stream.watermark).where(Stream.id == stream_id))
             written = True
-            lake().write(batch, batch_id=batch_id)  # inside: a failed lake write rolls the store back
+            lake().write(
+                batch, batch_id=batch_id
+            )  # inside: a failed lake write rolls the store back
             # last, just before the commit: a file still growing is not recorded as loaded
             _require_unchanged(path, seen, checksum, batch.sha256 if stream_file == path else None)
     except BaseException:
@@ -268,30 +317,60 @@ def ingest_file(path: Path, config: StreamConfig, store_url: Optional[str] = Non
         raise
     quarantined = batch.rejected_triples
     assert batch.read_triples == read_triples, "ingest lost triples"
-    _log_loaded(path, batch, outcome, watermark, len(late_frames), dropped, time.perf_counter() - clock)
-    return FileReport(str(path), "loaded", batch.frames, len(batch.elements), quarantined,
-                      sum(batch.duplicates.values()), len({f.frame for f in late_frames}), dropped,
-                      watermark.isoformat() if watermark else None,
-                      str(stream_file) if stream_file != path else None)
+    _log_loaded(
+        path, batch, outcome, watermark, len(late_frames), dropped, time.perf_counter() - clock
+    )
+    return FileReport(
+        str(path),
+        "loaded",
+        batch.frames,
+        len(batch.elements),
+        quarantined,
+        sum(batch.duplicates.values()),
+        len({f.frame for f in late_frames}),
+        dropped,
+        watermark.isoformat() if watermark else None,
+        str(stream_file) if stream_file != path else None,
+    )
 
 
-def _log_loaded(path: Path, batch, outcome, watermark, late_frames: int, dropped: int, seconds: float) -> None:
+def _log_loaded(
+    path: Path, batch, outcome, watermark, late_frames: int, dropped: int, seconds: float
+) -> None:
     """What loading one file did, for the task log: counts, each rejected line with its reason
     (the first ``SHOWN_REJECTIONS``) and where the rejected lines are kept."""
-    log.info("%s: loaded %d frames, %d triples in %.1f s; watermark %s; quality: %s", path.name, batch.frames,
-             len(batch.elements), seconds, watermark.isoformat() if watermark else "-", outcome.summary())
+    log.info(
+        "%s: loaded %d frames, %d triples in %.1f s; watermark %s; quality: %s",
+        path.name,
+        batch.frames,
+        len(batch.elements),
+        seconds,
+        watermark.isoformat() if watermark else "-",
+        outcome.summary(),
+    )
     if late_frames:
-        log.info("%s: %d late frame(s), %d dropped by the stream's late policy", path.name, late_frames, dropped)
+        log.info(
+            "%s: %d late frame(s), %d dropped by the stream's late policy",
+            path.name,
+            late_frames,
+            dropped,
+        )
     if batch.rejections:
-        log.info("%s: %d triple(s) in %d place(s) rejected, kept in the lake's quarantine (%s) and the store's "
-                 "quarantine table:", path.name, batch.rejected_triples, len(batch.rejections), lake().quarantine_dir)
+        log.info(
+            "%s: %d triple(s) in %d place(s) rejected, kept in the lake's quarantine (%s) and the store's "
+            "quarantine table:",
+            path.name,
+            batch.rejected_triples,
+            len(batch.rejections),
+            lake().quarantine_dir,
+        )
         for rejection in batch.rejections[:SHOWN_REJECTIONS]:
             log.info("  %s", rejection)
         if len(batch.rejections) > SHOWN_REJECTIONS:
             log.info("  ... and %d more", len(batch.rejections) - SHOWN_REJECTIONS)
 
 
-def settle(path: Path, config: StreamConfig, seen: Optional[Snapshot] = None) -> None:
+def settle(path: Path, config: StreamConfig, seen: Snapshot | None = None) -> None:
     """A loaded (or already loaded) landing file leaves the landing directory, so that no later
     run hashes it again: moved to ``loaded/`` or deleted (``RSP_LANDING_LOADED``). One that
     differs from ``seen`` (what was loaded) stays, for the next run to load what it now holds."""
@@ -310,7 +389,7 @@ def prune(config: StreamConfig) -> None:
     keep = settings.retention("RSP_LOADED_RETENTION", "P30D")
     if keep is None:
         return
-    oldest = (datetime.now(timezone.utc) - keep).timestamp()
+    oldest = (datetime.now(UTC) - keep).timestamp()
     for folder in (config.landing_dir / "loaded", config.landing_dir / sources.MAPPED_DIR):
         for old in folder.glob("*") if folder.is_dir() else ():
             if old.is_file() and old.stat().st_mtime < oldest:
@@ -339,19 +418,33 @@ def reject(path: Path, config: StreamConfig, reason: str) -> Path:
 def _files_loaded(engine, stream_iri: str) -> int:
     """How many files of the stream were loaded before: the next file's delivery order."""
     with engine.connect() as conn:
-        return conn.scalar(select(func.count(IngestedFile.id)).join(Stream, Stream.id == IngestedFile.stream_id)
-                           .where(Stream.iri == stream_iri))
+        return conn.scalar(
+            select(func.count(IngestedFile.id))
+            .join(Stream, Stream.id == IngestedFile.stream_id)
+            .where(Stream.iri == stream_iri)
+        )
 
 
 def _already_loaded(engine, stream_iri: str, checksum: str) -> bool:
     with engine.connect() as conn:
-        return conn.scalar(select(IngestedFile.id).join(Stream, Stream.id == IngestedFile.stream_id)
-                           .where(Stream.iri == stream_iri, IngestedFile.checksum == checksum)) is not None
+        return (
+            conn.scalar(
+                select(IngestedFile.id)
+                .join(Stream, Stream.id == IngestedFile.stream_id)
+                .where(Stream.iri == stream_iri, IngestedFile.checksum == checksum)
+            )
+            is not None
+        )
 
 
 def _configure_stream(conn, config: StreamConfig) -> int:
     """Register the stream with the catalog's lateness and policy (the store is the record)."""
     stream_id = register_stream(conn, config.iri)
-    conn.execute(update(Stream).where(Stream.id == stream_id).values(
-        allowed_lateness_ms=us_to_ms(config.allowed_lateness_us), late_policy=config.late_policy))
+    conn.execute(
+        update(Stream)
+        .where(Stream.id == stream_id)
+        .values(
+            allowed_lateness_ms=us_to_ms(config.allowed_lateness_us), late_policy=config.late_policy
+        )
+    )
     return stream_id

@@ -9,12 +9,14 @@ A file counts only once it is complete (``rsp_jobs.orchestrate.ingest.settled``)
 temporary name, and not modified for ``RSP_LANDING_QUIET``. A run triggered by hand while a file
 is still being written waits for it the same way, rather than being skipped.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
 
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSkipException
@@ -39,20 +41,34 @@ def arriving_files(folder: Path, suffixes: Sequence[str]) -> list[str]:
 class LandingTrigger(BaseTrigger):
     """Fires when a loadable file is in ``folder`` (looks every ``poll_seconds``)."""
 
-    def __init__(self, folder: str, suffixes: Sequence[str], poll_seconds: float = 10.0,
-                 quiet_seconds: float = 0.0):
+    def __init__(
+        self,
+        folder: str,
+        suffixes: Sequence[str],
+        poll_seconds: float = 10.0,
+        quiet_seconds: float = 0.0,
+    ):
         super().__init__()
         self.folder, self.suffixes, self.poll_seconds = folder, list(suffixes), poll_seconds
         self.quiet_seconds = quiet_seconds
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"folder": self.folder, "suffixes": self.suffixes, "poll_seconds": self.poll_seconds,
-                 "quiet_seconds": self.quiet_seconds})
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "folder": self.folder,
+                "suffixes": self.suffixes,
+                "poll_seconds": self.poll_seconds,
+                "quiet_seconds": self.quiet_seconds,
+            },
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        while not (found := await asyncio.to_thread(waiting_files, Path(self.folder), self.suffixes,
-                                                    self.quiet_seconds)):
+        while not (
+            found := await asyncio.to_thread(
+                waiting_files, Path(self.folder), self.suffixes, self.quiet_seconds
+            )
+        ):
             await asyncio.sleep(self.poll_seconds)
         yield TriggerEvent({"folder": self.folder, "files": found})
 
@@ -83,16 +99,31 @@ class LandingSensor(BaseSensorOperator):
             return
         run = context.get("dag_run")
         writing = arriving_files(folder, suffixes)
-        if not writing and run is not None and str(getattr(run, "run_type", "")).lower().endswith("manual"):
+        if (
+            not writing
+            and run is not None
+            and str(getattr(run, "run_type", "")).lower().endswith("manual")
+        ):
             raise AirflowSkipException(f"no new files in {folder}")
         if writing:
-            self.log.info("waiting for %s in %s to be complete (unchanged for %g s)", ", ".join(writing[:10]),
-                          folder, quiet)
+            self.log.info(
+                "waiting for %s in %s to be complete (unchanged for %g s)",
+                ", ".join(writing[:10]),
+                folder,
+                quiet,
+            )
         else:
             self.log.info("waiting for a file in %s", folder)
         poll = min(self.poll_seconds, max(quiet, 1.0)) if writing else self.poll_seconds
-        self.defer(trigger=LandingTrigger(str(folder), suffixes, poll, quiet), method_name="execute_complete",
-                   timeout=timedelta(seconds=float(self.timeout)))
+        self.defer(
+            trigger=LandingTrigger(str(folder), suffixes, poll, quiet),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=float(self.timeout)),
+        )
 
     def execute_complete(self, context, event: dict | None = None) -> None:
-        self.log.info("file(s) arrived in %s: %s", (event or {}).get("folder"), ", ".join((event or {}).get("files", [])[:10]))
+        self.log.info(
+            "file(s) arrived in %s: %s",
+            (event or {}).get("folder"),
+            ", ".join((event or {}).get("files", [])[:10]),
+        )

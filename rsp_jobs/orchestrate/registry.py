@@ -11,6 +11,7 @@ minute (patterns: one minute, since any batch works for them). ``queries/streams
 ingest DAG), its allowed lateness and late-data policy, the raw ``format`` its landing directory
 also accepts (``rsp_jobs.ingest.sources``), and the files of background graphs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,33 +19,45 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Optional
 
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
-from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, pattern_streams
+from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.algebra.regimes import check_regime
+from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
-from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.textfile import read_text
-from rsp_jobs.times import (US_PER_MS, datetime_lexical, duration_text, from_us, ms_to_us, parse_duration,
-                            parse_us, to_us)
+from rsp_jobs.times import (
+    US_PER_MS,
+    datetime_lexical,
+    duration_text,
+    from_us,
+    ms_to_us,
+    parse_duration,
+    parse_us,
+    to_us,
+)
 
 MINUTE_US = 60_000_000
 # where a DAG's interval grid starts by default: live runs start now, history is a backfill
-DEFAULT_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def scheduled_runs() -> bool:
     """``RSP_SCHEDULED_RUNS`` (default true): whether query DAGs over input streams run on their
     timetable. Off, they run only when triggered with an interval (a replay of history, the
     demo); chained queries still run on their upstream's asset events."""
-    return os.environ.get("RSP_SCHEDULED_RUNS", "true").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get("RSP_SCHEDULED_RUNS", "true").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 def queries_dir() -> Path:
@@ -58,7 +71,9 @@ class StreamConfig:
     iri: str
     allowed_lateness_us: int = 0
     late_policy: str = "drop"  # or "reevaluate"
-    format: Optional[str] = None  # a raw format of rsp_jobs.ingest.sources ("dart"); None: TriG/N-Quads
+    format: str | None = (
+        None  # a raw format of rsp_jobs.ingest.sources ("dart"); None: TriG/N-Quads
+    )
 
     @property
     def landing_dir(self) -> Path:
@@ -74,10 +89,10 @@ class RegisteredQuery:
     t0_us: int
     background: tuple[str, ...] = field(default=())
     entailment: str = "simple"  # or rdfs, rdfs++ (``entailment = "rdfs"`` in the query's .toml)
-    alert: Optional[AlertConfig] = None  # an ``[alert]`` table: its results raise alerts
+    alert: AlertConfig | None = None  # an ``[alert]`` table: its results raise alerts
     # an unbounded EP-SPARQL pattern's ``retention = "1h"``: longer matches are not reported and
     # the pattern reads back that far; without it, its partial matches are kept in the store
-    retention_us: Optional[int] = None
+    retention_us: int | None = None
 
     @property
     def dag_id(self) -> str:
@@ -115,7 +130,7 @@ class RegisteredQuery:
         return self.kind == "pattern" and self.range_us is None
 
     @property
-    def range_us(self) -> Optional[int]:
+    def range_us(self) -> int | None:
         """How far back a run reads: the widest window, or a pattern's bounded duration (or its
         retention); None for an unbounded pattern, which keeps its partial matches instead."""
         if self.kind != "window":
@@ -169,9 +184,10 @@ class RegisteredQuery:
             f"{self.dag_id}: the run's interval ({datetime_lexical(after)}, {datetime_lexical(until)}] is not whole "
             f"batches: a run covers one or more batches of {duration_text(self.batch_us // US_PER_MS)} ending on the "
             f"query's grid of closes (every {duration_text(step // US_PER_MS)}), e.g. "
-            f"({datetime_lexical(end - timedelta(microseconds=self.batch_us))}, {datetime_lexical(end)}]")
+            f"({datetime_lexical(end - timedelta(microseconds=self.batch_us))}, {datetime_lexical(end)}]"
+        )
 
-    def first_batch_end(self, not_before: Optional[datetime] = None) -> datetime:
+    def first_batch_end(self, not_before: datetime | None = None) -> datetime:
         """The first batch boundary at or after ``not_before`` on the query's close grid
         (``t0 + RANGE + k*STEP``, or ``k*d`` with COMPUTED EVERY d), so that every run's
         interval ends on a window close."""
@@ -184,7 +200,7 @@ def default_batch_us(step_us: int) -> int:
     return -(-MINUTE_US // step_us) * step_us
 
 
-def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
+def load_query(path: Path, root: Path | None = None) -> RegisteredQuery:
     """Parse and check one registered query file; errors name the file and line. (No Spark
     here: the DAG processor calls this for every query file.)"""
     root = root or queries_dir()
@@ -199,27 +215,51 @@ def load_query(path: Path, root: Optional[Path] = None) -> RegisteredQuery:
     else:  # a pattern reads back its bounded duration; any batch will do
         check_batchable(query)  # MINUS over a stream cannot be micro-batched: refuse it here
         step = US_PER_MS
-    batch = _duration_us(options["batch"], path.with_suffix(".toml"), "batch") if "batch" in options \
+    batch = (
+        _duration_us(options["batch"], path.with_suffix(".toml"), "batch")
+        if "batch" in options
         else default_batch_us(step)
+    )
     if batch <= 0 or batch % step:
-        raise InputError(f"{path.with_suffix('.toml')}: batch must be a whole number of STEPs "
-                         f"(or of COMPUTED EVERY when given: {step // US_PER_MS} ms), got {batch // US_PER_MS} ms")
+        raise InputError(
+            f"{path.with_suffix('.toml')}: batch must be a whole number of STEPs "
+            f"(or of COMPUTED EVERY when given: {step // US_PER_MS} ms), got {batch // US_PER_MS} ms"
+        )
     relative = path.relative_to(root) if path.is_relative_to(root) else Path(path.name)
     application = relative.parts[0] if len(relative.parts) > 1 else "default"
-    entailment = check_regime(options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment")
-    alert = AlertConfig.from_table(options["alert"], path.with_suffix(".toml")) if "alert" in options else None
+    entailment = check_regime(
+        options.get("entailment", "simple"), f"{path.with_suffix('.toml')}: entailment"
+    )
+    alert = (
+        AlertConfig.from_table(options["alert"], path.with_suffix(".toml"))
+        if "alert" in options
+        else None
+    )
     retention = None
     if "retention" in options:
         if not isinstance(query, ContinuousQuery) or not query.pattern:
-            raise InputError(f"{path.with_suffix('.toml')}: retention applies to EP-SPARQL patterns only")
+            raise InputError(
+                f"{path.with_suffix('.toml')}: retention applies to EP-SPARQL patterns only"
+            )
         retention = _duration_us(options["retention"], path.with_suffix(".toml"), "retention")
         if retention <= 0:
-            raise InputError(f"{path.with_suffix('.toml')}: retention must be positive, got {options['retention']!r}")
-    return RegisteredQuery(path, application, query, batch, t0_us, tuple(background_files(query)), entailment,
-                           alert, retention)
+            raise InputError(
+                f"{path.with_suffix('.toml')}: retention must be positive, got {options['retention']!r}"
+            )
+    return RegisteredQuery(
+        path,
+        application,
+        query,
+        batch,
+        t0_us,
+        tuple(background_files(query)),
+        entailment,
+        alert,
+        retention,
+    )
 
 
-def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:
+def discover(root: Path | None = None) -> tuple[list[RegisteredQuery], dict[Path, RspError]]:
     """Every query under ``root``: those that load, and the error of each that does not. One
     file's error, whatever it is, loses that file only; two files registering one name (one
     DAG id, one output stream) are both refused, each error naming the other file."""
@@ -242,8 +282,10 @@ def discover(root: Optional[Path] = None) -> tuple[list[RegisteredQuery], dict[P
         if len(rqs) > 1:
             for rq in rqs:
                 others = ", ".join(str(o.path) for o in rqs if o is not rq)
-                errors[rq.path] = InputError(f"{rq.path}: registers the name {rq.dag_id!r} ({rq.iri}), as {others} "
-                                             "does; each registered query needs its own name")
+                errors[rq.path] = InputError(
+                    f"{rq.path}: registers the name {rq.dag_id!r} ({rq.iri}), as {others} "
+                    "does; each registered query needs its own name"
+                )
     return [rq for rq in loaded if rq.path not in errors], dict(sorted(errors.items()))
 
 
@@ -279,7 +321,9 @@ def streams() -> dict[str, StreamConfig]:
         policy = entry.get("late_policy", "drop")
         if policy not in ("drop", "reevaluate"):
             raise InputError(f"{where}: late_policy must be drop or reevaluate, got {policy!r}")
-        lateness = _duration_us(entry.get("allowed_lateness", "0ms"), path, f"streams.{key}.allowed_lateness")
+        lateness = _duration_us(
+            entry.get("allowed_lateness", "0ms"), path, f"streams.{key}.allowed_lateness"
+        )
         fmt = check_format(entry.get("format"), f"{where}.format")
         found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy, fmt)
     return found

@@ -6,22 +6,23 @@ triggers the root query DAGs once per batch interval of the range, in order; the
 queries run when their upstream's asset events arrive. Everything goes through real DAG runs;
 the summary is read back from Airflow's REST API and the frame store.
 """
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable, Sequence
 
 from sqlalchemy import func, select
 
+from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.orchestrate import registry
 from rsp_jobs.orchestrate.ingest import drop, landing_files
 from rsp_jobs.orchestrate.registry import RegisteredQuery
-from rsp_jobs.alerts.store import list_alerts
 from rsp_jobs.store import db
-from rsp_jobs.store.models import Activity, Frame, QualityResult, Stream, StoredResult
+from rsp_jobs.store.models import Activity, Frame, QualityResult, StoredResult, Stream
 
 TERMINAL = {"success", "failed"}
 
@@ -36,18 +37,30 @@ class ReplaySummary:
 
 
 def run_states(airflow, dag_id: str) -> list[str]:
-    runs = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500}).raise_for_status().json()
+    runs = (
+        airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 500})
+        .raise_for_status()
+        .json()
+    )
     return [r["state"] for r in runs["dag_runs"]]
 
 
 def waiting_for_files(airflow, dag_id: str) -> int:
     """How many runs of an ingest DAG wait, deferred, for a file to land."""
-    found = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
-                               params={"task_id": "wait_for_files", "state": "deferred"}).raise_for_status().json()
+    found = (
+        airflow.client.get(
+            f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances",
+            params={"task_id": "wait_for_files", "state": "deferred"},
+        )
+        .raise_for_status()
+        .json()
+    )
     return found["total_entries"]
 
 
-def trigger(airflow, dag_id: str, after: datetime | None = None, until: datetime | None = None) -> str:
+def trigger(
+    airflow, dag_id: str, after: datetime | None = None, until: datetime | None = None
+) -> str:
     body = {"logical_date": (until or datetime.now().astimezone()).isoformat()}
     if after is not None:
         body.update(data_interval_start=after.isoformat(), data_interval_end=until.isoformat())
@@ -57,8 +70,13 @@ def trigger(airflow, dag_id: str, after: datetime | None = None, until: datetime
 
 def wait_for_run(airflow, dag_id: str, run_id: str, timeout: float) -> str:
     def done():
-        state = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").raise_for_status().json()["state"]
+        state = (
+            airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+            .raise_for_status()
+            .json()["state"]
+        )
         return state if state in TERMINAL else None
+
     return airflow.wait_for(done, timeout, f"run {run_id} of {dag_id}")
 
 
@@ -71,34 +89,58 @@ def ingested(airflow, dag_id: str, config, timeout: float) -> str:
     triggered = []
 
     def done():
-        runs = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100}).raise_for_status().json()
-        runs = sorted(runs["dag_runs"], key=lambda r: r["start_date"] or "~", reverse=True)  # newest first
+        runs = (
+            airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100})
+            .raise_for_status()
+            .json()
+        )
+        runs = sorted(
+            runs["dag_runs"], key=lambda r: r["start_date"] or "~", reverse=True
+        )  # newest first
         if landing_files(config):
             if not triggered and not any(r["state"] in ("running", "queued") for r in runs):
                 triggered.append(trigger(airflow, dag_id))
             return None
         for run in runs:  # the newest run that loaded: the next one may be waiting for files
-            state = airflow.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances/"
-                                       "load_landing_files").raise_for_status().json()["state"]
+            state = (
+                airflow.client.get(
+                    f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances/"
+                    "load_landing_files"
+                )
+                .raise_for_status()
+                .json()["state"]
+            )
             if state in ("success", "failed", "upstream_failed"):
                 return state
             if state not in (None, "skipped"):
                 return None  # loading
         return None
+
     return airflow.wait_for(done, timeout, f"{dag_id} loaded the files in {config.landing_dir}")
 
 
 def unpause_all(airflow, dag_ids: Sequence[str], timeout: float = 180) -> None:
     def parsed():
-        listed = airflow.client.get("/api/v2/dags", params={"limit": 200}).raise_for_status().json()["dags"]
+        listed = (
+            airflow.client.get("/api/v2/dags", params={"limit": 200})
+            .raise_for_status()
+            .json()["dags"]
+        )
         return {d["dag_id"] for d in listed} >= set(dag_ids)
+
     airflow.wait_for(parsed, timeout, "the project's DAGs parsed")
     for dag_id in dag_ids:
         airflow.client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
 
 
-def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until: datetime,
-           say: Callable[[str], None] = print, timeout: float = 1800) -> ReplaySummary:
+def replay(
+    airflow,
+    stream_files: dict[str, list[Path]],
+    after: datetime,
+    until: datetime,
+    say: Callable[[str], None] = print,
+    timeout: float = 1800,
+) -> ReplaySummary:
     """Land ``stream_files`` (stream IRI -> files), ingest them, and evaluate every registered
     query over ``(after, until]`` through DAG runs."""
     queries, errors = registry.discover()
@@ -108,7 +150,9 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     ingest_dags = [f"ingest_{streams[iri].key}" for iri in stream_files]
     queries = downstream_of(queries, set(stream_files))
     roots = [q for q in queries if set(q.streams) <= set(stream_files)]
-    for q in roots:  # each run must be a whole batch (the DAG refuses others): say so before starting
+    for (
+        q
+    ) in roots:  # each run must be a whole batch (the DAG refuses others): say so before starting
         q.check_interval(after, until)
     alert_dags = [f"alert_{q.dag_id}" for q in queries if q.alert is not None]
     unpause_all(airflow, ingest_dags + [q.dag_id for q in queries] + alert_dags)
@@ -128,8 +172,11 @@ def replay(airflow, stream_files: dict[str, list[Path]], after: datetime, until:
     for dag_id, run_id in triggered:
         wait_for_run(airflow, dag_id, run_id, timeout)
     catch_up = _CatchUp(airflow, queries, after, until)
-    airflow.wait_for(lambda: _evaluated_through(airflow, queries, until, alert_dags) or catch_up(), timeout,
-                     "the chained queries and alerts")
+    airflow.wait_for(
+        lambda: _evaluated_through(airflow, queries, until, alert_dags) or catch_up(),
+        timeout,
+        "the chained queries and alerts",
+    )
     return summarize(airflow, queries, ingest_dags, alert_dags)
 
 
@@ -147,10 +194,16 @@ class _CatchUp:
         derived = {q.output_stream: q.dag_id for q in queries}
         self.airflow, self.after, self.until, self.idle = airflow, after, until, {}
         # (dag id, the streams it waits for and the DAGs that make them, the stream it writes)
-        self.consumers = [(q.dag_id, {s: derived[s] for s in q.streams if s in derived}, q.output_stream)
-                          for q in queries if any(s in derived for s in q.streams)]
-        self.consumers += [(f"alert_{q.dag_id}", {q.output_stream: q.dag_id}, f"{q.iri}/alerts")
-                           for q in queries if q.alert is not None]
+        self.consumers = [
+            (q.dag_id, {s: derived[s] for s in q.streams if s in derived}, q.output_stream)
+            for q in queries
+            if any(s in derived for s in q.streams)
+        ]
+        self.consumers += [
+            (f"alert_{q.dag_id}", {q.output_stream: q.dag_id}, f"{q.iri}/alerts")
+            for q in queries
+            if q.alert is not None
+        ]
 
     def __call__(self) -> None:
         with db.engine().connect() as conn:
@@ -160,14 +213,17 @@ class _CatchUp:
             ready = None if None in produced else min(min(produced), self.until)
             done = max(marks.get(output) or self.after, self.after)
             behind = ready is not None and done < ready
-            quiet = behind and all(state in TERMINAL for d in [dag_id, *upstream.values()]
-                                   for state in run_states(self.airflow, d))
+            quiet = behind and all(
+                state in TERMINAL
+                for d in [dag_id, *upstream.values()]
+                for state in run_states(self.airflow, d)
+            )
             self.idle[dag_id] = self.idle.get(dag_id, 0) + 1 if quiet else 0
             if self.idle[dag_id] >= self.PATIENCE:
                 self.idle[dag_id] = 0
                 try:
                     trigger(self.airflow, dag_id, done, ready)
-                except Exception:  # noqa: BLE001 - a refused trigger leaves the wait to its timeout
+                except Exception:
                     continue
         return None
 
@@ -186,24 +242,36 @@ def downstream_of(queries: list[RegisteredQuery], streams: set[str]) -> list[Reg
     return [q for q in queries if q in chosen]
 
 
-def batches(q: RegisteredQuery, after: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+def batches(
+    q: RegisteredQuery, after: datetime, until: datetime
+) -> list[tuple[datetime, datetime]]:
     """``(after, until]`` as the query's runs, one batch each (``check_interval`` has passed)."""
     step = timedelta(microseconds=q.batch_us)
     return [(after + k * step, after + (k + 1) * step) for k in range((until - after) // step)]
 
 
-def _evaluated_through(airflow, queries: list[RegisteredQuery], until: datetime, alert_dags: Sequence[str] = ()) -> bool:
+def _evaluated_through(
+    airflow, queries: list[RegisteredQuery], until: datetime, alert_dags: Sequence[str] = ()
+) -> bool:
     """Every query evaluated up to ``until`` and none of their (or the alert DAGs') runs still going."""
     with db.engine().connect() as conn:
-        marks = dict(conn.execute(select(Stream.iri, Stream.watermark)
-                                  .where(Stream.iri.in_([q.output_stream for q in queries]))).all())
+        marks = dict(
+            conn.execute(
+                select(Stream.iri, Stream.watermark).where(
+                    Stream.iri.in_([q.output_stream for q in queries])
+                )
+            ).all()
+        )
     evaluated = all(marks.get(q.output_stream) and marks[q.output_stream] >= until for q in queries)
     dag_ids = [q.dag_id for q in queries] + list(alert_dags)
-    return evaluated and all(s in TERMINAL for dag_id in dag_ids for s in run_states(airflow, dag_id))
+    return evaluated and all(
+        s in TERMINAL for dag_id in dag_ids for s in run_states(airflow, dag_id)
+    )
 
 
-def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
-              alert_dags: Sequence[str] = ()) -> ReplaySummary:
+def summarize(
+    airflow, queries: list[RegisteredQuery], ingest_dags: list[str], alert_dags: Sequence[str] = ()
+) -> ReplaySummary:
     summary = ReplaySummary()
     for dag_id in ingest_dags + [q.dag_id for q in queries] + list(alert_dags):
         counts = Counter(run_states(airflow, dag_id))
@@ -214,15 +282,26 @@ def summarize(airflow, queries: list[RegisteredQuery], ingest_dags: list[str],
         summary.runs[dag_id] = {s: n for s, n in sorted(counts.items()) if n}
     with db.engine().connect() as conn:
         for q in queries:
-            summary.windows[q.dag_id] = conn.scalar(select(func.count()).select_from(StoredResult)
-                                                    .where(StoredResult.query_iri == q.iri))
+            summary.windows[q.dag_id] = conn.scalar(
+                select(func.count())
+                .select_from(StoredResult)
+                .where(StoredResult.query_iri == q.iri)
+            )
             if q.derives_stream:
                 summary.derived_frames[q.dag_id] = conn.scalar(
-                    select(func.count()).select_from(Frame).join(Stream, Stream.id == Frame.stream_id)
-                    .where(Stream.iri == q.output_stream))
-        for success, count in conn.execute(select(QualityResult.success, func.count()).group_by(QualityResult.success)):
+                    select(func.count())
+                    .select_from(Frame)
+                    .join(Stream, Stream.id == Frame.stream_id)
+                    .where(Stream.iri == q.output_stream)
+                )
+        for success, count in conn.execute(
+            select(QualityResult.success, func.count()).group_by(QualityResult.success)
+        ):
             summary.quality["passed" if success else "failed"] = count
-        summary.quality["checks"] = conn.scalar(select(func.count()).select_from(Activity)
-                                                .where(Activity.kind == "quality_check"))
-        summary.alerts = [a for a in list_alerts(db.engine()) if a["query_iri"] in {q.iri for q in queries}]
+        summary.quality["checks"] = conn.scalar(
+            select(func.count()).select_from(Activity).where(Activity.kind == "quality_check")
+        )
+        summary.alerts = [
+            a for a in list_alerts(db.engine()) if a["query_iri"] in {q.iri for q in queries}
+        ]
     return summary

@@ -26,10 +26,10 @@ extra ``master`` gives the URL outright. A connection that is not defined falls 
 
 How the connection is looked up, and when Airflow is imported for it: ``connections``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from rsp_jobs import settings
 from rsp_jobs.errors import RspError
@@ -66,22 +66,33 @@ def get_spark():
     return session(target.master, conf=target.conf)
 
 
-def target_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[str], port: Optional[int],
-                         extra: Optional[dict]) -> SparkTarget:
+def target_of_connection(
+    conn_id: str, conn_type: str | None, host: str | None, port: int | None, extra: dict | None
+) -> SparkTarget:
     """The Spark target an Airflow ``spark`` connection names (the module docstring)."""
     extra = extra or {}
     if str(extra.get("deploy-mode") or "client").strip().lower() != "client":
-        raise RspError(f"Airflow connection {conn_id!r}: deploy-mode {extra['deploy-mode']!r} is not possible here; "
-                       "the Spark driver is the job's own process (deploy-mode client)")
-    conf = {key: str(extra[name]) for name, key in (("queue", "spark.yarn.queue"),
-                                                    ("namespace", "spark.kubernetes.namespace")) if extra.get(name)}
+        raise RspError(
+            f"Airflow connection {conn_id!r}: deploy-mode {extra['deploy-mode']!r} is not possible here; "
+            "the Spark driver is the job's own process (deploy-mode client)"
+        )
+    conf = {
+        key: str(extra[name])
+        for name, key in (
+            ("queue", "spark.yarn.queue"),
+            ("namespace", "spark.kubernetes.namespace"),
+        )
+        if extra.get(name)
+    }
     master = str(extra.get("master") or "").strip()
     if master:
         return SparkTarget(master, conf)
     host = (host or "").strip()
     if not host:
-        raise RspError(f"Airflow connection {conn_id!r} names no Spark master: give it a host "
-                       f"(spark://HOST:PORT) or extra {{\"master\": URL}}")
+        raise RspError(
+            f"Airflow connection {conn_id!r} names no Spark master: give it a host "
+            f'(spark://HOST:PORT) or extra {{"master": URL}}'
+        )
     conn_type = conn_type or "spark"
     if conn_type == "spark" and ("://" in host or not port):
         master = host  # as entered in the UI: the host field holds the master
@@ -94,12 +105,14 @@ def target_of_connection(conn_id: str, conn_type: Optional[str], host: Optional[
     return SparkTarget(master, conf)
 
 
-def _from_airflow(conn_id: str) -> Optional[SparkTarget]:
+def _from_airflow(conn_id: str) -> SparkTarget | None:
     """None when Airflow is not installed or does not define the connection."""
     conn = connections.get_connection(conn_id)
     if conn is None:
         return None
-    if conn.conn_type == "spark_connect":  # a Spark Connect server: the provider's hook builds its URL
+    if (
+        conn.conn_type == "spark_connect"
+    ):  # a Spark Connect server: the provider's hook builds its URL
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         return SparkTarget(SparkConnectHook(conn_id).get_connection_url())

@@ -17,31 +17,41 @@ A run does not wait for inputs that cannot come (``RSP_INPUT_WAIT``, default 30 
 Both failures are final (no retries: a retry would wait the same way); clear the task to wait
 again once the inputs are there.
 """
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, AsyncIterator, Optional, Sequence
+from typing import Any
 
 from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sqlalchemy import select
 
+from rsp_jobs import settings
 from rsp_jobs.orchestrate.intervals import run_interval
 from rsp_jobs.store import db
 from rsp_jobs.store.models import Stream
-from rsp_jobs import settings
 from rsp_jobs.times import duration_text, iso_ms, parse_datetime, to_us
 
 
-def lagging_streams(store_url: Optional[str], streams: Sequence[str], until: datetime) -> dict[str, Optional[str]]:
+def lagging_streams(
+    store_url: str | None, streams: Sequence[str], until: datetime
+) -> dict[str, str | None]:
     """The streams whose watermark has not passed ``until`` + allowed lateness, with their
     watermark (None: nothing loaded yet)."""
     with db.engine(store_url).connect() as conn:
-        rows = {r.iri: r for r in conn.execute(
-            select(Stream.iri, Stream.watermark, Stream.allowed_lateness_ms).where(Stream.iri.in_(streams)))}
+        rows = {
+            r.iri: r
+            for r in conn.execute(
+                select(Stream.iri, Stream.watermark, Stream.allowed_lateness_ms).where(
+                    Stream.iri.in_(streams)
+                )
+            )
+        }
     lagging = {}
     for iri in streams:
         row = rows.get(iri)
@@ -56,7 +66,7 @@ def _when(moment: datetime) -> str:
     return iso_ms(to_us(moment))
 
 
-def _held(mark: Optional[str]) -> str:
+def _held(mark: str | None) -> str:
     """How far a stream's data goes, from its watermark (``lagging_streams``'s value)."""
     return f"holds data up to {_when(parse_datetime(mark))}" if mark else "holds no data yet"
 
@@ -65,16 +75,34 @@ class WatermarkTrigger(BaseTrigger):
     """Fires when no input stream lags behind ``until`` any more (polls every ``poll_seconds``),
     or at ``deadline`` with the streams that still lag."""
 
-    def __init__(self, streams: Sequence[str], until: str, store_url: Optional[str] = None,
-                 poll_seconds: float = 10.0, deadline: Optional[str] = None):
+    def __init__(
+        self,
+        streams: Sequence[str],
+        until: str,
+        store_url: str | None = None,
+        poll_seconds: float = 10.0,
+        deadline: str | None = None,
+    ):
         super().__init__()
-        self.streams, self.until, self.store_url, self.poll_seconds = list(streams), until, store_url, poll_seconds
+        self.streams, self.until, self.store_url, self.poll_seconds = (
+            list(streams),
+            until,
+            store_url,
+            poll_seconds,
+        )
         self.deadline = deadline
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"streams": self.streams, "until": self.until, "store_url": self.store_url,
-                 "poll_seconds": self.poll_seconds, "deadline": self.deadline})
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "streams": self.streams,
+                "until": self.until,
+                "store_url": self.store_url,
+                "poll_seconds": self.poll_seconds,
+                "deadline": self.deadline,
+            },
+        )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         until = parse_datetime(str(self.until))
@@ -85,14 +113,20 @@ class WatermarkTrigger(BaseTrigger):
                 yield TriggerEvent({"until": self.until, "status": "ready"})
                 return
             if deadline and datetime.now(deadline.tzinfo) >= deadline:
-                yield TriggerEvent({"until": self.until, "status": "timeout", "lagging": lagging,
-                                    "deadline": self.deadline})
+                yield TriggerEvent(
+                    {
+                        "until": self.until,
+                        "status": "timeout",
+                        "lagging": lagging,
+                        "deadline": self.deadline,
+                    }
+                )
                 return
             self.log.info("waiting for watermarks to pass %s: %s", self.until, lagging)
             await asyncio.sleep(self.poll_seconds)
 
 
-def stranded(lagging: dict[str, Optional[str]], after: datetime, wait: timedelta) -> dict[str, str]:
+def stranded(lagging: dict[str, str | None], after: datetime, wait: timedelta) -> dict[str, str]:
     """Of the lagging streams, the catalog's input streams that cannot fill ``(after, ...]``
     soon: data ending more than ``wait`` before ``after`` (or none) and no landing file waiting;
     each with why, in words."""
@@ -115,9 +149,18 @@ def stranded(lagging: dict[str, Optional[str]], after: datetime, wait: timedelta
 class WatermarkSensor(BaseSensorOperator):
     """Waits (deferred) until the run's input streams are complete up to its interval's end."""
 
-    def __init__(self, *, streams: Sequence[str], store_url: Optional[str] = None,
-                 poll_seconds: float = 10.0, query_path: Optional[str] = None, **kwargs):
-        kwargs.setdefault("timeout", timedelta(days=7))  # a safety net: the wait ends at RSP_INPUT_WAIT
+    def __init__(
+        self,
+        *,
+        streams: Sequence[str],
+        store_url: str | None = None,
+        poll_seconds: float = 10.0,
+        query_path: str | None = None,
+        **kwargs,
+    ):
+        kwargs.setdefault(
+            "timeout", timedelta(days=7)
+        )  # a safety net: the wait ends at RSP_INPUT_WAIT
         super().__init__(**kwargs)
         self.streams, self.store_url, self.poll_seconds = list(streams), store_url, poll_seconds
         # a query on a timetable: its run's interval must be whole batches, checked before waiting
@@ -142,7 +185,9 @@ class WatermarkSensor(BaseSensorOperator):
             raise AirflowFailException(str(exc)) from exc
         from rsp_jobs.orchestrate.connections import store_url
 
-        self.store_url = self.store_url or store_url()  # the rsp_store connection, for the triggerer too
+        self.store_url = (
+            self.store_url or store_url()
+        )  # the rsp_store connection, for the triggerer too
         lagging = lagging_streams(self.store_url, self.streams, until)
         if not lagging:
             return
@@ -152,21 +197,36 @@ class WatermarkSensor(BaseSensorOperator):
                 f"the inputs of ({_when(after)}, {_when(until)}] cannot arrive: "
                 + "; ".join(f"<{iri}> {why}" for iri, why in cannot.items())
                 + f" (more than {duration_text(wait // timedelta(milliseconds=1))} behind the interval: "
-                  "RSP_INPUT_WAIT). To replay recorded data, trigger a run over its interval "
-                  "(dags/README.md); to wait for a stream that is catching up, clear this task.")
+                "RSP_INPUT_WAIT). To replay recorded data, trigger a run over its interval "
+                "(dags/README.md); to wait for a stream that is catching up, clear this task."
+            )
         now = datetime.now(until.tzinfo)
         deadline = max(until, now) + wait
-        self.log.info("waiting for %s to pass %s (until %s at most): %s", ", ".join(f"<{s}>" for s in lagging),
-                      _when(until), _when(deadline), lagging)
-        self.defer(trigger=WatermarkTrigger(self.streams, until.isoformat(), self.store_url, self.poll_seconds,
-                                            deadline.isoformat()),
-                   method_name="execute_complete", timeout=deadline - now + timedelta(minutes=5))
+        self.log.info(
+            "waiting for %s to pass %s (until %s at most): %s",
+            ", ".join(f"<{s}>" for s in lagging),
+            _when(until),
+            _when(deadline),
+            lagging,
+        )
+        self.defer(
+            trigger=WatermarkTrigger(
+                self.streams,
+                until.isoformat(),
+                self.store_url,
+                self.poll_seconds,
+                deadline.isoformat(),
+            ),
+            method_name="execute_complete",
+            timeout=deadline - now + timedelta(minutes=5),
+        )
 
-    def execute_complete(self, context, event: Optional[dict] = None) -> None:
+    def execute_complete(self, context, event: dict | None = None) -> None:
         if event and event.get("status") == "timeout":
             lag = "; ".join(f"<{iri}> {_held(mark)}" for iri, mark in event["lagging"].items())
             raise AirflowFailException(
                 f"the inputs did not arrive by {_when(parse_datetime(event['deadline']))} "
                 f"(RSP_INPUT_WAIT past the run's interval ending {_when(parse_datetime(event['until']))}): {lag}. "
-                "Clear this task to wait again once they are loaded.")
+                "Clear this task to wait again once they are loaded."
+            )
         self.log.info("inputs complete: %s", event)

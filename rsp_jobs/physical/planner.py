@@ -21,21 +21,24 @@ runs anything:
 - **its size**: an evaluation past ``RSP_MAX_WINDOWS`` closes or ``RSP_MAX_WINDOW_ROWS``
   window rows is refused here (``check_size``).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Protocol
+from typing import Protocol
 
 from rsp_jobs import settings
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.explain import expr
 from rsp_jobs.algebra.plan import ContinuousQuery
+from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.algebra.schedule import Schedule, schedule
 from rsp_jobs.errors import InputError
 from rsp_jobs.language import ast
-from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.times import US_PER_MS as MS, from_us, iso_ms
+from rsp_jobs.times import US_PER_MS as MS
+from rsp_jobs.times import from_us, iso_ms
 from rsp_jobs.tree import walk
 
 # From this many stream rows on, Spark tells whether the slice repeats a triple and which
@@ -54,7 +57,7 @@ class Statistics(Protocol):
 
     def rows(self, streams: Iterable[str], start=None, end=None) -> int: ...
 
-    def extent(self, streams: Iterable[str], start=None, end=None) -> Optional[tuple[int, int]]: ...
+    def extent(self, streams: Iterable[str], start=None, end=None) -> tuple[int, int] | None: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class SliceOf:
     def rows(self, streams: Iterable[str], start=None, end=None) -> int:
         return self.count
 
-    def extent(self, streams: Iterable[str], start=None, end=None) -> Optional[tuple[int, int]]:
+    def extent(self, streams: Iterable[str], start=None, end=None) -> tuple[int, int] | None:
         return (self.first, self.first + 3_600_000_000) if self.count else None
 
 
@@ -88,9 +91,9 @@ class WindowPlan:
 
     query: ContinuousQuery
     sched: Schedule
-    after: Optional[int]
-    until: Optional[int]
-    start: Optional[int]
+    after: int | None
+    until: int | None
+    start: int | None
     rows: int
     windowing: str
     facts_on_driver: bool
@@ -108,50 +111,120 @@ class WindowPlan:
     def steps(self) -> tuple[Step, ...]:
         span = _span_text(self.start, self.until)
         windows = ", ".join(sorted({str(w.window) for w in self.query.windows}))
-        facts = ["repeats", "times" if self.windowing == SOLUTIONS else None, "vocabulary",
-                 *(f"terms of ({_places(p)})" for p in sorted(self.ranked))]
-        steps = [Step("Read", f"{' '.join(f'<{s}>' for s in dict.fromkeys(self.streams))} {span}: the lake's "
-                              f"Parquet by stream and hour, {self.rows:,} stream rows")]
+        facts = [
+            "repeats",
+            "times" if self.windowing == SOLUTIONS else None,
+            "vocabulary",
+            *(f"terms of ({_places(p)})" for p in sorted(self.ranked)),
+        ]
+        steps = [
+            Step(
+                "Read",
+                f"{' '.join(f'<{s}>' for s in dict.fromkeys(self.streams))} {span}: the lake's "
+                f"Parquet by stream and hour, {self.rows:,} stream rows",
+            )
+        ]
         if self.windowing == ENTAILED:
             steps.append(Step("Facts", "none: entailment may derive triples the files do not hold"))
         elif self.facts_on_driver:
-            steps.append(Step("Facts", f"{', '.join(f for f in facts if f)}: from the files by pyarrow on the "
-                                       "driver, beside the plan's first steps"))
+            steps.append(
+                Step(
+                    "Facts",
+                    f"{', '.join(f for f in facts if f)}: from the files by pyarrow on the "
+                    "driver, beside the plan's first steps",
+                )
+            )
         else:
-            steps.append(Step("Facts", f"vocabulary from the files' footers; repeats{' and times' if self.windowing == SOLUTIONS else ''} "
-                                       "by Spark jobs"))
+            steps.append(
+                Step(
+                    "Facts",
+                    f"vocabulary from the files' footers; repeats{' and times' if self.windowing == SOLUTIONS else ''} "
+                    "by Spark jobs",
+                )
+            )
         if self.windowing == SOLUTIONS:
             tumbling = all(w.window.step_ms == w.window.range_ms for w in self.query.windows)
-            steps += [Step("Match", f"each BGP over the slice's triples {windows}, a solution keeping the "
-                                    "earliest and latest time of its triples (Spans)"),
-                      Step("Join", "keyed by window (tumbling: no copies)" if tumbling else
-                                   "band join: solutions within RANGE, keyed by RANGE-long buckets"),
-                      Step("Windows with data", "from the slice's distinct times on the driver, a local relation"
-                           if self.facts_on_driver else "a Spark job over the slice's times"),
-                      Step("Into windows", "each solution into the closes that hold all its triples, "
-                                           "de-duplicated only where the slice repeats a triple")]
+            steps += [
+                Step(
+                    "Match",
+                    f"each BGP over the slice's triples {windows}, a solution keeping the "
+                    "earliest and latest time of its triples (Spans)",
+                ),
+                Step(
+                    "Join",
+                    "keyed by window (tumbling: no copies)"
+                    if tumbling
+                    else "band join: solutions within RANGE, keyed by RANGE-long buckets",
+                ),
+                Step(
+                    "Windows with data",
+                    "from the slice's distinct times on the driver, a local relation"
+                    if self.facts_on_driver
+                    else "a Spark job over the slice's times",
+                ),
+                Step(
+                    "Into windows",
+                    "each solution into the closes that hold all its triples, "
+                    "de-duplicated only where the slice repeats a triple",
+                ),
+            ]
         else:
-            steps += [Step("Into windows", f"each triple into every close {windows} that holds it"
-                                           + (", the triples no pattern names dropped first" if self.query.predicates
-                                              is not None else "")),
-                      Step("Cache", "the window rows, read by every pattern"
-                           + ("; each window's graph entailed with the background's closure" if
-                              self.windowing == ENTAILED else "")),
-                      Step("Join", "equi-joins within a window, window-independent (background) rows "
-                                   "keyed to meet every window")]
+            steps += [
+                Step(
+                    "Into windows",
+                    f"each triple into every close {windows} that holds it"
+                    + (
+                        ", the triples no pattern names dropped first"
+                        if self.query.predicates is not None
+                        else ""
+                    ),
+                ),
+                Step(
+                    "Cache",
+                    "the window rows, read by every pattern"
+                    + (
+                        "; each window's graph entailed with the background's closure"
+                        if self.windowing == ENTAILED
+                        else ""
+                    ),
+                ),
+                Step(
+                    "Join",
+                    "equi-joins within a window, window-independent (background) rows "
+                    "keyed to meet every window",
+                ),
+            ]
         for node in walk(self.query.plan):
             if isinstance(node, P.Group):
-                for (agg, var), places in zip(node.aggregates, node.ranked or [()] * len(node.aggregates)):
+                for (agg, _var), places in zip(
+                    node.aggregates, node.ranked or [()] * len(node.aggregates)
+                ):
                     if agg.name in ("min", "max"):
-                        how = ("by rank: a hash aggregate of the terms' ranks, joined back to the terms"
-                               if places in self.ranked else "by ORDER BY key: a sort aggregate")
+                        how = (
+                            "by rank: a hash aggregate of the terms' ranks, joined back to the terms"
+                            if places in self.ranked
+                            else "by ORDER BY key: a sort aggregate"
+                        )
                         steps.append(Step("Extrema", f"{expr(agg)}: {how}"))
-        steps += [Step("Expressions", f"interpreted, few shuffle partitions (under {_interpreted_below():,} "
-                                      "stream rows)" if self.interpreted else "Spark's generated code"),
-                  Step("Broadcasts", "explicit only (the background's selected triples)" if self.windowing == SOLUTIONS
-                       else "by size (Spark's default threshold)"),
-                  Step("Results", f"every close of {_span_text(self.after, self.until, closes=True)} in one job, "
-                                  f"{self.query.r2s}, as Arrow to the driver")]
+        steps += [
+            Step(
+                "Expressions",
+                f"interpreted, few shuffle partitions (under {_interpreted_below():,} stream rows)"
+                if self.interpreted
+                else "Spark's generated code",
+            ),
+            Step(
+                "Broadcasts",
+                "explicit only (the background's selected triples)"
+                if self.windowing == SOLUTIONS
+                else "by size (Spark's default threshold)",
+            ),
+            Step(
+                "Results",
+                f"every close of {_span_text(self.after, self.until, closes=True)} in one job, "
+                f"{self.query.r2s}, as Arrow to the driver",
+            ),
+        ]
         return tuple(steps)
 
     def explain(self) -> str:
@@ -160,8 +233,14 @@ class WindowPlan:
         return "\n".join(lines) + "\n"
 
 
-def plan_windows(query: ContinuousQuery, stats: Statistics, after: Optional[int] = None,
-                 until: Optional[int] = None, t0_us: int = 0, entailment: str = "simple") -> WindowPlan:
+def plan_windows(
+    query: ContinuousQuery,
+    stats: Statistics,
+    after: int | None = None,
+    until: int | None = None,
+    t0_us: int = 0,
+    entailment: str = "simple",
+) -> WindowPlan:
     """The physical plan of evaluating the closes ``c`` of ``query`` with ``after < c <= until``
     (µs; None: unbounded) over what ``stats`` describes; refused past the size limits."""
     sched = schedule(query, t0_us)
@@ -172,17 +251,36 @@ def plan_windows(query: ContinuousQuery, stats: Statistics, after: Optional[int]
     streams = [w.stream for w in query.windows]
     begin, end = (None if t is None else from_us(t) for t in (start, until))
     rows = stats.rows(streams, begin, end)
-    check_size(query, sched, after, until, stats.extent(streams, begin, end), rows,
-               settings.max_windows(), settings.max_window_rows())
+    check_size(
+        query,
+        sched,
+        after,
+        until,
+        stats.extent(streams, begin, end),
+        rows,
+        settings.max_windows(),
+        settings.max_window_rows(),
+    )
     simple = check_regime(entailment) == "simple"
     windowing = ENTAILED if not simple else SOLUTIONS if query.window_solutions else TRIPLES
     on_driver = simple and rows < FACTS_ON_DRIVER_BELOW_ROWS
-    ranked = frozenset(places for node in walk(query.plan) if isinstance(node, P.Group)
-                       for places in node.ranked if places) if on_driver else frozenset()
-    return WindowPlan(query, sched, after, until, start, rows, windowing, on_driver, ranked, interpreted(rows))
+    ranked = (
+        frozenset(
+            places
+            for node in walk(query.plan)
+            if isinstance(node, P.Group)
+            for places in node.ranked
+            if places
+        )
+        if on_driver
+        else frozenset()
+    )
+    return WindowPlan(
+        query, sched, after, until, start, rows, windowing, on_driver, ranked, interpreted(rows)
+    )
 
 
-def lookback_us(query: ContinuousQuery) -> Optional[int]:
+def lookback_us(query: ContinuousQuery) -> int | None:
     """How far before the first close of an interval a run must read; None: from the start
     (count windows may reach back arbitrarily far)."""
     if any(isinstance(w.window, ast.CountWindow) for w in query.windows):
@@ -190,8 +288,16 @@ def lookback_us(query: ContinuousQuery) -> Optional[int]:
     return max(w.window.range_ms for w in query.windows) * MS
 
 
-def check_size(query: ContinuousQuery, sched: Schedule, after_us: Optional[int], until_us: Optional[int],
-               extent: Optional[tuple[int, int]], rows: int, max_closes: int, max_rows: int) -> None:
+def check_size(
+    query: ContinuousQuery,
+    sched: Schedule,
+    after_us: int | None,
+    until_us: int | None,
+    extent: tuple[int, int] | None,
+    rows: int,
+    max_closes: int,
+    max_rows: int,
+) -> None:
     """Refuse, before Spark runs anything, an evaluation of more than ``max_closes`` window closes
     or ``max_rows`` window rows: the closes of the grid in ``(after, until]`` that data in
     ``extent`` (``[first, last)`` µs, the slice's hours) can reach, and the slice's ``rows`` each
@@ -211,13 +317,17 @@ def check_size(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
     spread = ", ".join(sorted({str(w) for w in time_windows}))
     if closes > max_closes:
         first, last = (iso_ms(sched.first_close + k * sched.step) for k in (first_k, last_k))
-        raise InputError(f"{query.source}: {spread} would compute {closes:,} window closes, from {first} to "
-                         f"{last}, more than RSP_MAX_WINDOWS ({max_closes:,}): evaluate a shorter interval, "
-                         "widen STEP, or raise the setting")
+        raise InputError(
+            f"{query.source}: {spread} would compute {closes:,} window closes, from {first} to "
+            f"{last}, more than RSP_MAX_WINDOWS ({max_closes:,}): evaluate a shorter interval, "
+            "widen STEP, or raise the setting"
+        )
     if rows * copies > max_rows:
-        raise InputError(f"{query.source}: {spread} copies each of the slice's {rows:,} rows into {copies:,} "
-                         f"windows, {rows * copies:,} window rows, more than RSP_MAX_WINDOW_ROWS "
-                         f"({max_rows:,}): evaluate a shorter interval, widen STEP, or raise the setting")
+        raise InputError(
+            f"{query.source}: {spread} copies each of the slice's {rows:,} rows into {copies:,} "
+            f"windows, {rows * copies:,} window rows, more than RSP_MAX_WINDOW_ROWS "
+            f"({max_rows:,}): evaluate a shorter interval, widen STEP, or raise the setting"
+        )
 
 
 def interpreted(rows: int) -> bool:
@@ -234,7 +344,7 @@ def _places(places: tuple[P.TermsAt, ...]) -> str:
     return " ".join(f"{p.position} of {p.predicate}" for p in places)
 
 
-def _span_text(start: Optional[int], end: Optional[int], closes: bool = False) -> str:
+def _span_text(start: int | None, end: int | None, closes: bool = False) -> str:
     if start is None and end is None:
         return "the whole stream" if not closes else "the stream"
     left, right = ("(", "]") if closes else ("[", ")")

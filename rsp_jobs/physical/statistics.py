@@ -9,10 +9,12 @@ a made-up size). It lives beside the planner, not in ``rsp_jobs.ingest.lake``: t
 and reads streams; what a slice's files say is the planner's input. The physical layer may read
 the lake's files (pyarrow) and may not start Spark, so the planner stays testable without it.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -29,7 +31,9 @@ class LakeStatistics:
     def __init__(self, lake: Lake):
         self.lake = lake
 
-    def rows(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None) -> int:
+    def rows(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> int:
         """How many rows a ``read`` of the same span scans: the rows of the partitions (stream x
         hour) it touches, counted from their Parquet footers (no Spark job). An upper bound of
         what it returns, as an hour is read whole."""
@@ -37,20 +41,33 @@ class LakeStatistics:
 
         return sum(pq.read_metadata(part).num_rows for part in self.lake.parts(streams, start, end))
 
-    def extent(self, streams: Iterable[str], start: Optional[datetime] = None,
-               end: Optional[datetime] = None) -> Optional[tuple[int, int]]:
+    def extent(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> tuple[int, int] | None:
         """``[first, last)`` (µs) of the hours a ``read`` of the span touches, from the partition
         folders alone (no file is opened): bounds of its times, to size an evaluation before it
         runs; None when it touches nothing."""
-        hours = sorted({part.parent.name.removeprefix("hour=") for part in self.lake.parts(streams, start, end)})
+        hours = sorted(
+            {
+                part.parent.name.removeprefix("hour=")
+                for part in self.lake.parts(streams, start, end)
+            }
+        )
         if not hours:
             return None
-        first, last = (to_us(datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=timezone.utc))
-                       for hour in (hours[0], hours[-1]))
+        first, last = (
+            to_us(datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC))
+            for hour in (hours[0], hours[-1])
+        )
         return first, last + 3_600_000_000
 
-    def facts(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None,
-              places: Iterable[tuple[str, str]] = ()) -> SliceFacts:
+    def facts(
+        self,
+        streams: Iterable[str],
+        start: datetime | None = None,
+        end: datetime | None = None,
+        places: Iterable[tuple[str, str]] = (),
+    ) -> SliceFacts:
         """What the engine asks of a slice's files before Spark reads them (``SliceFacts``), in
         one read of the partitions (stream x hour) a ``read`` of the span touches: pyarrow,
         the files in parallel, ``s``, ``p`` and ``o`` as their dictionaries, no Spark job.
@@ -64,20 +81,38 @@ class LakeStatistics:
         if not parts:
             return SliceFacts(False, [], NO_WORDS, {place: [] for place in places})
         triple = ["s", "p", "o"]
-        dataset = pads.dataset([str(part) for part in parts], format=pads.ParquetFileFormat(
-            read_options=pads.ParquetReadOptions(dictionary_columns=triple)))
-        table = dataset.to_table(columns=["ts", *triple]).unify_dictionaries()  # one dictionary a column
-        codes = pa.table({name: pa.chunked_array([chunk.indices for chunk in table.column(name).chunks],
-                                                 pa.int32()) for name in triple})
+        dataset = pads.dataset(
+            [str(part) for part in parts],
+            format=pads.ParquetFileFormat(
+                read_options=pads.ParquetReadOptions(dictionary_columns=triple)
+            ),
+        )
+        table = dataset.to_table(
+            columns=["ts", *triple]
+        ).unify_dictionaries()  # one dictionary a column
+        codes = pa.table(
+            {
+                name: pa.chunked_array(
+                    [chunk.indices for chunk in table.column(name).chunks], pa.int32()
+                )
+                for name in triple
+            }
+        )
         ts = pc.unique(table.column("ts").cast(pa.int64()))
         if start is not None:
             ts = ts.filter(pc.greater_equal(ts, to_us(start)))
         if end is not None:
             ts = ts.filter(pc.less(ts, to_us(end)))
-        return SliceFacts(codes.group_by(triple).aggregate([]).num_rows < table.num_rows, ts.to_pylist(),
-                          _vocabulary(dataset), {place: _terms_at(table, codes, *place) for place in places})
+        return SliceFacts(
+            codes.group_by(triple).aggregate([]).num_rows < table.num_rows,
+            ts.to_pylist(),
+            _vocabulary(dataset),
+            {place: _terms_at(table, codes, *place) for place in places},
+        )
 
-    def repeats(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None) -> bool:
+    def repeats(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> bool:
         """Whether the partitions a ``read`` of the span touches hold a triple more than once
         (at one time or at several), without Spark (``windows.with_repeats`` asks the same of
         Spark: 0.4 s for a day of CityBench, 2.5 s for eight). It may say yes where the read's
@@ -87,28 +122,39 @@ class LakeStatistics:
         0.53 s)."""
         return self.facts(streams, start, end).repeats
 
-    def times(self, streams: Iterable[str], start: Optional[datetime] = None,
-              end: Optional[datetime] = None) -> list[int]:
+    def times(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> list[int]:
         """The distinct times (µs) of what a ``read`` of the span returns, exactly its span
         ``[start, end)``: the windows holding data follow from them (``windows.Spans.active_of``)."""
         return self.facts(streams, start, end).times
 
-    def terms(self, streams: Iterable[str], start: Optional[datetime] = None, end: Optional[datetime] = None,
-              places: Iterable[tuple[str, str]] = ()) -> dict[tuple[str, str], list[str]]:
+    def terms(
+        self,
+        streams: Iterable[str],
+        start: datetime | None = None,
+        end: datetime | None = None,
+        places: Iterable[tuple[str, str]] = (),
+    ) -> dict[tuple[str, str], list[str]]:
         """For each place ``(position, predicate)``, the distinct terms there in the triples with
         that predicate of the partitions a ``read`` of the span touches (a superset of the
         read's: the hours are read whole; ``optimize.rank_extrema``)."""
         return self.facts(streams, start, end, places).terms
 
-    def vocabulary(self, streams: Iterable[str], start: Optional[datetime] = None,
-                   end: Optional[datetime] = None) -> Vocabulary:
+    def vocabulary(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> Vocabulary:
         """The ``Vocabulary`` of the partitions a ``read`` of the span touches, from their
         Parquet footers (``VOCABULARY_KEY``), or for a file written without it, from its ``p``
         and ``o`` columns. A superset of the read's, as an hour is read whole and a footer
         names its whole batch's. Footers only, not ``facts``: the engine asks this alone of
         slices too large to read on the driver."""
         parts = self.lake.parts(streams, start, end)
-        return _vocabulary(pads.dataset([str(part) for part in parts], format="parquet")) if parts else NO_WORDS
+        return (
+            _vocabulary(pads.dataset([str(part) for part in parts], format="parquet"))
+            if parts
+            else NO_WORDS
+        )
 
 
 class SliceFacts(NamedTuple):
@@ -126,8 +172,11 @@ def _vocabulary(dataset: pads.Dataset) -> Vocabulary:
     found = NO_WORDS
     for fragment in dataset.get_fragments():
         written = (fragment.physical_schema.metadata or {}).get(VOCABULARY_KEY)
-        found |= Vocabulary.from_json(written) if written is not None else \
-            Vocabulary.of(fragment.to_table(columns=["p", "o"]))
+        found |= (
+            Vocabulary.from_json(written)
+            if written is not None
+            else Vocabulary.of(fragment.to_table(columns=["p", "o"]))
+        )
     return found
 
 

@@ -14,14 +14,15 @@ Plain values in, a small value out, for Airflow tasks and ingest code::
                                 interval=(start, end), engine=db.engine(), batch_id="...")
     require(outcome)  # raises QualityGateError naming the failed expectations
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Iterable, Optional
 
 import pandas as pd
 from sqlalchemy import Connection, Engine, delete, insert, select
@@ -37,7 +38,7 @@ from rsp_jobs.store.models import ActivityUsed, QualityResult, QuarantinedInput,
 from rsp_jobs.store.provenance import ActivityRecord, file_checksum, write_activity
 
 BATCH_BASE = "urn:rsp:batch:"
-Interval = Optional[tuple[datetime, datetime]]
+Interval = tuple[datetime, datetime] | None
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class QualityOutcome:
     accepted_rows: int
     quarantined_rows: int  # rows == accepted_rows + quarantined_rows
     docs: Path  # the Data Docs index
-    activity: Optional[str] = None  # the quality_check activity's IRI; None without a store
+    activity: str | None = None  # the quality_check activity's IRI; None without a store
 
     @property
     def failed(self) -> tuple[Checked, ...]:
@@ -60,9 +61,11 @@ class QualityOutcome:
         if self.success:
             return f"batch <{self.batch}> passed {self.suite}: {len(self.expectations)} expectations, {self.rows} rows"
         where = f"; activity <{self.activity}>" if self.activity else ""
-        return (f"batch <{self.batch}> failed {self.suite}: {len(self.failed)} of {len(self.expectations)} "
-                f"expectations failed: {'; '.join(map(str, self.failed))}. {self.quarantined_rows} of "
-                f"{self.rows} rows quarantined, {self.accepted_rows} accepted{where}; Data Docs: {self.docs}")
+        return (
+            f"batch <{self.batch}> failed {self.suite}: {len(self.failed)} of {len(self.expectations)} "
+            f"expectations failed: {'; '.join(map(str, self.failed))}. {self.quarantined_rows} of "
+            f"{self.rows} rows quarantined, {self.accepted_rows} accepted{where}; Data Docs: {self.docs}"
+        )
 
 
 class QualityGateError(RspError):
@@ -82,13 +85,24 @@ def require(outcome: QualityOutcome) -> QualityOutcome:
 
 def lake_rows(elements: Iterable[Element]) -> pd.DataFrame:
     """Stream elements as rows of the lake's columns (what ``check_input_batch`` reads)."""
-    rows = pd.DataFrame(map(attrgetter(*suites.LAKE_COLUMNS), elements), columns=list(suites.LAKE_COLUMNS))
-    return rows.astype({"ts": "datetime64[us, UTC]", "o_time": "datetime64[us, UTC]", "o_num": "float64"})
+    rows = pd.DataFrame(
+        map(attrgetter(*suites.LAKE_COLUMNS), elements), columns=list(suites.LAKE_COLUMNS)
+    )
+    return rows.astype(
+        {"ts": "datetime64[us, UTC]", "o_time": "datetime64[us, UTC]", "o_num": "float64"}
+    )
 
 
-def check_input_batch(rows: pd.DataFrame, *, stream: str, batch_id: str, source: Optional[str] = None,
-                      interval: Interval = None, engine: Optional[Engine] = None,
-                      background: Iterable[str | Path] = ()) -> QualityOutcome:
+def check_input_batch(
+    rows: pd.DataFrame,
+    *,
+    stream: str,
+    batch_id: str,
+    source: str | None = None,
+    interval: Interval = None,
+    engine: Engine | None = None,
+    background: Iterable[str | Path] = (),
+) -> QualityOutcome:
     """Check the rows of one ingested batch of ``stream`` (lake columns, in batch order):
     required columns present and non-null, well-formed terms, timestamps in ``interval`` =
     [start, end) (None: unchecked) and not decreasing frame by frame, no duplicate frames,
@@ -97,40 +111,78 @@ def check_input_batch(rows: pd.DataFrame, *, stream: str, batch_id: str, source:
     file (or IRI) the batch came from; with ``engine``, the check is recorded in that store and
     a failing batch quarantined there."""
     batch = BATCH_BASE + batch_id
-    record = ActivityRecord("quality_check", datetime.now(timezone.utc),
-                            used=[(batch, "lake_file", None), *([_source_entity(source)] if source else [])])
+    record = ActivityRecord(
+        "quality_check",
+        datetime.now(UTC),
+        used=[(batch, "lake_file", None), *([_source_entity(source)] if source else [])],
+    )
     view = suites.input_view(rows, load_ranges(), background)
-    present = set(view["range_property"].dropna())  # a range no row falls under would pass vacuously
+    present = set(
+        view["range_property"].dropna()
+    )  # a range no row falls under would pass vacuously
     suite = suites.input_suite(stream, interval, [r for r in load_ranges() if r.shape in present])
     # the Data Docs list a check by its run name: the file a person dropped, not its checksum
-    docs_name = os.path.basename(source) if source and os.path.isfile(source) else (source or batch_id)
-    return _gate(suite, view, batch_id, record, interval, engine, (stream, source or batch, rows), docs_name)
+    docs_name = (
+        os.path.basename(source) if source and os.path.isfile(source) else (source or batch_id)
+    )
+    return _gate(
+        suite, view, batch_id, record, interval, engine, (stream, source or batch, rows), docs_name
+    )
 
 
-def check_output_batch(windows: pd.DataFrame, *, query_iri: str, first_close_us: int, step_us: int,
-                       batch_id: str, interval: Interval = None, engine: Optional[Engine] = None) -> QualityOutcome:
+def check_output_batch(
+    windows: pd.DataFrame,
+    *,
+    query_iri: str,
+    first_close_us: int,
+    step_us: int,
+    batch_id: str,
+    interval: Interval = None,
+    engine: Engine | None = None,
+) -> QualityOutcome:
     """Check the windows one evaluation run reported (columns query_iri, window_open,
     window_close, row_count): each close on the query's schedule first_close + k*step, k >= 0
     (µs since the epoch; ``rsp_jobs.algebra.schedule``: t0 + RANGE + k*STEP, or the ticks of
     COMPUTED EVERY), inside ``interval`` = (after, until] (None: unchecked), counts not negative,
     one row per query and close."""
-    record = ActivityRecord("quality_check", datetime.now(timezone.utc), query_iri=query_iri,
-                            used=[(query_iri, "query", None), (BATCH_BASE + batch_id, "result", None)])
+    record = ActivityRecord(
+        "quality_check",
+        datetime.now(UTC),
+        query_iri=query_iri,
+        used=[(query_iri, "query", None), (BATCH_BASE + batch_id, "result", None)],
+    )
     view = suites.output_view(windows, first_close_us, step_us)
-    return _gate(suites.output_suite(query_iri, interval), view, batch_id, record, interval, engine, None)
+    return _gate(
+        suites.output_suite(query_iri, interval), view, batch_id, record, interval, engine, None
+    )
 
 
-def _gate(suite, view: pd.DataFrame, batch_id: str, record: ActivityRecord, interval: Interval,
-          engine: Optional[Engine], input_batch: Optional[tuple[str, str, pd.DataFrame]],
-          docs_name: Optional[str] = None) -> QualityOutcome:
+def _gate(
+    suite,
+    view: pd.DataFrame,
+    batch_id: str,
+    record: ActivityRecord,
+    interval: Interval,
+    engine: Engine | None,
+    input_batch: tuple[str, str, pd.DataFrame] | None,
+    docs_name: str | None = None,
+) -> QualityOutcome:
     """What both checks share: run the suite, judge the batch, and record the check (the
     activity, its results and, for an input batch (stream, source, rows), its quarantine) in
     one transaction. ``docs_name`` is the run's name in the Data Docs (default: the batch id)."""
     checked, docs = run_suite(suite, view, docs_name or batch_id)
     success = all(c.success for c in checked)
     rows = len(view)
-    outcome = QualityOutcome(BATCH_BASE + batch_id, suite.name, success, tuple(checked), rows,
-                             rows if success else 0, 0 if success else rows, docs)
+    outcome = QualityOutcome(
+        BATCH_BASE + batch_id,
+        suite.name,
+        success,
+        tuple(checked),
+        rows,
+        rows if success else 0,
+        0 if success else rows,
+        docs,
+    )
     if engine is None:
         return outcome
     record.status = "success" if success else "failed"
@@ -138,15 +190,25 @@ def _gate(suite, view: pd.DataFrame, batch_id: str, record: ActivityRecord, inte
         record.window_open, record.window_close = interval
     with write_transaction(engine) as conn:
         activity_id = write_activity(conn, record)
-        conn.execute(insert(QualityResult.__table__), [
-            {"activity_id": activity_id, "suite": c.suite, "expectation": c.label, "success": c.success,
-             "details": c.details} for c in outcome.expectations])
+        conn.execute(
+            insert(QualityResult.__table__),
+            [
+                {
+                    "activity_id": activity_id,
+                    "suite": c.suite,
+                    "expectation": c.label,
+                    "success": c.success,
+                    "details": c.details,
+                }
+                for c in outcome.expectations
+            ],
+        )
         if input_batch is not None:
             _quarantine(conn, activity_id, outcome, *input_batch)
     return replace(outcome, activity=record.iri)
 
 
-def _source_entity(source: str) -> tuple[str, str, Optional[str]]:
+def _source_entity(source: str) -> tuple[str, str, str | None]:
     """What the batch was read from, named as the ingest activity names it (a file:// IRI with
     the file's checksum) when it is a file."""
     if os.path.isfile(source):
@@ -154,20 +216,43 @@ def _source_entity(source: str) -> tuple[str, str, Optional[str]]:
     return source, "lake_file", None
 
 
-def _quarantine(conn: Connection, activity_id: int, outcome: QualityOutcome, stream: str, source: str,
-                rows: pd.DataFrame) -> None:
+def _quarantine(
+    conn: Connection,
+    activity_id: int,
+    outcome: QualityOutcome,
+    stream: str,
+    source: str,
+    rows: pd.DataFrame,
+) -> None:
     """What earlier checks of this batch quarantined is replaced: by nothing if it passed now,
     else by one row per frame (rows grouped by frame and timestamp, in batch order)."""
-    earlier = select(ActivityUsed.activity_id).where(ActivityUsed.entity_iri == outcome.batch,
-                                                     ActivityUsed.activity_id != activity_id)
+    earlier = select(ActivityUsed.activity_id).where(
+        ActivityUsed.entity_iri == outcome.batch, ActivityUsed.activity_id != activity_id
+    )
     conn.execute(delete(QuarantinedInput).where(QuarantinedInput.activity_id.in_(earlier)))
     if outcome.success or rows.empty:
         return
-    stream_id = conn.scalar(select(Stream.id).where(Stream.iri == stream)) or register_stream(conn, stream)
+    stream_id = conn.scalar(select(Stream.id).where(Stream.iri == stream)) or register_stream(
+        conn, stream
+    )
     reason = "; ".join(map(str, outcome.failed))
     terms = rows.reindex(columns=["frame", "ts", "s", "p", "o"]).astype(object)
-    conn.execute(insert(QuarantinedInput.__table__), [
-        {"stream_id": stream_id, "source_file": source, "line": None, "reason": reason, "triples": len(frame),
-         "activity_id": activity_id, "text": f"# frame <{iri}> at {ts}\n" + "".join(
-             f"{s} {p} {o} <{iri}> .\n" for s, p, o in zip(frame["s"], frame["p"], frame["o"]))}
-        for (iri, ts), frame in terms.groupby(["frame", "ts"], sort=False, dropna=False)])
+    conn.execute(
+        insert(QuarantinedInput.__table__),
+        [
+            {
+                "stream_id": stream_id,
+                "source_file": source,
+                "line": None,
+                "reason": reason,
+                "triples": len(frame),
+                "activity_id": activity_id,
+                "text": f"# frame <{iri}> at {ts}\n"
+                + "".join(
+                    f"{s} {p} {o} <{iri}> .\n"
+                    for s, p, o in zip(frame["s"], frame["p"], frame["o"])
+                ),
+            }
+            for (iri, ts), frame in terms.groupby(["frame", "ts"], sort=False, dropna=False)
+        ],
+    )

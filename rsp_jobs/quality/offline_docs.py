@@ -9,6 +9,7 @@ integrity-checked (``data_docs_assets.json``), and after every Data Docs build `
 copies them into the site's ``static/vendor/`` and points the pages at them. The copies are
 part of the site, so a site copied elsewhere or served over HTTP still works.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ import shutil
 import sys
 import tarfile
 import urllib.request
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -37,14 +38,25 @@ STAMP = ".pins-sha256"
 _CDN_ATTRIBUTES = re.compile(r'\s+(?:integrity|crossorigin)="[^"]*"')
 # GX's logo, from its web-assets bucket with the data context's id appended (top_navbar.j2),
 # and its dark-mode variant (a CSS background): the site holds the logo under static/images/
-_GX_IMAGE = re.compile(r"""(["'])https://great-expectations-web-assets\.s3[\w.-]*\.amazonaws\.com/([\w-]+\.png)(?:\?[^"']*)?\1""")
+_GX_IMAGE = re.compile(
+    r"""(["'])https://great-expectations-web-assets\.s3[\w.-]*\.amazonaws\.com/([\w-]+\.png)(?:\?[^"']*)?\1"""
+)
 LOGO = "logo-long.png"
+
+
+def _image_path(images: Path, in_site: str, m: re.Match) -> str:
+    """An image reference rewritten to ``in_site`` (the page's way to the site's images), GX's
+    logo standing in for an image the site does not have."""
+    name = m.group(2) if (images / m.group(2)).is_file() else LOGO
+    return f"{m.group(1)}{in_site}/{name}{m.group(1)}"
 
 
 def assets_dir() -> Path:
     """Where the set-up puts the fetched files: ``RSP_DOCS_ASSETS``, else beside the installed
     packages (``<venv>/share/rsp/data-docs``)."""
-    return Path(os.environ.get("RSP_DOCS_ASSETS") or Path(sys.prefix) / "share" / "rsp" / "data-docs")
+    return Path(
+        os.environ.get("RSP_DOCS_ASSETS") or Path(sys.prefix) / "share" / "rsp" / "data-docs"
+    )
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +94,9 @@ def fetch(root: Path | None = None, registry: str = REGISTRY) -> Path:
         algorithm, _, expected = package["integrity"].partition("-")
         actual = base64.b64encode(hashlib.new(algorithm, tarball).digest()).decode()
         if actual != expected:
-            raise RuntimeError(f"{url}: {algorithm} is {actual}, but {ASSETS_FILE.name} pins {expected}")
+            raise RuntimeError(
+                f"{url}: {algorithm} is {actual}, but {ASSETS_FILE.name} pins {expected}"
+            )
         wanted = set(package["files"].values())
         prefixes = tuple(f"{folder.rstrip('/')}/" for folder in package.get("folders", ()))
         staging = target.with_name(target.name + ".part")
@@ -112,15 +126,20 @@ def localize(site: Path, root: Path | None = None) -> int:
     leaves the pages as GX wrote them."""
     root = root or assets_dir()
     if not installed(root):
-        log.warning("Data Docs at %s load their scripts and styles from CDNs: the offline copies "
-                    "are not installed at %s (run `make setup`, or `python -m rsp_jobs.quality.offline_docs`)",
-                    site, root)
+        log.warning(
+            "Data Docs at %s load their scripts and styles from CDNs: the offline copies "
+            "are not installed at %s (run `make setup`, or `python -m rsp_jobs.quality.offline_docs`)",
+            site,
+            root,
+        )
         return 0
     vendor = site / "static" / VENDOR
     if not installed(vendor):
         shutil.copytree(root, vendor, dirs_exist_ok=True)
     paths = local_paths()
-    pattern = re.compile("|".join(re.escape(f'"{url}"') for url in sorted(paths, key=len, reverse=True)))
+    pattern = re.compile(
+        "|".join(re.escape(f'"{url}"') for url in sorted(paths, key=len, reverse=True))
+    )
     # only pages written since the last pass: a site keeps a page per validation for its
     # retention (30 days by default), and this runs after every validation
     mark = vendor / ".localized"
@@ -135,18 +154,27 @@ def localize(site: Path, root: Path | None = None) -> int:
         if not (pattern.search(text) or _GX_IMAGE.search(text)):
             continue
         prefix = os.path.relpath(vendor, page.parent).replace(os.sep, "/")
-        text = pattern.sub(lambda m: f'"{prefix}/{paths[m.group(0)[1:-1]]}"', text)
+        text = pattern.sub(lambda m: f'"{prefix}/{paths[m.group(0)[1:-1]]}"', text)  # noqa: B023 (used at once)
         in_site = os.path.relpath(images, page.parent).replace(os.sep, "/")
-        text = _GX_IMAGE.sub(lambda m: m.group(1) + in_site + "/"
-                             + (m.group(2) if (images / m.group(2)).is_file() else LOGO) + m.group(1), text)
+        text = _GX_IMAGE.sub(
+            partial(_image_path, images, in_site),
+            text,
+        )
         page.write_text(_CDN_ATTRIBUTES.sub("", text), encoding="utf-8")
         changed += 1
     return changed
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Fetch the files GX Data Docs load from CDNs, for offline pages.")
-    parser.add_argument("--dest", type=Path, default=None, help="where to put them (default: RSP_DOCS_ASSETS, else <venv>/share/rsp/data-docs)")
+    parser = argparse.ArgumentParser(
+        description="Fetch the files GX Data Docs load from CDNs, for offline pages."
+    )
+    parser.add_argument(
+        "--dest",
+        type=Path,
+        default=None,
+        help="where to put them (default: RSP_DOCS_ASSETS, else <venv>/share/rsp/data-docs)",
+    )
     args = parser.parse_args(argv)
     print(f"Data Docs assets in {fetch(args.dest)}")
     return 0

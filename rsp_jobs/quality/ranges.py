@@ -8,12 +8,13 @@ observations of a property (``rspq:targetObservedProperty C``: the observation's
 sensor-specific resources typed only in its background (SensorRepository.n3), which is why
 ``range_column`` takes background files.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 import pandas as pd
 from rdflib import RDF, Graph, Namespace, URIRef
@@ -27,8 +28,10 @@ RSPQ = Namespace("urn:rsp:quality:")
 RANGES_FILE = REPO_ROOT / "ontology" / "quality.ttl"
 BOUNDS = (SH.minInclusive, SH.minExclusive, SH.maxInclusive, SH.maxExclusive)
 # the predicates that link an observation to what it observes (SSN, as CityBench; SOSA)
-OBSERVED_PROPERTY = ("<http://purl.oclc.org/NET/ssnx/ssn#observedProperty>",
-                     "<http://www.w3.org/ns/sosa/observedProperty>")
+OBSERVED_PROPERTY = (
+    "<http://purl.oclc.org/NET/ssnx/ssn#observedProperty>",
+    "<http://www.w3.org/ns/sosa/observedProperty>",
+)
 
 
 @dataclass(frozen=True)
@@ -37,12 +40,12 @@ class Range:
 
     shape: str  # the shape's IRI, which names the range in results
     path: str  # the predicate whose numeric objects are checked
-    observed: Optional[str] = None  # observed property or class; None: every value of ``path``
-    minimum: Optional[float] = None
-    maximum: Optional[float] = None
+    observed: str | None = None  # observed property or class; None: every value of ``path``
+    minimum: float | None = None
+    maximum: float | None = None
     strict_min: bool = False
     strict_max: bool = False
-    undefined: Optional[float] = None  # a value meaning "undefined", exempt from the bounds
+    undefined: float | None = None  # a value meaning "undefined", exempt from the bounds
 
 
 @functools.cache
@@ -56,20 +59,30 @@ def load_ranges(path: Path = RANGES_FILE) -> tuple[Range, ...]:
         predicate = graph.value(props[0], SH.path) if len(props) == 1 else None
         bounds = [_number(graph, props[0], b) for b in BOUNDS] if predicate is not None else []
         if all(b is None for b in bounds):
-            raise InputError(f"{path}: shape <{shape}> needs exactly one sh:property with an sh:path and a bound")
+            raise InputError(
+                f"{path}: shape <{shape}> needs exactly one sh:property with an sh:path and a bound"
+            )
         low_in, low_ex, high_in, high_ex = bounds
         observed = graph.value(shape, RSPQ.targetObservedProperty)
         undefined = graph.value(shape, RSPQ.undefinedValue)
-        ranges.append(Range(
-            shape=str(shape), path=f"<{predicate}>",
-            observed=f"<{observed}>" if observed is not None else None,
-            minimum=low_ex if low_in is None else low_in, maximum=high_ex if high_in is None else high_in,
-            strict_min=low_in is None and low_ex is not None, strict_max=high_in is None and high_ex is not None,
-            undefined=None if undefined is None else float(undefined)))
+        ranges.append(
+            Range(
+                shape=str(shape),
+                path=f"<{predicate}>",
+                observed=f"<{observed}>" if observed is not None else None,
+                minimum=low_ex if low_in is None else low_in,
+                maximum=high_ex if high_in is None else high_in,
+                strict_min=low_in is None and low_ex is not None,
+                strict_max=high_in is None and high_ex is not None,
+                undefined=None if undefined is None else float(undefined),
+            )
+        )
     return tuple(ranges)
 
 
-def range_column(rows: pd.DataFrame, ranges: Iterable[Range], background: Iterable[str | Path] = ()) -> pd.Series:
+def range_column(
+    rows: pd.DataFrame, ranges: Iterable[Range], background: Iterable[str | Path] = ()
+) -> pd.Series:
     """For each row, the shape IRI of the range its ``o_num`` must lie in, or None; when several
     ranges apply to a row, the first in ``ranges`` does. Rows of the lake's columns (s, p, o,
     frame; a missing column counts as null): an observation's property is looked up in its own
@@ -84,7 +97,11 @@ def range_column(rows: pd.DataFrame, ranges: Iterable[Range], background: Iterab
         node = observed_by.get(frame_and_subject)
         return {node, *types.get(node, ())} if node else set()
 
-    kinds = pd.Series([observed_kinds(key) for key in zip(terms["frame"], terms["s"])], index=rows.index, dtype=object)
+    kinds = pd.Series(
+        [observed_kinds(key) for key in zip(terms["frame"], terms["s"])],
+        index=rows.index,
+        dtype=object,
+    )
     column = pd.Series(None, index=rows.index, dtype=object)
     for r in ranges:
         applies = terms["p"].eq(r.path) & column.isna()
@@ -106,6 +123,6 @@ def _types(background: tuple[str, ...]) -> dict[str, frozenset[str]]:
     return {node: frozenset(classes) for node, classes in types.items()}
 
 
-def _number(graph: Graph, node, predicate) -> Optional[float]:
+def _number(graph: Graph, node, predicate) -> float | None:
     value = graph.value(node, predicate)
     return None if value is None else float(value)

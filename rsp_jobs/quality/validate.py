@@ -9,17 +9,19 @@ Airflow tasks run in separate processes under one project home and all write the
 milliseconds) instead of being cached, so no process writes back a stale copy. GX is imported
 inside functions only (here and in ``suites``), when a batch is checked: it takes seconds.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pandas as pd
@@ -30,7 +32,9 @@ SOURCE = "rsp"
 SITE = "local_site"  # the Data Docs site a file context starts with
 DOCS_RESULTS = 100  # results the Data Docs index links (it reads each to build; older pages stay)
 EXAMPLES = 5  # unexpected values kept per expectation
-os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")  # before GX is first imported (suites import it too)
+os.environ.setdefault(
+    "GX_ANALYTICS_ENABLED", "false"
+)  # before GX is first imported (suites import it too)
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,11 @@ class Checked:
     suite: str
     label: str
     success: bool
-    element_count: Optional[int] = None  # rows it looked at (after its row condition)
-    unexpected_count: Optional[int] = None
+    element_count: int | None = None  # rows it looked at (after its row condition)
+    unexpected_count: int | None = None
     examples: tuple = ()  # a few unexpected values, as text
     observed: Any = None  # the observed value of an aggregate expectation
-    error: Optional[str] = None  # why it could not be evaluated
+    error: str | None = None  # why it could not be evaluated
     details: dict = field(default_factory=dict, compare=False, repr=False)  # JSON for the store
 
     def __str__(self) -> str:
@@ -70,40 +74,60 @@ def run_suite(suite, data: pd.DataFrame, run_name: str) -> tuple[list[Checked], 
     with _locked(home / "gx" / ".lock"):
         context = _context(home)
         source = context.data_sources.all().get(SOURCE) or context.data_sources.add_pandas(SOURCE)
-        asset = (source.get_asset(suite.name) if suite.name in source.get_asset_names()
-                 else source.add_dataframe_asset(suite.name))
-        batch = (asset.batch_definitions[0] if asset.batch_definitions
-                 else asset.add_batch_definition_whole_dataframe("batch"))
+        asset = (
+            source.get_asset(suite.name)
+            if suite.name in source.get_asset_names()
+            else source.add_dataframe_asset(suite.name)
+        )
+        batch = (
+            asset.batch_definitions[0]
+            if asset.batch_definitions
+            else asset.add_batch_definition_whole_dataframe("batch")
+        )
         # saving the checkpoint saves its validation definition and suite too
-        checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-            name=suite.name, validation_definitions=[gx.ValidationDefinition(name=suite.name, data=batch, suite=suite)],
-            actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE])],
-            result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}))
-        ran = datetime.now(timezone.utc)
-        result = checkpoint.run(batch_parameters={"dataframe": data},
-                                run_id=gx.RunIdentifier(run_name=_safe(run_name), run_time=ran))
-        index = Path(unquote(urlparse(context.get_docs_sites_urls(site_name=SITE)[0]["site_url"]).path))
-        if prune_results(home / "gx" / "uncommitted", settings.retention("RSP_QUALITY_RETENTION", "P30D"), ran):
+        checkpoint = context.checkpoints.add_or_update(
+            gx.Checkpoint(
+                name=suite.name,
+                validation_definitions=[
+                    gx.ValidationDefinition(name=suite.name, data=batch, suite=suite)
+                ],
+                actions=[UpdateDataDocsAction(name="data_docs", site_names=[SITE])],
+                result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES},
+            )
+        )
+        ran = datetime.now(UTC)
+        result = checkpoint.run(
+            batch_parameters={"dataframe": data},
+            run_id=gx.RunIdentifier(run_name=_safe(run_name), run_time=ran),
+        )
+        index = Path(
+            unquote(urlparse(context.get_docs_sites_urls(site_name=SITE)[0]["site_url"]).path)
+        )
+        if prune_results(
+            home / "gx" / "uncommitted", settings.retention("RSP_QUALITY_RETENTION", "P30D"), ran
+        ):
             context.build_data_docs(site_names=[SITE])  # the index no longer links what was pruned
         offline_docs.localize(index.parent)
     (validation,) = result.run_results.values()
     order = {e.id: i for i, e in enumerate(checkpoint.validation_definitions[0].suite.expectations)}
-    outcomes = sorted(validation.results, key=lambda r: order.get(r.expectation_config.id, len(order)))
+    outcomes = sorted(
+        validation.results, key=lambda r: order.get(r.expectation_config.id, len(order))
+    )
     return [_checked(suite.name, r) for r in outcomes], index
 
 
-def prune_results(root: Path, keep, now: Optional[datetime] = None) -> int:
+def prune_results(root: Path, keep, now: datetime | None = None) -> int:
     """Delete validation results, and their Data Docs pages, of runs older than ``keep`` (a
     timedelta before ``now``; None keeps all): ``<root>/validations/<suite>/<run>/<run time>/``
     and the same under ``data_docs/<site>/validations/``. Returns how many run folders went."""
     if keep is None:
         return 0
-    oldest = (now or datetime.now(timezone.utc)) - keep
+    oldest = (now or datetime.now(UTC)) - keep
     removed = 0
     for base in (root / "validations", root / "data_docs" / SITE / "validations"):
         for folder in base.glob("*/*/*"):
             try:
-                ran = datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+                ran = datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
             except ValueError:
                 continue  # not a run time: not GX's layout, leave it
             if folder.is_dir() and ran < oldest:
@@ -134,11 +158,18 @@ def _context(home: Path):
 
     context = gx.get_context(mode="file", project_root_dir=str(home))
     sites = context.variables.data_docs_sites  # a copy: changes are assigned back
-    index_builder = sites[SITE].setdefault("site_index_builder", {"class_name": "DefaultSiteIndexBuilder"})
-    if context.variables.progress_bars is None or index_builder.get("validation_results_limit") != DOCS_RESULTS:
+    index_builder = sites[SITE].setdefault(
+        "site_index_builder", {"class_name": "DefaultSiteIndexBuilder"}
+    )
+    if (
+        context.variables.progress_bars is None
+        or index_builder.get("validation_results_limit") != DOCS_RESULTS
+    ):
         index_builder["validation_results_limit"] = DOCS_RESULTS
         context.variables.data_docs_sites = sites
-        context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+        context.variables.progress_bars = ProgressBarsConfig(
+            globally=False, metric_calculations=False
+        )
         context.variables.save()
     return context
 
@@ -152,13 +183,24 @@ def _checked(suite: str, r) -> Checked:
     examples = result.get("partial_unexpected_list") or ()
     details = r.to_json_dict()
     error = _error(details.get("exception_info") or {})
-    return Checked(suite, label, bool(r.success), result.get("element_count"), result.get("unexpected_count"),
-                   tuple(_text(v) for v in examples[:EXAMPLES]), result.get("observed_value"), error,
-                   {"kwargs": details["expectation_config"]["kwargs"], "result": details.get("result"),
-                    "error": error})
+    return Checked(
+        suite,
+        label,
+        bool(r.success),
+        result.get("element_count"),
+        result.get("unexpected_count"),
+        tuple(_text(v) for v in examples[:EXAMPLES]),
+        result.get("observed_value"),
+        error,
+        {
+            "kwargs": details["expectation_config"]["kwargs"],
+            "result": details.get("result"),
+            "error": error,
+        },
+    )
 
 
-def _error(info: dict) -> Optional[str]:
+def _error(info: dict) -> str | None:
     """GX reports an exception either directly or per metric that failed to resolve."""
     if "raised_exception" in info:
         return info.get("exception_message") if info["raised_exception"] else None

@@ -25,11 +25,12 @@ Triples are N-Triples text ``(s, p, o)``; in a clause a term starting with ``?``
 A derived triple that is not RDF (a literal subject, a predicate that is not an IRI) is not
 derived (as ``entailment.closed`` drops owlrl's literal subjects).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Sequence
 
 from rsp_jobs import terms
 from rsp_jobs.language import ast
@@ -62,6 +63,7 @@ class Clause:
 
 def compile_rules(rules: Sequence[DatalogRule]) -> tuple[Clause, ...]:
     """The parsed rules (``language/datalog.py``) as clauses over N-Triples text."""
+
     def term(t: ast.Term) -> str:
         return f"?{t.name}" if isinstance(t, ast.Var) else ast.to_nt(t)
 
@@ -80,20 +82,32 @@ def regime_clauses(schema) -> tuple[Clause, ...]:
         return ()
     out = []
     for p, q, flip in schema.property_map():
-        out.append(Clause(Atom("?o", q, "?s") if flip else Atom("?s", q, "?o"), (Atom("?s", p, "?o"),), True))
+        out.append(
+            Clause(
+                Atom("?o", q, "?s") if flip else Atom("?s", q, "?o"), (Atom("?s", p, "?o"),), True
+            )
+        )
     out += [Clause(Atom("?s", RDF_TYPE, c), (Atom("?s", p, "?o"),)) for p, c in schema.domain]
     out += [Clause(Atom("?o", RDF_TYPE, c), (Atom("?s", p, "?o"),)) for p, c in schema.range]
-    out += [Clause(Atom("?x", RDF_TYPE, d), (Atom("?x", RDF_TYPE, c),)) for c, d in schema.sub_class]
+    out += [
+        Clause(Atom("?x", RDF_TYPE, d), (Atom("?x", RDF_TYPE, c),)) for c, d in schema.sub_class
+    ]
     if schema.regime == "rdfs++":
         for p in sorted(set(schema.transitive) | {SAME_AS}):
-            out.append(Clause(Atom("?x", p, "?z"), (Atom("?x", p, "?y"), Atom("?y", p, "?z")), True))
+            out.append(
+                Clause(Atom("?x", p, "?z"), (Atom("?x", p, "?y"), Atom("?y", p, "?z")), True)
+            )
         same = Atom("?x", SAME_AS, "?y")
-        out.append(Clause(Atom("?y", "?p", "?o"), (Atom("?x", "?p", "?o", local=True), same), True))  # eq-rep-s
-        out.append(Clause(Atom("?s", "?p", "?y"), (Atom("?s", "?p", "?x", local=True), same), True))  # eq-rep-o
+        out.append(
+            Clause(Atom("?y", "?p", "?o"), (Atom("?x", "?p", "?o", local=True), same), True)
+        )  # eq-rep-s
+        out.append(
+            Clause(Atom("?s", "?p", "?y"), (Atom("?s", "?p", "?x", local=True), same), True)
+        )  # eq-rep-o
     return tuple(out)
 
 
-def read_predicates(clauses: Sequence[Clause]) -> Optional[frozenset[str]]:
+def read_predicates(clauses: Sequence[Clause]) -> frozenset[str] | None:
     """The predicates a triple must have to take part (bodies and heads), or None when a
     clause has a variable predicate (every triple may)."""
     found = set()
@@ -133,7 +147,7 @@ class Index:
     def __len__(self) -> int:
         return len(self.all)
 
-    def candidates(self, s: Optional[str], p: Optional[str], o: Optional[str]) -> Iterable[Triple]:
+    def candidates(self, s: str | None, p: str | None, o: str | None) -> Iterable[Triple]:
         """The triples that may match (None: free); the caller checks them."""
         if p is not None:
             if s is not None:
@@ -151,7 +165,9 @@ class Index:
 EMPTY = Index()
 
 
-def closure(stated: Iterable[Triple], clauses: Sequence[Clause], background: Index = EMPTY) -> set[Triple]:
+def closure(
+    stated: Iterable[Triple], clauses: Sequence[Clause], background: Index = EMPTY
+) -> set[Triple]:
     """What ``clauses`` derive from ``stated`` and ``background`` beyond both: semi-naive, each
     round firing every clause with one body atom on the previous round's new triples."""
     local = Index(stated)
@@ -162,11 +178,16 @@ def closure(stated: Iterable[Triple], clauses: Sequence[Clause], background: Ind
         new: set[Triple] = set()
         for clause in clauses:
             for i, atom in enumerate(clause.body):
-                rest = clause.body[:i] + clause.body[i + 1:]
+                rest = clause.body[:i] + clause.body[i + 1 :]
                 for binding in _match(atom, {}, fresh, None):
                     for full in _join(rest, binding, local, background):
                         t = _ground(clause.head, full)
-                        if t is not None and _is_rdf(t, clause) and t not in local and t not in background:
+                        if (
+                            t is not None
+                            and _is_rdf(t, clause)
+                            and t not in local
+                            and t not in background
+                        ):
                             new.add(t)
         for t in new:
             local.add(t)
@@ -175,13 +196,15 @@ def closure(stated: Iterable[Triple], clauses: Sequence[Clause], background: Ind
     return derived
 
 
-def _join(atoms: tuple[Atom, ...], binding: dict, local: Index, background: Index) -> Iterator[dict]:
+def _join(
+    atoms: tuple[Atom, ...], binding: dict, local: Index, background: Index
+) -> Iterator[dict]:
     """Every extension of ``binding`` matching all ``atoms``: the most bound atom first."""
     if not atoms:
         yield binding
         return
     best = max(range(len(atoms)), key=lambda i: _bound(atoms[i], binding))
-    atom, rest = atoms[best], atoms[:best] + atoms[best + 1:]
+    atom, rest = atoms[best], atoms[:best] + atoms[best + 1 :]
     for extended in _match(atom, binding, local, None if atom.local else background):
         yield from _join(rest, extended, local, background)
 
@@ -190,8 +213,11 @@ def _bound(atom: Atom, binding: dict) -> int:
     return sum(not t.startswith("?") or t in binding for t in (atom.s, atom.p, atom.o))
 
 
-def _match(atom: Atom, binding: dict, index: Index, other: Optional[Index]) -> Iterator[dict]:
-    key = [None if t.startswith("?") and t not in binding else binding.get(t, t) for t in (atom.s, atom.p, atom.o)]
+def _match(atom: Atom, binding: dict, index: Index, other: Index | None) -> Iterator[dict]:
+    key = [
+        None if t.startswith("?") and t not in binding else binding.get(t, t)
+        for t in (atom.s, atom.p, atom.o)
+    ]
     for source in (index, other) if other is not None else (index,):
         for triple in source.candidates(*key):
             out = dict(binding)
@@ -205,7 +231,7 @@ def _match(atom: Atom, binding: dict, index: Index, other: Optional[Index]) -> I
                 yield out
 
 
-def _ground(atom: Atom, binding: dict) -> Optional[Triple]:
+def _ground(atom: Atom, binding: dict) -> Triple | None:
     out = tuple(binding.get(t) if t.startswith("?") else t for t in (atom.s, atom.p, atom.o))
     return None if None in out else out
 

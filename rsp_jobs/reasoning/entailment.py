@@ -25,12 +25,13 @@ reflexive ``x owl:sameAs x`` (eq-ref) are not added; predicates are not replaced
 (eq-rep-p); a frame's sameAs triples copy the frame's triples, not the background's (eq-rep-s over
 a background triple whose node the frame alone makes equal to another is not derived).
 """
+
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from rdflib import Graph, Literal
 from rdflib.namespace import OWL, RDF, RDFS
@@ -47,7 +48,9 @@ def closed(graph: Graph, regime: str) -> Graph:
     if regime == "simple":
         return graph
     text = graph.serialize(format="nt")
-    key = hashlib.sha256(f"{regime}\n".encode() + "".join(sorted(text.splitlines(True))).encode()).hexdigest()
+    key = hashlib.sha256(
+        f"{regime}\n".encode() + "".join(sorted(text.splitlines(True))).encode()
+    ).hexdigest()
     cache = settings.home_dir() / "reasoning" / f"{key}.nt"
     result = Graph()
     if cache.is_file():
@@ -76,38 +79,73 @@ class Schema:
     sub_class: tuple[tuple[str, str], ...]
     domain: tuple[tuple[str, str], ...]
     range: tuple[tuple[str, str], ...]
-    inverse: tuple[tuple[str, str], ...] = ()  # (p, q): (s p o) gives (o q s); symmetric p as (p, p)
+    inverse: tuple[
+        tuple[str, str], ...
+    ] = ()  # (p, q): (s p o) gives (o q s); symmetric p as (p, p)
     transitive: tuple[str, ...] = ()
     transitive_triples: tuple[tuple[str, str, str], ...] = ()  # the background's (s, p, o) of those
     same_as: tuple[tuple[str, str], ...] = ()  # the background's identities, x != y, both ways
     background: tuple[tuple[str, str, str], ...] = ()  # every closed background triple, see entail
 
     @classmethod
-    def of(cls, graph: Graph, regime: str) -> "Schema":
+    def of(cls, graph: Graph, regime: str) -> Schema:
         def pairs(predicate) -> tuple[tuple[str, str], ...]:
-            return tuple(sorted({(terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(predicate)
-                                 if a != b}))
+            return tuple(
+                sorted(
+                    {
+                        (terms.to_nt(a), terms.to_nt(b))
+                        for a, b in graph.subject_objects(predicate)
+                        if a != b
+                    }
+                )
+            )
+
         inverse: tuple = ()
         transitive: tuple = ()
         transitive_triples: tuple = ()
         same_as: tuple = ()
         if regime == "rdfs++":
-            inv = {(terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(OWL.inverseOf)}
+            inv = {
+                (terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(OWL.inverseOf)
+            }
             inv |= {(b, a) for a, b in inv}
             inv |= {(terms.to_nt(p),) * 2 for p in graph.subjects(RDF.type, OWL.SymmetricProperty)}
             inverse = tuple(sorted(inv))
             props = set(graph.subjects(RDF.type, OWL.TransitiveProperty))
             transitive = tuple(sorted(terms.to_nt(p) for p in props))
-            transitive_triples = tuple(sorted((terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
-                                              for p in props for s, o in graph.subject_objects(p)
-                                              if not isinstance(o, Literal)))
+            transitive_triples = tuple(
+                sorted(
+                    (terms.to_nt(s), terms.to_nt(p), terms.to_nt(o))
+                    for p in props
+                    for s, o in graph.subject_objects(p)
+                    if not isinstance(o, Literal)
+                )
+            )
             same = pairs(OWL.sameAs)
             same_as = tuple(sorted(set(same) | {(b, a) for a, b in same}))
-        return cls(regime, pairs(RDFS.subPropertyOf), pairs(RDFS.subClassOf),
-                   tuple(sorted({(terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(RDFS.domain)})),
-                   tuple(sorted({(terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(RDFS.range)})),
-                   inverse, transitive, transitive_triples, same_as,
-                   tuple(sorted((terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for s, p, o in graph)))
+        return cls(
+            regime,
+            pairs(RDFS.subPropertyOf),
+            pairs(RDFS.subClassOf),
+            tuple(
+                sorted(
+                    {
+                        (terms.to_nt(a), terms.to_nt(b))
+                        for a, b in graph.subject_objects(RDFS.domain)
+                    }
+                )
+            ),
+            tuple(
+                sorted(
+                    {(terms.to_nt(a), terms.to_nt(b)) for a, b in graph.subject_objects(RDFS.range)}
+                )
+            ),
+            inverse,
+            transitive,
+            transitive_triples,
+            same_as,
+            tuple(sorted((terms.to_nt(s), terms.to_nt(p), terms.to_nt(o)) for s, p, o in graph)),
+        )
 
     def property_map(self) -> tuple[tuple[str, str, bool], ...]:
         """``(p, q, flipped)``: a ``p`` triple entails a ``q`` triple, subject and object swapped
@@ -207,9 +245,9 @@ def frame_closure(edges, transitive, background_triples, background_same):
         bsucc, bpred = succ[prop], pred[prop]
 
         def step(c):
-            nxt = set(frame_succ.get(c, ()))
+            nxt = set(frame_succ.get(c, ()))  # noqa: B023 (called within this iteration only)
             for m in members[c]:
-                nxt |= {find(y) for y in bsucc.get(m, ())}
+                nxt |= {find(y) for y in bsucc.get(m, ())}  # noqa: B023
             return nxt
 
         starts = set(frame_succ)
@@ -224,8 +262,12 @@ def frame_closure(edges, transitive, background_triples, background_same):
                     reached.add(r)
                     todo.extend(step(r))
             for r in reached:
-                out |= {(x, prop, y) for x in members[c] for y in members[r]
-                        if (x, prop, y) not in bg and (x, prop, y) not in stated}
+                out |= {
+                    (x, prop, y)
+                    for x in members[c]
+                    for y in members[r]
+                    if (x, prop, y) not in bg and (x, prop, y) not in stated
+                }
     return out
 
 

@@ -17,11 +17,13 @@ here:
   two nodes joined by several remaining segments the shortest is used, ties broken by IRI. A
   route never uses the blocked segment or an avoided one, but may pass through any node.
 """
+
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Union
 
 import numpy as np
 from rdflib import Graph, URIRef
@@ -31,7 +33,7 @@ from scipy.sparse.csgraph import breadth_first_order, dijkstra
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.namespaces import CT, ROADS
 
-Road = Union[str, URIRef]
+Road = str | URIRef
 
 
 class UnknownRoad(RspError, LookupError):
@@ -41,16 +43,21 @@ class UnknownRoad(RspError, LookupError):
 @dataclass(frozen=True)
 class RouteSegment:
     segment: URIRef
-    sensor: Optional[URIRef]
+    sensor: URIRef | None
     start: URIRef
     end: URIRef
     length_m: float
     streets: tuple[str, ...]  # start street, then end street if different; empty ones left out
 
     def as_dict(self) -> dict:
-        return {"segment": str(self.segment), "sensor": None if self.sensor is None else str(self.sensor),
-                "start": str(self.start), "end": str(self.end), "length_m": self.length_m,
-                "streets": list(self.streets)}
+        return {
+            "segment": str(self.segment),
+            "sensor": None if self.sensor is None else str(self.sensor),
+            "start": str(self.start),
+            "end": str(self.end),
+            "length_m": self.length_m,
+            "streets": list(self.streets),
+        }
 
 
 @dataclass(frozen=True)
@@ -62,21 +69,27 @@ class Route:
     length_m: float  # the sum of the segments' lengths
 
     @property
-    def sensors(self) -> tuple[Optional[URIRef], ...]:
+    def sensors(self) -> tuple[URIRef | None, ...]:
         return tuple(segment.sensor for segment in self.segments)
 
     def as_dict(self) -> dict:
         """JSON-ready: IRIs as strings."""
-        return {"blocked": str(self.blocked), "avoided": [str(a) for a in self.avoided],
-                "nodes": [str(n) for n in self.nodes],
-                "segments": [s.as_dict() for s in self.segments], "length_m": self.length_m}
+        return {
+            "blocked": str(self.blocked),
+            "avoided": [str(a) for a in self.avoided],
+            "nodes": [str(n) for n in self.nodes],
+            "segments": [s.as_dict() for s in self.segments],
+            "length_m": self.length_m,
+        }
 
 
 def _one(graph: Graph, subject: URIRef, predicate: URIRef):
     values = list(graph.objects(subject, predicate))
     if len(values) != 1:
-        raise InputError(f"road graph: segment {subject} has {len(values)} "
-                         f"{graph.namespace_manager.normalizeUri(predicate)} values, expected 1")
+        raise InputError(
+            f"road graph: segment {subject} has {len(values)} "
+            f"{graph.namespace_manager.normalizeUri(predicate)} values, expected 1"
+        )
     return values[0]
 
 
@@ -92,18 +105,26 @@ class RoadNetwork:
             except (TypeError, ValueError):
                 length = math.nan
             if not length > 0:
-                raise InputError(f"road graph: segment {segment} has length {value.n3()}, "
-                                 f"expected a positive number of metres")
+                raise InputError(
+                    f"road graph: segment {segment} has length {value.n3()}, "
+                    f"expected a positive number of metres"
+                )
             sensors = sorted(graph.objects(segment, ROADS.sensor))
             streets = []
             for prop in (ROADS.startStreet, ROADS.endStreet):
                 for street in sorted(str(s) for s in graph.objects(segment, prop)):
                     if street not in streets:
                         streets.append(street)
-            segments.append(RouteSegment(segment, sensors[0] if len(sensors) == 1 else None,
-                                         _one(graph, segment, CT.hasFirstNode),
-                                         _one(graph, segment, CT.hasSecondNode), length,
-                                         tuple(streets)))
+            segments.append(
+                RouteSegment(
+                    segment,
+                    sensors[0] if len(sensors) == 1 else None,
+                    _one(graph, segment, CT.hasFirstNode),
+                    _one(graph, segment, CT.hasSecondNode),
+                    length,
+                    tuple(streets),
+                )
+            )
         self.segments: dict[URIRef, RouteSegment] = {s.segment: s for s in segments}
         self.by_sensor: dict[URIRef, list[URIRef]] = {}
         for s in segments:
@@ -129,12 +150,18 @@ class RoadNetwork:
         if len(found) == 1:
             return self.segments[found[0]]
         if found:
-            raise UnknownRoad(f"{iri}: the sensor of {len(found)} segments "
-                              f"({', '.join(sorted(found))}); name the segment instead")
-        raise UnknownRoad(f"{iri}: neither a road segment nor the traffic sensor of one in the "
-                          f"road graph ({len(self.segments)} segments)")
+            raise UnknownRoad(
+                f"{iri}: the sensor of {len(found)} segments "
+                f"({', '.join(sorted(found))}); name the segment instead"
+            )
+        raise UnknownRoad(
+            f"{iri}: neither a road segment nor the traffic sensor of one in the "
+            f"road graph ({len(self.segments)} segments)"
+        )
 
-    def _edges(self, excluded: set[URIRef]) -> tuple[csr_matrix, dict[tuple[int, int], RouteSegment]]:
+    def _edges(
+        self, excluded: set[URIRef]
+    ) -> tuple[csr_matrix, dict[tuple[int, int], RouteSegment]]:
         """The node-to-node matrix of the remaining segments, keeping the shortest of parallel
         segments (a sparse matrix would add them up)."""
         best: dict[tuple[int, int], RouteSegment] = {}
@@ -150,7 +177,7 @@ class RoadNetwork:
         weights = np.fromiter((s.length_m for s in best.values()), dtype=float, count=len(best))
         return csr_matrix((weights, (rows, cols)), shape=(n, n)), best
 
-    def alternative_route(self, road: Road, avoid: Iterable[Road] = ()) -> Optional[Route]:
+    def alternative_route(self, road: Road, avoid: Iterable[Road] = ()) -> Route | None:
         blocked = self.segment(road)
         if isinstance(avoid, str):  # one IRI, not an iterable of characters
             avoid = (avoid,)
@@ -160,20 +187,24 @@ class RoadNetwork:
         reachable = breadth_first_order(matrix, start, directed=True, return_predecessors=False)
         if end not in set(reachable.tolist()):
             return None
-        _, predecessors = dijkstra(matrix, directed=True, indices=start,
-                                   return_predecessors=True)
+        _, predecessors = dijkstra(matrix, directed=True, indices=start, return_predecessors=True)
         path = [end]
         while path[-1] != start:
             path.append(int(predecessors[path[-1]]))
         path.reverse()
-        segments = tuple(edges[(a, b)] for a, b in zip(path, path[1:]))
-        return Route(blocked.segment, tuple(sorted(excluded)),
-                     tuple(self.nodes[i] for i in path), segments,
-                     sum(s.length_m for s in segments))
+        segments = tuple(edges[(a, b)] for a, b in itertools.pairwise(path))
+        return Route(
+            blocked.segment,
+            tuple(sorted(excluded)),
+            tuple(self.nodes[i] for i in path),
+            segments,
+            sum(s.length_m for s in segments),
+        )
 
 
-def alternative_route(graph: Union[Graph, RoadNetwork], sensor_or_segment: Road,
-                      avoid: Iterable[Road] = ()) -> Optional[Route]:
+def alternative_route(
+    graph: Graph | RoadNetwork, sensor_or_segment: Road, avoid: Iterable[Road] = ()
+) -> Route | None:
     """The shortest route from the start to the end node of ``sensor_or_segment`` that uses
     neither it nor any segment in ``avoid``; None when no such route exists. ``graph`` is the
     road graph or a ``RoadNetwork`` built from it (to route many times)."""

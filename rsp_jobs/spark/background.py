@@ -5,12 +5,13 @@ Files are bound to the query's graph IRIs explicitly (``IRI=PATH``) or by name: 
 binds to the FROM graph whose IRI ends in the same file stem (``SensorRepository.n3`` for
 ``<http://host/RDF/SensorRepository.rdf>``); other plain paths join the default graph.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from rdflib import Graph
 
@@ -21,7 +22,9 @@ from rsp_jobs.rdf_files import background_spec, load_rdf_file
 from rsp_jobs.spark.local import LOCAL_ROWS, local_frame
 
 _FRAMES: dict[tuple, tuple[list, object]] = {}  # Background.frame's, by session and graph objects
-_SELECTED: dict[tuple, tuple[list, object]] = {}  # Background.frame_for's, by session, graphs and pattern
+_SELECTED: dict[
+    tuple, tuple[list, object]
+] = {}  # Background.frame_for's, by session, graphs and pattern
 SCHEMA = "g string, s string, p string, o string"
 
 
@@ -37,7 +40,9 @@ class Background:
     _frame = None
 
     @classmethod
-    def for_query(cls, clauses: Sequence[ast.GraphClause], files: Sequence[str], source: str) -> "Background":
+    def for_query(
+        cls, clauses: Sequence[ast.GraphClause], files: Sequence[str], source: str
+    ) -> Background:
         """Bind ``files`` (``PATH`` or ``IRI=PATH``) to the query's FROM / FROM NAMED clauses."""
         explicit: dict[str, list[str]] = {}
         plain: list[str] = []
@@ -63,9 +68,13 @@ class Background:
             if not paths:
                 if not clause.named and unused:
                     continue  # the unmatched plain files stand in for it in the default graph
-                where = f":{clause.position.line}:{clause.position.column}" if clause.position else ""
-                raise QueryError(f"{source}{where}: no file for background graph <{clause.iri}>; pass "
-                                 f"--background <file> (same name) or --background {clause.iri}=<file>")
+                where = (
+                    f":{clause.position.line}:{clause.position.column}" if clause.position else ""
+                )
+                raise QueryError(
+                    f"{source}{where}: no file for background graph <{clause.iri}>; pass "
+                    f"--background <file> (same name) or --background {clause.iri}=<file>"
+                )
             graphs = [load_graph(p) for p in paths]
             if clause.named:
                 background.named.setdefault(clause.iri, []).extend(graphs)
@@ -80,7 +89,9 @@ class Background:
     def may_match(self, triple: ast.TriplePattern, graph) -> bool:
         """Whether the pattern's constants occur together in a background graph it can see."""
         pattern = _constants(triple)
-        return any(next(iter(g.triples(pattern)), None) is not None for _, g in self._visible(graph))
+        return any(
+            next(iter(g.triples(pattern)), None) is not None for _, g in self._visible(graph)
+        )
 
     def frame_for(self, spark, triple: ast.TriplePattern, graph):
         """The background triples ``g, s, p, o`` a pattern's constants select in the graphs it
@@ -102,8 +113,10 @@ class Background:
     def terms(self, position: str, predicate: str) -> set[str]:
         """The terms (N-Triples) at ``position`` (``s`` or ``o``) of the triples with
         ``predicate`` (N-Triples) in every background graph (``optimize.rank_extrema``)."""
-        rows = _rows(self._visible(None) + self._visible(ast.Var("g")),
-                     (None, ast.to_rdflib(ast.IRI(predicate[1:-1])), None))
+        rows = _rows(
+            self._visible(None) + self._visible(ast.Var("g")),
+            (None, ast.to_rdflib(ast.IRI(predicate[1:-1])), None),
+        )
         return {row[1] if position == "s" else row[3] for row in rows}
 
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
@@ -121,18 +134,28 @@ class Background:
         object per file version): CityBench's sensor repository takes a second to convert."""
         if self._frame is None:
             graphs = self._visible(None) + self._visible(ast.Var("g"))
-            key = (id(spark), tuple(map(id, self.default)),
-                   tuple((iri, tuple(map(id, gs))) for iri, gs in sorted(self.named.items())))
-            self._frame = _kept(_FRAMES, 8, key, [g for _, g in graphs],
-                                lambda: local_frame(spark, _rows(graphs, (None, None, None)), SCHEMA))
+            key = (
+                id(spark),
+                tuple(map(id, self.default)),
+                tuple((iri, tuple(map(id, gs))) for iri, gs in sorted(self.named.items())),
+            )
+            self._frame = _kept(
+                _FRAMES,
+                8,
+                key,
+                [g for _, g in graphs],
+                lambda: local_frame(spark, _rows(graphs, (None, None, None)), SCHEMA),
+            )
         return self._frame
 
-    def closed(self, regime: str) -> tuple["Background", object]:
+    def closed(self, regime: str) -> tuple[Background, object]:
         """This background under an entailment regime (each graph closed once per content, see
         ``rsp_jobs.reasoning``), and the schema that entails stream triples."""
         from rsp_jobs.reasoning.entailment import Schema, closed, merged
 
-        everything = closed(merged(self.default + [g for gs in self.named.values() for g in gs]), regime)
+        everything = closed(
+            merged(self.default + [g for gs in self.named.values() for g in gs]), regime
+        )
         if self.named:
             default = [closed(merged(self.default), regime)] if self.default else []
         else:  # the default graph is everything: its closure is computed once
@@ -145,7 +168,9 @@ class Background:
         return not self.default and not self.named
 
 
-def _rows(graphs: list[tuple[str | None, Graph]], pattern: tuple, limit: int | None = None) -> list | None:
+def _rows(
+    graphs: list[tuple[str | None, Graph]], pattern: tuple, limit: int | None = None
+) -> list | None:
     """The distinct ``g, s, p, o`` rows of the triples ``pattern`` selects in ``graphs`` (each
     with its name, None for the default graph), in order; None if more than ``limit``."""
     rows = set()
@@ -169,8 +194,10 @@ def _kept(cache: dict, size: int, key: tuple, graphs: list, make):
 
 def _constants(triple: ast.TriplePattern) -> tuple:
     """A pattern as rdflib's ``triples`` takes it: its constants, None for a variable."""
-    return tuple(None if isinstance(t, (ast.Var, ast.BNode)) else ast.to_rdflib(t)
-                 for t in (triple.subject, triple.predicate, triple.object))
+    return tuple(
+        None if isinstance(t, (ast.Var, ast.BNode)) else ast.to_rdflib(t)
+        for t in (triple.subject, triple.predicate, triple.object)
+    )
 
 
 def _iri_stem(iri: str) -> str:

@@ -14,6 +14,7 @@ from the class path it was made with; a JVM on another class path (a cluster's e
 are not given it) or another JDK prints a warning and loads from the jars as before.
 ``RSP_CLASS_ARCHIVE=off`` leaves it out.
 """
+
 from __future__ import annotations
 
 import os

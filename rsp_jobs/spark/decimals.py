@@ -15,10 +15,10 @@ point where it has no more (exact to 18 digits: ``/ ?count``, ``/ 3``, ``/ 3.6``
 quotient is computed on doubles (F&O §4.2 leaves a quotient's precision to the
 implementation: about 16 significant digits).
 """
+
 from __future__ import annotations
 
 from decimal import Context, Decimal, InvalidOperation
-from typing import Optional
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -27,10 +27,12 @@ EXACT = "decimal(36,18)"
 DIGITS = 18  # before the point, and after it
 _FRACTION = "decimal(18,18)"  # the part after the point
 _WHOLE = "decimal(18,0)"  # the part before it
-_DIVISOR = "decimal(38,2)"  # a divisor with at most two digits after the point: quotient exact to 18
+_DIVISOR = (
+    "decimal(38,2)"  # a divisor with at most two digits after the point: quotient exact to 18
+)
 
 
-def constant(lexical: str) -> Optional[Column]:
+def constant(lexical: str) -> Column | None:
     """A numeric constant as ``EXACT``; None where it is out of range (an error where used)."""
     try:
         value = Decimal(lexical)
@@ -76,9 +78,13 @@ def divide(a: Column, b: Column, approximate: Column) -> Column:
     """``a / b``, NULL where ``b`` is 0; ``approximate`` is the quotient of the doubles, taken
     where the divisor has more than two digits after the point."""
     short = b.cast(_DIVISOR)
-    return (F.when(b == 0, F.lit(None).cast(EXACT))
-            .when(short.cast(EXACT) == b, (a / short).cast(EXACT))  # (Spark's common type would drop b's digits)
-            .otherwise(from_double(approximate)))
+    return (
+        F.when(b == 0, F.lit(None).cast(EXACT))
+        .when(
+            short.cast(EXACT) == b, (a / short).cast(EXACT)
+        )  # (Spark's common type would drop b's digits)
+        .otherwise(from_double(approximate))
+    )
 
 
 def from_double(value: Column) -> Column:
@@ -101,8 +107,10 @@ def decimal_lexical(x: Column) -> Column:
     """``x`` in xsd:decimal's canonical form: no exponent, no trailing zeros, one digit after
     the point at least (``0.3``, ``5.0``, ``-0.000000000000000001``). Written from its digits
     (its unscaled value): Spark writes a decimal under 10^-6 with an exponent (``1E-18``)."""
-    unscaled = (x * F.lit(10 ** DIGITS)).cast("decimal(36,0)")
-    digits = F.concat(F.lit("0" * DIGITS), F.abs(unscaled).cast("string"))  # (lpad would cut a longer one)
-    pointed = F.regexp_replace(digits, r"^0*(\d+)(\d{%d})$" % DIGITS, "$1.$2")
+    unscaled = (x * F.lit(10**DIGITS)).cast("decimal(36,0)")
+    digits = F.concat(
+        F.lit("0" * DIGITS), F.abs(unscaled).cast("string")
+    )  # (lpad would cut a longer one)
+    pointed = F.regexp_replace(digits, rf"^0*(\d+)(\d{{{DIGITS}}})$", "$1.$2")
     canonical = F.regexp_replace(F.regexp_replace(pointed, "0+$", ""), r"\.$", ".0")
     return F.concat(F.when(unscaled < 0, F.lit("-")).otherwise(F.lit("")), canonical)

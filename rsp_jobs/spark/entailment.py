@@ -23,6 +23,7 @@ fixpoint of the regime's rules for a frame:
 Derived triples the closed background already holds are dropped (the query sees the background
 beside the window; one triple in both would match twice); stated stream triples are kept.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -79,15 +80,22 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
         return [F.lit(None).cast(literal_types[c]).alias(c) for c in literal]
 
     def derived(frame, s, p, o):
-        return frame.select(*carried, s.alias("s"), p.alias("p"), o.alias("o"), *no_literal_values())
+        return frame.select(
+            *carried, s.alias("s"), p.alias("p"), o.alias("o"), *no_literal_values()
+        )
 
     mapping = defaultdict(list)
     for p, q, flip in schema.property_map():
         mapping[p].append((q, flip))
     map_table = None
     if mapping:
-        map_table = F.broadcast(local_frame(
-            spark, sorted(mapping.items()), "p string, targets array<struct<q: string, flip: boolean>>"))
+        map_table = F.broadcast(
+            local_frame(
+                spark,
+                sorted(mapping.items()),
+                "p string, targets array<struct<q: string, flip: boolean>>",
+            )
+        )
 
     def images(rows):
         """Each row and its images, by one join and an explode (no self-union: the plan stays
@@ -95,14 +103,29 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
         if map_table is None:
             return rows
         me = F.array(F.struct(F.col("p").alias("q"), F.lit(False).alias("flip")))
-        out = (rows.join(map_table, "p", "left")
-               .select(*columns, F.explode(F.concat(me, F.coalesce("targets", F.array().cast(
-                   "array<struct<q: string, flip: boolean>>")))).alias("t"))
-               .where(~F.col("t.flip") | resource("o")))
+        out = (
+            rows.join(map_table, "p", "left")
+            .select(
+                *columns,
+                F.explode(
+                    F.concat(
+                        me,
+                        F.coalesce(
+                            "targets", F.array().cast("array<struct<q: string, flip: boolean>>")
+                        ),
+                    )
+                ).alias("t"),
+            )
+            .where(~F.col("t.flip") | resource("o"))
+        )
         flip = F.col("t.flip")
-        return out.select(*carried, F.when(flip, F.col("o")).otherwise(F.col("s")).alias("s"),
-                          F.col("t.q").alias("p"), F.when(flip, F.col("s")).otherwise(F.col("o")).alias("o"),
-                          *[F.when(flip, F.lit(None)).otherwise(F.col(c)).alias(c) for c in literal])
+        return out.select(
+            *carried,
+            F.when(flip, F.col("o")).otherwise(F.col("s")).alias("s"),
+            F.col("t.q").alias("p"),
+            F.when(flip, F.col("s")).otherwise(F.col("o")).alias("o"),
+            *[F.when(flip, F.lit(None)).otherwise(F.col(c)).alias(c) for c in literal],
+        )
 
     rows = images(elements)
     same = None
@@ -110,11 +133,23 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
         rows, same = _transitive_and_same(rows, schema, images, derived, resource, key, carried)
     typed = rows
     if schema.domain:
-        typed = typed.unionByName(derived(rows.join(table(schema.domain, ("p", "c")), "p"),
-                                          F.col("s"), F.lit(TYPE), F.col("c")))
+        typed = typed.unionByName(
+            derived(
+                rows.join(table(schema.domain, ("p", "c")), "p"),
+                F.col("s"),
+                F.lit(TYPE),
+                F.col("c"),
+            )
+        )
     if schema.range:
-        typed = typed.unionByName(derived(rows.where(resource("o")).join(table(schema.range, ("p", "c")), "p"),
-                                          F.col("o"), F.lit(TYPE), F.col("c")))
+        typed = typed.unionByName(
+            derived(
+                rows.where(resource("o")).join(table(schema.range, ("p", "c")), "p"),
+                F.col("o"),
+                F.lit(TYPE),
+                F.col("c"),
+            )
+        )
     if schema.sub_class:
         supers = typed.where(F.col("p") == TYPE).join(table(schema.sub_class, ("o", "sup")), "o")
         typed = typed.unionByName(derived(supers, F.col("s"), F.col("p"), F.col("sup")))
@@ -127,8 +162,11 @@ def entail(elements, schema: Schema, key: tuple[str, ...] = FRAME_KEY):
     if not extras:  # a frame: every column but the triple's own is the key
         return typed.dropDuplicates([*key, "s", "p", "o"])
     latest = [F.max(c).alias(c) if c == "ts" else F.min(c).alias(c) for c in extras]
-    return (typed.groupBy(*key, "s", "p", "o").agg(*latest, *[F.max(c).alias(c) for c in literal])
-            .select(*columns))
+    return (
+        typed.groupBy(*key, "s", "p", "o")
+        .agg(*latest, *[F.max(c).alias(c) for c in literal])
+        .select(*columns)
+    )
 
 
 def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, carried):
@@ -138,7 +176,9 @@ def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, c
     transitive = set(schema.transitive) | {SAME_AS}
     background_triples, background_same = schema.transitive_triples, schema.same_as
     extras = [c for c in carried if c not in key]
-    relevant = rows.where(F.col("p").isin(sorted(transitive)) & resource("o")).select(*carried, "s", "p", "o")
+    relevant = rows.where(F.col("p").isin(sorted(transitive)) & resource("o")).select(
+        *carried, "s", "p", "o"
+    )
     groups, stamps = defaultdict(list), {}
     for row in relevant.collect():
         group = tuple(row[k] for k in key)
@@ -149,16 +189,23 @@ def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, c
                 seen[c] = seen[c] if row[c] is None else row[c]
             else:
                 seen[c] = (max if c == "ts" else min)(seen[c], row[c])
-    found = [(*group, *[stamps[group][c] for c in extras], s, p, o) for group, edges in groups.items()
-             for s, p, o in sorted(frame_closure(edges, transitive, background_triples, background_same))]
-    shape = T.StructType([rows.schema[c] for c in (*key, *extras)]
-                         + [T.StructField(c, T.StringType()) for c in ("s", "p", "o")])
+    found = [
+        (*group, *[stamps[group][c] for c in extras], s, p, o)
+        for group, edges in groups.items()
+        for s, p, o in sorted(frame_closure(edges, transitive, background_triples, background_same))
+    ]
+    shape = T.StructType(
+        [rows.schema[c] for c in (*key, *extras)]
+        + [T.StructField(c, T.StringType()) for c in ("s", "p", "o")]
+    )
     added = local_frame(rows.sparkSession, found, shape)
     added = derived(added, F.col("s"), F.col("p"), F.col("o"))
     rows = rows.unionByName(images(added))
     same = None
     if any(p == SAME_AS for *_, p, _o in found):
-        same = added.where(F.col("p") == SAME_AS).select(*key, F.col("s").alias("x"), F.col("o").alias("y"))
+        same = added.where(F.col("p") == SAME_AS).select(
+            *key, F.col("s").alias("x"), F.col("o").alias("y")
+        )
     return rows, same
 
 
@@ -173,11 +220,16 @@ def _same_as_copies(rows, group_same, background_same, columns, resource, key):
         classes[x].append(y)
     background = None
     if classes:
-        background = F.broadcast(local_frame(spark, sorted(classes.items()), "x string, bg array<string>"))
+        background = F.broadcast(
+            local_frame(spark, sorted(classes.items()), "x string, bg array<string>")
+        )
     mine = None
     if group_same is not None:
-        mine = F.broadcast(group_same.groupBy(*key, "x").agg(F.collect_set("y").alias("fr"))
-                           .select(*[F.col(k).alias(f"_{k}") for k in key], "x", "fr"))
+        mine = F.broadcast(
+            group_same.groupBy(*key, "x")
+            .agg(F.collect_set("y").alias("fr"))
+            .select(*[F.col(k).alias(f"_{k}") for k in key], "x", "fr")
+        )
 
     def replaced(frame, column):
         if background is not None:
@@ -185,19 +237,31 @@ def _same_as_copies(rows, group_same, background_same, columns, resource, key):
         else:
             frame = frame.withColumn("bg", F.lit(None).cast("array<string>"))
         if mine is not None:  # null-safe: a window's default graph is a NULL g
-            frame = frame.join(mine, [F.col(k).eqNullSafe(F.col(f"_{k}")) for k in key]
-                               + [F.col(column) == F.col("x")], "left").drop("x", *[f"_{k}" for k in key])
+            frame = frame.join(
+                mine,
+                [F.col(k).eqNullSafe(F.col(f"_{k}")) for k in key] + [F.col(column) == F.col("x")],
+                "left",
+            ).drop("x", *[f"_{k}" for k in key])
         else:
             frame = frame.withColumn("fr", F.lit(None).cast("array<string>"))
         empty = F.array().cast("array<string>")
         others = F.concat(F.coalesce("bg", empty), F.coalesce("fr", empty))
         if column == "o":
             others = F.when(resource("o"), others).otherwise(empty)
-        frame = frame.select(*columns, F.explode(F.concat(F.array(F.col(column)), others)).alias("_v"))
+        frame = frame.select(
+            *columns, F.explode(F.concat(F.array(F.col(column)), others)).alias("_v")
+        )
         changed = F.col("_v") != F.col(column)
-        return frame.select(*[F.col("_v").alias(c) if c == column
-                              else F.when(changed, F.lit(None)).otherwise(F.col(c)).alias(c)
-                              if column == "o" and c in LITERAL_COLUMNS else F.col(c) for c in columns])
+        return frame.select(
+            *[
+                F.col("_v").alias(c)
+                if c == column
+                else F.when(changed, F.lit(None)).otherwise(F.col(c)).alias(c)
+                if column == "o" and c in LITERAL_COLUMNS
+                else F.col(c)
+                for c in columns
+            ]
+        )
 
     copies = replaced(replaced(rows, "s"), "o")
     return copies.where(~((F.col("p") == SAME_AS) & (F.col("s") == F.col("o"))))

@@ -21,13 +21,14 @@ the variables' columns, ``_rank`` when ``ranked``. The evaluator knows them from
 asks Spark: on a Spark Connect session each ``DataFrame.columns`` is a round trip that analyses
 the whole plan so far (CSRBench's queries asked 274 times, 14 of their 38 s).
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as W
@@ -57,7 +58,7 @@ COUNT_RANK = 0  # a COUNT is an xsd:integer (SPARQL 18.5.1.2)
 SPAN = r2r.SPANNED.columns
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
 # hold in every window
-KEY, ANY_WINDOW = "_key", -(2 ** 63)
+KEY, ANY_WINDOW = "_key", -(2**63)
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ class Solutions:
     """A multiset of solutions in two parts: ``dep`` rows belong to the window ``_win``,
     ``indep`` rows hold in every window. ``maybe`` lists the variables that can be unbound."""
 
-    dep: Optional[DataFrame]
-    indep: Optional[DataFrame]
+    dep: DataFrame | None
+    indep: DataFrame | None
     vars: tuple[str, ...]
     maybe: frozenset[str] = frozenset()
     ranked: bool = False  # a _rank column carries ORDER BY position (in dep; indep is None then)
@@ -78,8 +79,11 @@ class Solutions:
 
     def columns(self, windowed: bool, rank: bool = True) -> list[str]:
         """The columns of ``dep`` (``windowed``) or of ``indep``; ``rank``: with ``_rank`` if ranked."""
-        return (self.window_columns if windowed else []) + [vcol(v) for v in self.vars] + (
-            [RANK] if windowed and rank and self.ranked else [])
+        return (
+            (self.window_columns if windowed else [])
+            + [vcol(v) for v in self.vars]
+            + ([RANK] if windowed and rank and self.ranked else [])
+        )
 
     @property
     def annotation(self) -> r2r.Annotation:
@@ -92,9 +96,17 @@ class Solutions:
 
 
 class Evaluator:
-    def __init__(self, query: P.ContinuousQuery, window_rows: Optional[DataFrame], active: DataFrame,
-                 background: Background, spans: Optional[Spans] = None, triples: Optional[DataFrame] = None,
-                 vocabulary: Optional[Vocabulary] = None, ranks: Optional[Future] = None):
+    def __init__(
+        self,
+        query: P.ContinuousQuery,
+        window_rows: DataFrame | None,
+        active: DataFrame,
+        background: Background,
+        spans: Spans | None = None,
+        triples: DataFrame | None = None,
+        vocabulary: Vocabulary | None = None,
+        ranks: Future | None = None,
+    ):
         self.query = query
         self._rows = window_rows  # _win, _open, g, s, p, o, ts
         self.active = active  # _win, _open: the windows that have data
@@ -133,8 +145,12 @@ class Evaluator:
         """All solutions as window rows: window-independent ones are copied to every window."""
         return self._to_dep_with(sols, {})
 
-    def _to_dep_with(self, sols: Solutions, extra: dict[str, Column],
-                     ranks: Optional[dict[str, tuple[str, DataFrame]]] = None) -> DataFrame:
+    def _to_dep_with(
+        self,
+        sols: Solutions,
+        extra: dict[str, Column],
+        ranks: dict[str, tuple[str, DataFrame]] | None = None,
+    ) -> DataFrame:
         """``to_dep`` with ``extra`` columns (functions of the solution's variables), computed
         before spanned solutions go to windows: once per solution, not once per window; and
         ``ranks``: a column named as the key, the rank of the term in the column its value
@@ -142,15 +158,28 @@ class Evaluator:
         ranks = ranks or {}
 
         def add(frame: DataFrame) -> DataFrame:
-            frame = frame.select("*", *[column.alias(name) for name, column in extra.items()]) if extra else frame
+            frame = (
+                frame.select("*", *[column.alias(name) for name, column in extra.items()])
+                if extra
+                else frame
+            )
             for name, (column, table) in ranks.items():  # joined on the column: one plan step
-                frame = frame.join(F.broadcast(table.select(F.col(ST.RANKED_TERM).alias(column),
-                                                            F.col(ST.TERM_RANK).alias(name))), column, "left")
+                frame = frame.join(
+                    F.broadcast(
+                        table.select(
+                            F.col(ST.RANKED_TERM).alias(column), F.col(ST.TERM_RANK).alias(name)
+                        )
+                    ),
+                    column,
+                    "left",
+                )
             return frame
 
         parts = []
         if sols.dep is not None and sols.spanned:
-            parts.append(self._into_windows(replace(sols, dep=add(sols.dep)), list(extra) + list(ranks)).dep)
+            parts.append(
+                self._into_windows(replace(sols, dep=add(sols.dep)), list(extra) + list(ranks)).dep
+            )
         elif sols.dep is not None:
             parts.append(add(sols.dep))
         if sols.indep is not None:
@@ -167,7 +196,9 @@ class Evaluator:
             return Solutions(None, unit, ())
         # in the order written: optimize.order_joins wrote them in the order to join them
         patterns = [self._pattern(t, node.graph) for t in node.triples]
-        return functools.reduce(self._join_solutions, patterns)  # spanned: ``evaluate`` windows them
+        return functools.reduce(
+            self._join_solutions, patterns
+        )  # spanned: ``evaluate`` windows them
 
     def _into_windows(self, sols: Solutions, extra: Iterable[str] = ()) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is
@@ -178,7 +209,9 @@ class Evaluator:
             return replace(sols, spanned=False)
         columns = [vcol(v) for v in sols.vars] + list(extra)
         windowed = self.spans.to_windows(sols.dep, LO, HI, columns, opens=False)
-        return replace(sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False)
+        return replace(
+            sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False
+        )
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
         positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
@@ -205,7 +238,9 @@ class Evaluator:
         indep = None
         if self.background.may_match(triple, graph):
             indep = F.broadcast(match(self.background.frame_for(self.spark, triple, graph), False))
-        if self.vocabulary is None or self.vocabulary.may_match(_constant(triple.predicate), _constant(triple.object)):
+        if self.vocabulary is None or self.vocabulary.may_match(
+            _constant(triple.predicate), _constant(triple.object)
+        ):
             dep = match(self.rows if self.spans is None else self.triples, True)
         elif indep is None:  # matches nothing; an operator's other side may still need a frame
             dep = self._empty(names, windowed=True, spanned=self.spans is not None)
@@ -233,10 +268,22 @@ class Evaluator:
         indep = None
         if a.indep is not None and b.indep is not None:
             indep = self._join_frames(a.indep, b.indep, a, b, (False, False))
-        return Solutions(r2r.union(dep_parts), indep, r2r.merged_vars(a, b), r2r.join_maybe(a, b), spanned=a.spanned)
+        return Solutions(
+            r2r.union(dep_parts),
+            indep,
+            r2r.merged_vars(a, b),
+            r2r.join_maybe(a, b),
+            spanned=a.spanned,
+        )
 
-    def _join_band(self, left: DataFrame, b_dep: DataFrame, b_indep: Optional[DataFrame],
-                   a: Solutions, b: Solutions) -> DataFrame:
+    def _join_band(
+        self,
+        left: DataFrame,
+        b_dep: DataFrame,
+        b_indep: DataFrame | None,
+        a: Solutions,
+        b: Solutions,
+    ) -> DataFrame:
         """``left ⋈ b_dep (∪ left ⋈ b_indep)`` for spanned solutions: two solutions join when
         compatible and their times lie within RANGE of each other (else no window holds both).
         A ``b_dep`` row is keyed by its bucket (``Spans.bucket`` of its ``lo``), a ``left`` row
@@ -264,11 +311,13 @@ class Evaluator:
         columns = b.columns(windowed=True)
         none = [F.lit(None).cast("long").alias(c) for c in SPAN]
         right = b_dep.select(bucket.alias(KEY), *columns).unionByName(
-            b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False)))
+            b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *none, *b.columns(False))
+        )
         return self._join_frames(left, right, a, b, (True, True), keyed=True)
 
-    def _join_either(self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame,
-                     a: Solutions, b: Solutions) -> DataFrame:
+    def _join_either(
+        self, left: DataFrame, b_dep: DataFrame, b_indep: DataFrame, a: Solutions, b: Solutions
+    ) -> DataFrame:
         """``left ⋈ b_dep ∪ left ⋈ b_indep`` as one join. As two joins, ``left`` (the solutions
         joined so far) would be in the plan twice, so a BGP of n patterns that match both window
         and background triples would build a plan of 2^n copies of its first pattern (CityBench
@@ -277,13 +326,23 @@ class Evaluator:
         meet the window-independent rows, which carry that key."""
         left = left.withColumn(KEY, F.explode(F.array(F.col(WIN), F.lit(ANY_WINDOW))))
         columns = b.columns(windowed=False)
-        right = (b_dep.select(F.col(WIN).alias(KEY), *columns)
-                 .unionByName(b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *columns)))
+        right = b_dep.select(F.col(WIN).alias(KEY), *columns).unionByName(
+            b_indep.select(F.lit(ANY_WINDOW).alias(KEY), *columns)
+        )
         return self._join_frames(left, right, a, b, (True, False), keyed=True)
 
-    def _join_frames(self, left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
-                     windowed: tuple[bool, bool], how: str = "inner", expr: Optional[ast.Expr] = None,
-                     keyed: bool = False, right_key: Optional[Column] = None) -> DataFrame:
+    def _join_frames(
+        self,
+        left: DataFrame,
+        right: DataFrame,
+        a: Solutions,
+        b: Solutions,
+        windowed: tuple[bool, bool],
+        how: str = "inner",
+        expr: ast.Expr | None = None,
+        keyed: bool = False,
+        right_key: Column | None = None,
+    ) -> DataFrame:
         """``r2r.join`` of two solution frames, ``windowed`` saying whether ``left`` and
         ``right`` are window rows (``dep``): two such meet in their window, or within RANGE
         before windows (``_join_band``); a window-independent side meets any. ``keyed``: on
@@ -308,12 +367,20 @@ class Evaluator:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
         vars_, maybe = r2r.merged_vars(a, b), r2r.left_join_maybe(a, b)
         if b.dep is None:  # the optional part is background only: no window needed
-            dep = (self._join_frames(a.dep, b.indep, a, b, (True, False), "left", node.expr)
-                   if a.dep is not None else None)
-            indep = (self._join_frames(a.indep, b.indep, a, b, (False, False), "left", node.expr)
-                     if a.indep is not None else None)
+            dep = (
+                self._join_frames(a.dep, b.indep, a, b, (True, False), "left", node.expr)
+                if a.dep is not None
+                else None
+            )
+            indep = (
+                self._join_frames(a.indep, b.indep, a, b, (False, False), "left", node.expr)
+                if a.indep is not None
+                else None
+            )
             return Solutions(dep, indep, vars_, maybe)
-        dep = self._join_frames(self.to_dep(a), self.to_dep(b), a, b, (True, True), "left", node.expr)
+        dep = self._join_frames(
+            self.to_dep(a), self.to_dep(b), a, b, (True, True), "left", node.expr
+        )
         return Solutions(dep, None, vars_, maybe)
 
     def _minus(self, node: P.Minus) -> Solutions:
@@ -322,14 +389,22 @@ class Evaluator:
             return a
         if b.dep is None:
             dep = self._anti(a.dep, b.indep, a, b, (True, False)) if a.dep is not None else None
-            indep = self._anti(a.indep, b.indep, a, b, (False, False)) if a.indep is not None else None
+            indep = (
+                self._anti(a.indep, b.indep, a, b, (False, False)) if a.indep is not None else None
+            )
             return Solutions(dep, indep, a.vars, a.maybe, a.ranked)
-        return Solutions(self._anti(self.to_dep(a), self.to_dep(b), a, b, (True, True)), None, a.vars, a.maybe,
-                         a.ranked)
+        return Solutions(
+            self._anti(self.to_dep(a), self.to_dep(b), a, b, (True, True)),
+            None,
+            a.vars,
+            a.maybe,
+            a.ranked,
+        )
 
     @staticmethod
-    def _anti(left: DataFrame, right: DataFrame, a: Solutions, b: Solutions,
-              windowed: tuple[bool, bool]) -> DataFrame:
+    def _anti(
+        left: DataFrame, right: DataFrame, a: Solutions, b: Solutions, windowed: tuple[bool, bool]
+    ) -> DataFrame:
         """``r2r.minus`` within each window where both sides are window rows."""
         return r2r.minus(left, right, a, b, r2r.SameWindow() if all(windowed) else r2r.Unrelated())
 
@@ -337,8 +412,12 @@ class Evaluator:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
         vars_ = r2r.merged_vars(a, b)
 
-        def align(frame: Optional[DataFrame], sols: Solutions, windowed: bool) -> Optional[DataFrame]:
-            return None if frame is None else r2r.project(frame, sols, vars_, [WIN] if windowed else [])
+        def align(frame: DataFrame | None, sols: Solutions, windowed: bool) -> DataFrame | None:
+            return (
+                None
+                if frame is None
+                else r2r.project(frame, sols, vars_, [WIN] if windowed else [])
+            )
 
         dep = r2r.union([align(a.dep, a, True), align(b.dep, b, True)])
         indep = r2r.union([align(a.indep, a, False), align(b.indep, b, False)])
@@ -346,15 +425,21 @@ class Evaluator:
 
     # ------------------------------------------------------------------ expressions
 
-    def _scope(self, sols: Solutions, timestamps: Optional[dict] = None) -> Scope:
+    def _scope(self, sols: Solutions, timestamps: dict | None = None) -> Scope:
         def timestamp(call: ast.Timestamp) -> Column:
             return F.col(timestamps[call])
 
-        numbers = {name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()}
-        return r2r.scope(sols, self.query.source, timestamp=timestamp if timestamps is not None else None,
-                         numbers=numbers)
+        numbers = {
+            name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()
+        }
+        return r2r.scope(
+            sols,
+            self.query.source,
+            timestamp=timestamp if timestamps is not None else None,
+            numbers=numbers,
+        )
 
-    def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, Optional[dict]]:
+    def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, dict | None]:
         """Join in, for each timestamp(s, p, o) call, the time (ms) of the latest window
         triple matching it under the solution's bindings (C-SPARQL, Barbieri et al. 2010)."""
         calls = list(dict.fromkeys(_timestamp_calls(expr)))
@@ -375,9 +460,11 @@ class Evaluator:
             for cond in conds:
                 latest = latest.where(cond)
             latest = latest.groupBy(WIN, *[c for c, _ in keys]).agg(
-                F.floor(F.max("ts") / 1000).cast("long").alias(name))
-            latest = latest.select(F.col(WIN).alias("_ts_win"), *[F.col(c).alias("_ts_" + c) for c, _ in keys],
-                                   name)
+                F.floor(F.max("ts") / 1000).cast("long").alias(name)
+            )
+            latest = latest.select(
+                F.col(WIN).alias("_ts_win"), *[F.col(c).alias("_ts_" + c) for c, _ in keys], name
+            )
             cond = F.col(WIN) == F.col("_ts_win")
             for c, v in keys:
                 cond = cond & (F.col(vcol(v)) == F.col("_ts_" + c))
@@ -395,7 +482,9 @@ class Evaluator:
 
         # what passes FILTER(bound(?x) && ..) has ?x bound (optimize.bound_join_keys): later
         # joins on ?x are equi-joins
-        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), maybe=sols.maybe - node.bound)
+        return replace(
+            sols, dep=apply(sols.dep), indep=apply(sols.indep), maybe=sols.maybe - node.bound
+        )
 
     def _extend(self, node: P.Extend) -> Solutions:
         binds = _binds_together(node)
@@ -404,7 +493,9 @@ class Evaluator:
         columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
         for bind in binds:
             columns[bind.var.name] = compile_expr(bind.expr, scope).term
-            if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:  # BIND(?count AS ?n): the same number
+            if (
+                isinstance(bind.expr, ast.Var) and bind.expr.name in numbers
+            ):  # BIND(?count AS ?n): the same number
                 numbers[bind.var.name] = numbers[bind.expr.name]
             vars_ += (bind.var.name,)
         hidden = list(stamps.values()) if stamps else []
@@ -412,8 +503,14 @@ class Evaluator:
         def apply(frame):
             return None if frame is None else r2r.extend(frame, columns).drop(*hidden)
 
-        return replace(sols, dep=apply(sols.dep), indep=apply(sols.indep), vars=vars_,
-                       maybe=sols.maybe | {bind.var.name for bind in binds}, numbers=numbers)
+        return replace(
+            sols,
+            dep=apply(sols.dep),
+            indep=apply(sols.indep),
+            vars=vars_,
+            maybe=sols.maybe | {bind.var.name for bind in binds},
+            numbers=numbers,
+        )
 
     # ------------------------------------------------------------------ grouping
 
@@ -435,39 +532,61 @@ class Evaluator:
                 ranks[f"_a{i}"] = (vcol(agg.arg.name), table)
             elif agg.arg is not None:
                 extra.update(aggregate_arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
-        frame = self._to_dep_with(inner, extra, {name + "_k": ranked for name, ranked in ranks.items()})
+        frame = self._to_dep_with(
+            inner, extra, {name + "_k": ranked for name, ranked in ranks.items()}
+        )
         aggs, renders, defaults, numbers = [], [], {}, {}
         for i, (agg, var) in enumerate(node.aggregates):
-            columns, render, default = _aggregate(agg, f"_a{i}", inner.vars, self.query.source,
-                                                  ranked=f"_a{i}" in ranks)
+            columns, render, default = _aggregate(
+                agg, f"_a{i}", inner.vars, self.query.source, ranked=f"_a{i}" in ranks
+            )
             aggs += columns
             renders.append(render.alias(vcol(var.name)))
             if default is not None:
                 defaults[vcol(var.name)] = default
             if agg.name == "count":
                 numbers[var.name] = f"_a{i}_c"
-        grouped = frame.groupBy(WIN, *key_cols).agg(*aggs) if aggs else frame.select(WIN, *key_cols).distinct()
+        grouped = (
+            frame.groupBy(WIN, *key_cols).agg(*aggs)
+            if aggs
+            else frame.select(WIN, *key_cols).distinct()
+        )
         for name, (_, table) in ranks.items():  # each greatest or least rank back to its term
-            grouped = grouped.join(F.broadcast(table.select(F.col(ST.TERM_RANK).alias(name + "_v"),
-                                                            F.col(ST.RANKED_TERM).alias(name + "_term"))),
-                                   name + "_v", "left")
+            grouped = grouped.join(
+                F.broadcast(
+                    table.select(
+                        F.col(ST.TERM_RANK).alias(name + "_v"),
+                        F.col(ST.RANKED_TERM).alias(name + "_term"),
+                    )
+                ),
+                name + "_v",
+                "left",
+            )
         if not node.keys:  # the implicit group exists in every window, even without solutions
             # an aggregate's value over no solutions is its default; over some, an unbound one
             # is an error (SUM over "abc"^^xsd:integer) and stays unbound, as in any other group
             grouped = self.active.select(WIN).join(
-                grouped.select(WIN, *renders, *numbers.values(), F.lit(True).alias("_group")), WIN, "left")
+                grouped.select(WIN, *renders, *numbers.values(), F.lit(True).alias("_group")),
+                WIN,
+                "left",
+            )
             defaults.update({number: 0 for number in numbers.values()})
             empty = F.col("_group").isNull()
-            grouped = grouped.select(WIN, *[F.when(empty, F.lit(defaults[name])).otherwise(F.col(name)).alias(name)
-                                            if name in defaults else F.col(name)
-                                            for name in [vcol(v.name) for _, v in node.aggregates]
-                                            + list(numbers.values())])
+            grouped = grouped.select(
+                WIN,
+                *[
+                    F.when(empty, F.lit(defaults[name])).otherwise(F.col(name)).alias(name)
+                    if name in defaults
+                    else F.col(name)
+                    for name in [vcol(v.name) for _, v in node.aggregates] + list(numbers.values())
+                ],
+            )
         else:
             grouped = grouped.select(WIN, *key_cols, *renders, *numbers.values())
         vars_ = tuple(v.name for _, v in node.keys) + tuple(v.name for _, v in node.aggregates)
         return Solutions(grouped, None, vars_, frozenset(vars_), numbers=numbers)
 
-    def _ranks(self, places: tuple[P.TermsAt, ...]) -> Optional[DataFrame]:
+    def _ranks(self, places: tuple[P.TermsAt, ...]) -> DataFrame | None:
         return None if self.ranks is None else self.ranks.result().get(places)
 
     def _groupextend(self, node: P.GroupExtend) -> Solutions:
@@ -480,16 +599,29 @@ class Evaluator:
         name = next(self._names)
         arguments = {}
         if node.aggregate.arg is not None:
-            arguments = aggregate_arguments(node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)),
-                                            name)
+            arguments = aggregate_arguments(
+                node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)), name
+            )
             frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
         columns, render, _ = _aggregate(node.aggregate, name, inner.vars, self.query.source)
-        grouped = (frame.groupBy(WIN, *keys).agg(*columns)
-                   .select(*[F.col(c).alias("_g" + c) for c in (WIN, *keys)], render.alias(vcol(node.var.name))))
+        grouped = (
+            frame.groupBy(WIN, *keys)
+            .agg(*columns)
+            .select(
+                *[F.col(c).alias("_g" + c) for c in (WIN, *keys)], render.alias(vcol(node.var.name))
+            )
+        )
         match = [F.col(c).eqNullSafe(F.col("_g" + c)) for c in (WIN, *keys)]
-        extended = (frame.join(grouped, functools.reduce(lambda a, b: a & b, match), "left")
-                    .drop(*["_g" + c for c in (WIN, *keys)], *arguments))
-        return Solutions(extended, None, inner.vars + (node.var.name,), inner.maybe | {node.var.name}, inner.ranked)
+        extended = frame.join(grouped, functools.reduce(lambda a, b: a & b, match), "left").drop(
+            *["_g" + c for c in (WIN, *keys)], *arguments
+        )
+        return Solutions(
+            extended,
+            None,
+            (*inner.vars, node.var.name),
+            inner.maybe | {node.var.name},
+            inner.ranked,
+        )
 
     def _tomultiset(self, node: P.ToMultiset) -> Solutions:
         """A subquery's solutions, without the order its ORDER BY gave them."""
@@ -515,14 +647,24 @@ class Evaluator:
         inner = self.evaluate(node.input)
         names = tuple(v.name for v in node.vars)
 
-        def project(frame: Optional[DataFrame], windowed: bool) -> Optional[DataFrame]:
+        def project(frame: DataFrame | None, windowed: bool) -> DataFrame | None:
             if frame is None:
                 return None
-            return r2r.project(frame, inner, names, [WIN] if windowed else [],
-                               [RANK] if windowed and inner.ranked else [])
+            return r2r.project(
+                frame,
+                inner,
+                names,
+                [WIN] if windowed else [],
+                [RANK] if windowed and inner.ranked else [],
+            )
 
-        return Solutions(project(inner.dep, True), project(inner.indep, False), names,
-                         r2r.project_maybe(inner, names), inner.ranked)
+        return Solutions(
+            project(inner.dep, True),
+            project(inner.indep, False),
+            names,
+            r2r.project_maybe(inner, names),
+            inner.ranked,
+        )
 
     def _distinct(self, node: P.Distinct) -> Solutions:
         """Distinct per window; a ranked solution keeps its first position."""
@@ -535,8 +677,14 @@ class Evaluator:
         inner = self.evaluate(node.input)
         frame = self.to_dep(inner)
         if not inner.ranked:  # no ORDER BY: any order will do, but the same every run
-            frame = frame.withColumn(RANK, F.row_number().over(
-                W.partitionBy(WIN).orderBy(*[F.col(vcol(v)).asc_nulls_first() for v in inner.vars])))
+            frame = frame.withColumn(
+                RANK,
+                F.row_number().over(
+                    W.partitionBy(WIN).orderBy(
+                        *[F.col(vcol(v)).asc_nulls_first() for v in inner.vars]
+                    )
+                ),
+            )
         position = F.row_number().over(W.partitionBy(WIN).orderBy(RANK))
         frame = frame.withColumn(RANK, position)
         keep = F.col(RANK) > node.offset
@@ -549,12 +697,17 @@ class Evaluator:
     def _empty(self, vars_: Iterable[str], windowed: bool, spanned: bool = False) -> DataFrame:
         window = SPAN if spanned else (WIN,)
         fields = ([T.StructField(c, T.LongType()) for c in window] if windowed else []) + [
-            T.StructField(vcol(v), T.StringType()) for v in vars_]
+            T.StructField(vcol(v), T.StringType()) for v in vars_
+        ]
         return self.spark.createDataFrame([], T.StructType(fields))
 
 
-def rank_terms(spark, places: tuple[P.TermsAt, ...], slice_terms: Mapping[P.TermsAt, list[str]],
-               background: Background) -> Optional[DataFrame]:
+def rank_terms(
+    spark,
+    places: tuple[P.TermsAt, ...],
+    slice_terms: Mapping[P.TermsAt, list[str]],
+    background: Background,
+) -> DataFrame | None:
     """The terms at ``places`` in the slice (``Lake.facts``) and the background, ranked
     (``ST.ranks``) for a MIN or MAX (``optimize.rank_extrema``); None where they are more than
     a local relation holds (the aggregate then sorts its ORDER BY keys)."""
@@ -592,8 +745,11 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
             bad = F.when(term.isNotNull() & wrong, 1).otherwise(0)
         return {name + "_n": number, name + "_r": rank, name + "_e": exact, name + "_bad": bad}
     if agg.name in ("min", "max"):  # the term is a field of its key
-        key = ST.order_struct(term) if value.num is None else ST.number_order_struct(
-            value.num, value.exact_number(), term)
+        key = (
+            ST.order_struct(term)
+            if value.num is None
+            else ST.number_order_struct(value.num, value.exact_number(), term)
+        )
         columns = {name + "_k": F.when(term.isNotNull(), key)}
         if expression:
             columns[name + "_bad"] = F.when(term.isNull(), 1).otherwise(0)
@@ -601,8 +757,9 @@ def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Colum
     return {name + "_t": term}
 
 
-def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str, ranked: bool = False
-               ) -> tuple[list[Column], Column, Optional[str]]:
+def _aggregate(
+    agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str, ranked: bool = False
+) -> tuple[list[Column], Column, str | None]:
     """An aggregate (SPARQL 18.5.1) over the pre-computed columns of ``aggregate_arguments``:
     ``<name>_t`` (term; for COUNT without DISTINCT, true where bound), ``_n`` (number), ``_r``
     (numeric rank), ``_bad`` (1 where bound but not a number) and, for MIN and MAX, ``_k``
@@ -624,9 +781,13 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
     if agg.name in ("sum", "avg"):
         # the exact sum of the integers and decimals, the doubles' where a float or double is a member
         sum_, count_ = (F.sum_distinct, F.count_distinct) if agg.distinct else (F.sum, F.count)
-        columns = [sum_(num).alias(name + "_s"), sum_(c("_e")).cast(D.EXACT).alias(name + "_x"),
-                   count_(num).alias(name + "_c"), F.max(rank).alias(name + "_r"),
-                   F.max(c("_bad")).alias(name + "_bad")]
+        columns = [
+            sum_(num).alias(name + "_s"),
+            sum_(c("_e")).cast(D.EXACT).alias(name + "_x"),
+            count_(num).alias(name + "_c"),
+            F.max(rank).alias(name + "_r"),
+            F.max(c("_bad")).alias(name + "_bad"),
+        ]
         ok, some = c("_bad") == 0, c("_c") > 0
         total, exact = F.coalesce(c("_s"), F.lit(0.0)), F.coalesce(c("_x"), F.lit(0).cast(D.EXACT))
         if agg.name == "sum":
@@ -635,7 +796,9 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
             rank = F.when(some, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0))
             # a count is a divisor with no digits after the point: the quotient is exact to 18 (``D.divide``)
             total = F.when(some, total / c("_c")).otherwise(F.lit(0.0))
-            exact = F.when(some, (c("_x") / c("_c").cast("decimal(20,0)")).cast(D.EXACT)).otherwise(exact)
+            exact = F.when(some, (c("_x") / c("_c").cast("decimal(20,0)")).cast(D.EXACT)).otherwise(
+                exact
+            )
         bound = ok & ((rank >= 2) | (some & c("_x").isNotNull()) | ~some)
         render = F.when(bound, ST.numeric_literal(total, rank, exact))
         return columns, render, zero
@@ -659,13 +822,19 @@ def _aggregate(agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: st
         return [F.min(term).alias(name + "_v")], c("_v"), None
     if agg.name == "group_concat":
         sep = " " if agg.separator is None else agg.separator
-        text = F.when(ST.is_literal(term), ST.lexical(term)).when(ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1))
+        text = F.when(ST.is_literal(term), ST.lexical(term)).when(
+            ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1)
+        )
         items = F.collect_set(text) if agg.distinct else F.collect_list(text)
-        return [F.array_join(F.array_sort(items), sep).alias(name + "_v")], ST.string_literal(c("_v")), '""'
+        return (
+            [F.array_join(F.array_sort(items), sep).alias(name + "_v")],
+            ST.string_literal(c("_v")),
+            '""',
+        )
     raise UnsupportedConstruct(source, f"aggregate {agg.name.upper()}")
 
 
-def _constant(term) -> Optional[str]:
+def _constant(term) -> str | None:
     """A pattern's term in N-Triples, as the lake holds it; None for a variable."""
     return None if isinstance(term, (ast.Var, ast.BNode)) else ast.to_nt(term)
 

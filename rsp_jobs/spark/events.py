@@ -33,14 +33,15 @@ does, and DISTINCT merges equal rows of equal interval. CONSTRUCT rules close th
 their output (the paper's Q-closure): each match's triples are new events over the match's
 interval, fed back to the least fixpoint.
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -55,33 +56,48 @@ from rsp_jobs.results import Match
 from rsp_jobs.spark import r2r
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
+from rsp_jobs.spark.local import local_frame, materialized, release
 from rsp_jobs.spark.r2r import EV, TA, TW, triple_match, vcol
 from rsp_jobs.tree import walk
-from rsp_jobs.spark.local import local_frame, materialized, release
 
-EVENT_SCHEMA = T.StructType([
-    T.StructField("g", T.StringType()), T.StructField("s", T.StringType()),
-    T.StructField("p", T.StringType()), T.StructField("o", T.StringType()),
-    T.StructField(TA, T.LongType()), T.StructField(TW, T.LongType()),
-    T.StructField(EV, T.ArrayType(T.StringType())),
-])
+EVENT_SCHEMA = T.StructType(
+    [
+        T.StructField("g", T.StringType()),
+        T.StructField("s", T.StringType()),
+        T.StructField("p", T.StringType()),
+        T.StructField("o", T.StringType()),
+        T.StructField(TA, T.LongType()),
+        T.StructField(TW, T.LongType()),
+        T.StructField(EV, T.ArrayType(T.StringType())),
+    ]
+)
 
 
-def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: Background,
-                    after_us: Optional[int] = None, until_us: Optional[int] = None,
-                    rules: Sequence[P.ContinuousQuery] = (), partials: Optional[PartialMatches] = None) -> list[Match]:
+def evaluate_events(
+    query: P.ContinuousQuery,
+    elements: DataFrame,
+    background: Background,
+    after_us: int | None = None,
+    until_us: int | None = None,
+    rules: Sequence[P.ContinuousQuery] = (),
+    partials: PartialMatches | None = None,
+) -> list[Match]:
     """The matches of ``query`` whose end lies in ``(after_us, until_us]``, sorted by (end,
     start, bindings). With ``rules`` (CONSTRUCT pattern queries) the query reads the stream's
     Q-closure under them (section 3.2), and a match's events are the stream frames behind it.
     With ``partials`` (an unbounded pattern's state, see ``PartialMatches``) ``elements`` holds
     only the events after ``partials.cut_us`` and the earlier ones are read from the state."""
     if partials is not None and rules:
-        raise QueryError(f"{query.source}: kept partial matches and CONSTRUCT rules in one evaluation; "
-                         "register the rules as streams instead")
+        raise QueryError(
+            f"{query.source}: kept partial matches and CONSTRUCT rules in one evaluation; "
+            "register the rules as streams instead"
+        )
     events = materialized(stream_events(elements, query, rules))
     try:
         if not rules:
-            return _matches_per_query([query], events, background, after_us, until_us, partials=partials)[0]
+            return _matches_per_query(
+                [query], events, background, after_us, until_us, partials=partials
+            )[0]
         closure = _Closure(events, background, rules)
         current = materialized(events.unionByName(closure.derived_frame()))
         try:
@@ -92,12 +108,13 @@ def evaluate_events(query: P.ContinuousQuery, elements: DataFrame, background: B
         release(events)
 
 
-def stream_events(elements: DataFrame, query: P.ContinuousQuery,
-                  rules: Sequence[P.ContinuousQuery] = ()) -> DataFrame:
+def stream_events(
+    elements: DataFrame, query: P.ContinuousQuery, rules: Sequence[P.ContinuousQuery] = ()
+) -> DataFrame:
     """Each stream triple as an event in the graph its FROM clause names: atomic, [ts, ts], or
     over [start, ts] when a pattern derived it (a REGISTER STREAM pattern's match keeps its
     interval, as within one evaluation's Q-closure)."""
-    graphs: dict[str, Optional[str]] = {}
+    graphs: dict[str, str | None] = {}
     for q in (query, *rules):
         for w in q.windows:
             graphs.setdefault(w.stream, w.graph)
@@ -107,8 +124,15 @@ def stream_events(elements: DataFrame, query: P.ContinuousQuery,
             graph = F.when(F.col("stream") == stream, F.lit(f"<{name}>")).otherwise(graph)
     ts = F.expr("unix_micros(ts)")
     start = F.coalesce(F.expr("unix_micros(start)"), ts) if "start" in elements.columns else ts
-    return elements.select(graph.alias("g"), "s", "p", "o", start.alias(TA), ts.alias(TW),
-                           F.array(F.col("frame")).alias(EV))
+    return elements.select(
+        graph.alias("g"),
+        "s",
+        "p",
+        "o",
+        start.alias(TA),
+        ts.alias(TW),
+        F.array(F.col("frame")).alias(EV),
+    )
 
 
 class _Closure:
@@ -127,10 +151,14 @@ class _Closure:
 
     PREFIX = "urn:rsp:derived:"
 
-    def __init__(self, events: DataFrame, background: Background, rules: Sequence[P.ContinuousQuery]):
+    def __init__(
+        self, events: DataFrame, background: Background, rules: Sequence[P.ContinuousQuery]
+    ):
         for rule in rules:
             if rule.form != "CONSTRUCT" or not rule.pattern:
-                raise QueryError(f"{rule.source}: a rule must be an EP-SPARQL CONSTRUCT pattern query")
+                raise QueryError(
+                    f"{rule.source}: a rule must be an EP-SPARQL CONSTRUCT pattern query"
+                )
         self.spark = events.sparkSession
         self.rules = list(rules)
         self.creating = [_creates_terms(r) for r in rules]
@@ -138,7 +166,9 @@ class _Closure:
         self.frames: dict[str, frozenset] = {}  # id -> the stream frames behind it
         self.ancestry: dict[str, frozenset] = {}  # id -> the (rule, ta, tw) creations behind it
         while True:
-            current = materialized(events.unionByName(self.derived_frame())) if self.derived else events
+            current = (
+                materialized(events.unionByName(self.derived_frame())) if self.derived else events
+            )
             try:
                 per_rule = _matches_per_query(self.rules, current, background)
             finally:
@@ -149,7 +179,10 @@ class _Closure:
 
     def derived_frame(self) -> DataFrame:
         return local_frame(
-            self.spark, [(None, s, p, o, ta, tw, [i]) for (s, p, o, ta, tw), i in sorted(self.derived.items())], EVENT_SCHEMA)
+            self.spark,
+            [(None, s, p, o, ta, tw, [i]) for (s, p, o, ta, tw), i in sorted(self.derived.items())],
+            EVENT_SCHEMA,
+        )
 
     def _add(self, per_rule: list[list[Match]]) -> bool:
         new: dict[tuple, tuple[frozenset, frozenset]] = {}
@@ -168,7 +201,8 @@ class _Closure:
                             f"rule {rule.name} ({rule.source}) derives without end: over "
                             f"[{m.start}, {m.end}] it creates new terms from terms it created over "
                             "that same interval (a blank node or computed value in its template fed back "
-                            "to itself); the Q-closure has no finite fixpoint")
+                            "to itself); the Q-closure has no finite fixpoint"
+                        )
                     ancestry |= {creation}
                 for key in keys:
                     new[key] = (frames, ancestry)
@@ -180,29 +214,52 @@ class _Closure:
     def sources(self, events) -> list[str]:
         """A match's events as stream frames: a derived event stands for those behind it."""
         derived = [e for e in events if e.startswith(self.PREFIX)]
-        return sorted(frozenset(e for e in events if not e.startswith(self.PREFIX)).union(
-            *(self.frames[e] for e in derived)))
+        return sorted(
+            frozenset(e for e in events if not e.startswith(self.PREFIX)).union(
+                *(self.frames[e] for e in derived)
+            )
+        )
 
 
 def _creates_terms(rule: P.ContinuousQuery) -> bool:
     """Whether ``rule``'s template can hold a term its input does not: a blank node, or a
     variable an expression binds (BIND, a select expression)."""
-    if any(isinstance(x, ast.BNode) for t in rule.template for x in (t.subject, t.predicate, t.object)):
+    if any(
+        isinstance(x, ast.BNode) for t in rule.template for x in (t.subject, t.predicate, t.object)
+    ):
         return True
-    template_vars = {x for t in rule.template for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
+    template_vars = {
+        x
+        for t in rule.template
+        for x in (t.subject, t.predicate, t.object)
+        if isinstance(x, ast.Var)
+    }
     return any(isinstance(node, P.Extend) and node.var in template_vars for node in walk(rule.plan))
 
 
 # ------------------------------------------------------------------------------ matches
 
-def _matches(query: P.ContinuousQuery, events: DataFrame, background: Background,
-             after_us: Optional[int], until_us: Optional[int], sources=sorted) -> list[Match]:
+
+def _matches(
+    query: P.ContinuousQuery,
+    events: DataFrame,
+    background: Background,
+    after_us: int | None,
+    until_us: int | None,
+    sources=sorted,
+) -> list[Match]:
     return _matches_per_query([query], events, background, after_us, until_us, sources)[0]
 
 
-def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, background: Background,
-                       after_us: Optional[int] = None, until_us: Optional[int] = None,
-                       sources=sorted, partials: Optional[PartialMatches] = None) -> list[list[Match]]:
+def _matches_per_query(
+    queries: Sequence[P.ContinuousQuery],
+    events: DataFrame,
+    background: Background,
+    after_us: int | None = None,
+    until_us: int | None = None,
+    sources=sorted,
+    partials: PartialMatches | None = None,
+) -> list[list[Match]]:
     """The matches of every query in ``queries``, computed in one Spark job (one round trip),
     each query's sorted as ``evaluate_events`` reports them; ``sources`` maps a match's
     events to those it reports."""
@@ -222,8 +279,15 @@ def _matches_per_query(queries: Sequence[P.ContinuousQuery], events: DataFrame, 
             frame = frame.where(F.col(TW) <= until_us)
         cols = [vcol(v.name) for v in query.variables]
         rows = frame if sols.bag else _as_set(_Solutions(frame, sols.vars))
-        frames.append(rows.select(F.lit(i).alias("_q"), TA, TW, EV,
-                                  F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals")))
+        frames.append(
+            rows.select(
+                F.lit(i).alias("_q"),
+                TA,
+                TW,
+                EV,
+                F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals"),
+            )
+        )
     rows: list[list] = [[] for _ in queries]
     try:
         for row in functools.reduce(DataFrame.unionByName, frames).collect():
@@ -251,7 +315,9 @@ def _report(query: P.ContinuousQuery, rows: list, sources=sorted) -> list[Match]
         for *_, m in out:
             key = (m.end_us, m.start_us, m.triples)
             if key in merged:
-                merged[key] = replace(merged[key], events=tuple(sorted(set(merged[key].events) | set(m.events))))
+                merged[key] = replace(
+                    merged[key], events=tuple(sorted(set(merged[key].events) | set(m.events)))
+                )
             elif m.triples:
                 merged[key] = m
         return list(merged.values())
@@ -264,7 +330,7 @@ def _instantiate(query: P.ContinuousQuery, ta: int, tw: int, nt: dict[str, str])
     key = "|".join([query.name, str(ta), str(tw), *[f"{k}={v}" for k, v in sorted(nt.items())]])
     stamp = hashlib.sha1(key.encode()).hexdigest()[:16]
 
-    def position(term: ast.Term) -> Optional[str]:
+    def position(term: ast.Term) -> str | None:
         if isinstance(term, ast.Var):
             return nt.get(term.name)
         if isinstance(term, ast.BNode):
@@ -281,6 +347,7 @@ def _split_triple(line: str) -> tuple[str, str, str]:
 
 # ------------------------------------------------------------------------------ operators
 
+
 @dataclass(frozen=True)
 class _Solutions:
     frame: DataFrame  # _ta, _tw, _ev, v_<var>...
@@ -291,7 +358,9 @@ class _Solutions:
 
     @property
     def schema(self) -> T.StructType:
-        return T.StructType([*EVENT_SCHEMA.fields[4:], *[T.StructField(vcol(v), T.StringType()) for v in self.vars]])
+        return T.StructType(
+            [*EVENT_SCHEMA.fields[4:], *[T.StructField(vcol(v), T.StringType()) for v in self.vars]]
+        )
 
 
 def _key(*parts) -> str:
@@ -301,16 +370,27 @@ def _key(*parts) -> str:
 class _Evaluator:
     """One method per algebra operator, as ``evaluate.Evaluator`` has, over interval solutions."""
 
-    def __init__(self, query: P.ContinuousQuery, events: DataFrame, background: Background,
-                 partials: Optional[PartialMatches] = None):
+    def __init__(
+        self,
+        query: P.ContinuousQuery,
+        events: DataFrame,
+        background: Background,
+        partials: PartialMatches | None = None,
+    ):
         self.query = query
         self.events = events
         self.background = background
         self.spark = events.sparkSession
         self.partials = partials
         # with kept partial matches, the events read are those after the cut (NULL: all are)
-        self.cut = None if partials is None else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
-        self.kept: dict[str, tuple[DataFrame, tuple[str, ...]]] = {}  # key -> new partial matches, variables
+        self.cut = (
+            None
+            if partials is None
+            else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
+        )
+        self.kept: dict[
+            str, tuple[DataFrame, tuple[str, ...]]
+        ] = {}  # key -> new partial matches, variables
         self.cached: list[DataFrame] = []
         self.feeding = 0  # > 0 while evaluating what a combination (or MINUS) reads whole
 
@@ -334,8 +414,10 @@ class _Evaluator:
         pairs were most of what a batch stored)."""
         if self.partials is None or not self.feeding:
             return sols
-        rows = [(r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(vcol(v)) for v in sols.vars])
-                for r in self.partials.old.get(sols.key, [])]
+        rows = [
+            (r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(vcol(v)) for v in sols.vars])
+            for r in self.partials.old.get(sols.key, [])
+        ]
         frame = sols.frame
         if rows:
             frame = frame.unionByName(local_frame(self.spark, rows, sols.schema))
@@ -347,7 +429,7 @@ class _Evaluator:
         self.kept.setdefault(sols.key, (frame.where(F.col(TW) > self.cut), sols.vars))
         return replace(sols, frame=frame)
 
-    def collect_partials(self, until_us: Optional[int]) -> None:
+    def collect_partials(self, until_us: int | None) -> None:
         """The partial matches this batch adds (ending in ``(cut, until]``), into
         ``partials.produced``, in one Spark job."""
         if not self.kept:
@@ -363,7 +445,9 @@ class _Evaluator:
         table = functools.reduce(DataFrame.unionByName, frames).toArrow()
         columns = [table.column(c).to_pylist() for c in ("_key", TA, TW, EV, "_vals")]
         for key, ta, tw, ev, vals in zip(*columns):
-            self.partials.produced.setdefault(key, []).append({"ta": ta, "tw": tw, "ev": ev, "vals": json.loads(vals)})
+            self.partials.produced.setdefault(key, []).append(
+                {"ta": ta, "tw": tw, "ev": ev, "vals": json.loads(vals)}
+            )
 
     def release(self) -> None:
         for frame in self.cached:
@@ -372,20 +456,27 @@ class _Evaluator:
     def evaluate(self, node: P.Node) -> _Solutions:
         method = getattr(self, "_" + type(node).__name__.lower().rstrip("_"), None)
         if method is None:
-            raise UnsupportedConstruct(self.query.source, f"{type(node).__name__} in an EP-SPARQL pattern")
+            raise UnsupportedConstruct(
+                self.query.source, f"{type(node).__name__} in an EP-SPARQL pattern"
+            )
         return method(node)
 
     # ---------------------------------------------------------------- patterns
 
     def _bgp(self, node: P.BGP) -> _Solutions:
         if not node.triples:
-            unit = self.spark.range(1).select(F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
-                                              F.array().cast("array<string>").alias(EV))
+            unit = self.spark.range(1).select(
+                F.lit(None).cast("long").alias(TA),
+                F.lit(None).cast("long").alias(TW),
+                F.array().cast("array<string>").alias(EV),
+            )
             return _Solutions(unit, (), key="unit")
         # in the order written: optimize.order_joins wrote them in the order to join them
         if len(node.triples) == 1:
             return self._pattern(node.triples[0], node.graph)
-        with self._operands():  # every pattern, and every combination but the last, is read by the next
+        with (
+            self._operands()
+        ):  # every pattern, and every combination but the last, is read by the next
             acc, *rest = [self._pattern(t, node.graph) for t in node.triples]
             for pattern in rest[:-1]:
                 acc = self._combine(acc, pattern, "join")
@@ -396,11 +487,20 @@ class _Evaluator:
         columns = [F.col(c).alias(vcol(v)) for v, c in binds.items()]
         frame = self.events.where(condition).select(TA, TW, EV, *columns)
         if self.background.may_match(triple, graph):
-            timeless = self.background.frame_for(self.spark, triple, graph).where(condition).select(
-                F.lit(None).cast("long").alias(TA), F.lit(None).cast("long").alias(TW),
-                F.array().cast("array<string>").alias(EV), *columns)
+            timeless = (
+                self.background.frame_for(self.spark, triple, graph)
+                .where(condition)
+                .select(
+                    F.lit(None).cast("long").alias(TA),
+                    F.lit(None).cast("long").alias(TW),
+                    F.array().cast("array<string>").alias(EV),
+                    *columns,
+                )
+            )
             frame = frame.unionByName(timeless)
-        return self._keep(_Solutions(frame, tuple(binds), key=_key("triple", triple, graph)), materialize=False)
+        return self._keep(
+            _Solutions(frame, tuple(binds), key=_key("triple", triple, graph)), materialize=False
+        )
 
     # ---------------------------------------------------------------- joins
 
@@ -428,8 +528,14 @@ class _Evaluator:
     def _eqleftjoin(self, node: P.EqLeftJoin) -> _Solutions:
         return self._combine(*self._both(node), "eq", node.expr, optional=True)
 
-    def _combine(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr] = None,
-                 optional: bool = False) -> _Solutions:
+    def _combine(
+        self,
+        a: _Solutions,
+        b: _Solutions,
+        kind: str,
+        expr: ast.Expr | None = None,
+        optional: bool = False,
+    ) -> _Solutions:
         """Compatible pairs of ``a`` and ``b`` meeting ``kind``'s temporal condition: ``join``
         none, ``seq`` a before b, ``after`` b before a, ``eq`` the same interval, ``optional``
         b ending no later than a. With ``optional`` every ``a`` solution no ``b`` one pairs with
@@ -451,16 +557,34 @@ class _Evaluator:
         if optional:
             sols = self._pairs(part(a, new | timeless), b, kind, expr, optional, key)
             return self._keep(part(sols, new | timeless))
-        pieces = [self._pairs(part(a, new), b, kind, expr, optional, key),
-                  self._pairs(part(a, old_or_timeless), part(b, new), kind, expr, optional, key),
-                  self._pairs(part(a, timeless), part(b, timeless), kind, expr, optional, key)]
+        pieces = [
+            self._pairs(part(a, new), b, kind, expr, optional, key),
+            self._pairs(part(a, old_or_timeless), part(b, new), kind, expr, optional, key),
+            self._pairs(part(a, timeless), part(b, timeless), kind, expr, optional, key),
+        ]
         frame = functools.reduce(DataFrame.unionByName, [p.frame for p in pieces])
         return self._keep(replace(pieces[0], frame=frame))
 
-    def _pairs(self, a: _Solutions, b: _Solutions, kind: str, expr: Optional[ast.Expr], optional: bool,
-               key: str) -> _Solutions:
+    def _pairs(
+        self,
+        a: _Solutions,
+        b: _Solutions,
+        kind: str,
+        expr: ast.Expr | None,
+        optional: bool,
+        key: str,
+    ) -> _Solutions:
         meeting = r2r.Intervals(RELATIONS[kind])
-        frame = r2r.join(a.frame, b.frame, a, b, meeting, "left" if optional else "inner", expr, self.query.source)
+        frame = r2r.join(
+            a.frame,
+            b.frame,
+            a,
+            b,
+            meeting,
+            "left" if optional else "inner",
+            expr,
+            self.query.source,
+        )
         maybe = r2r.left_join_maybe(a, b) if optional else r2r.join_maybe(a, b)
         return _Solutions(frame, r2r.merged_vars(a, b), maybe, key=key)
 
@@ -470,13 +594,19 @@ class _Evaluator:
         a, b = self._both(node)
         if not r2r.shared(a, b):
             return a
-        return _Solutions(r2r.minus(a.frame, b.frame, a, b, r2r.Unrelated()), a.vars, a.maybe,
-                          key=_key("minus", a.key, b.key))
+        return _Solutions(
+            r2r.minus(a.frame, b.frame, a, b, r2r.Unrelated()),
+            a.vars,
+            a.maybe,
+            key=_key("minus", a.key, b.key),
+        )
 
     def _union(self, node: P.Union_) -> _Solutions:
         a, b = self.evaluate(node.left), self.evaluate(node.right)
         names = r2r.merged_vars(a, b)
-        frame = r2r.union([r2r.project(sols.frame, sols, names, r2r.INTERVAL.columns) for sols in (a, b)])
+        frame = r2r.union(
+            [r2r.project(sols.frame, sols, names, r2r.INTERVAL.columns) for sols in (a, b)]
+        )
         return _Solutions(frame, names, r2r.union_maybe(a, b), key=_key("union", a.key, b.key))
 
     # ---------------------------------------------------------------- expressions
@@ -487,14 +617,22 @@ class _Evaluator:
     def _filter(self, node: P.Filter) -> _Solutions:
         sols = self.evaluate(node.input)
         test = r2r.true(compile_expr(node.expr, self._scope(sols)))
-        return _Solutions(r2r.filter_(sols.frame, test), sols.vars, sols.maybe,
-                          key=_key("filter", node.expr, sols.key))
+        return _Solutions(
+            r2r.filter_(sols.frame, test),
+            sols.vars,
+            sols.maybe,
+            key=_key("filter", node.expr, sols.key),
+        )
 
     def _extend(self, node: P.Extend) -> _Solutions:
         sols = self.evaluate(node.input)
         term = compile_expr(node.expr, self._scope(sols)).term
-        return _Solutions(r2r.extend(sols.frame, {node.var.name: term}), sols.vars + (node.var.name,),
-                          sols.maybe | {node.var.name}, key=_key("extend", node.var, node.expr, sols.key))
+        return _Solutions(
+            r2r.extend(sols.frame, {node.var.name: term}),
+            (*sols.vars, node.var.name),
+            sols.maybe | {node.var.name},
+            key=_key("extend", node.var, node.expr, sols.key),
+        )
 
     # ---------------------------------------------------------------- modifiers
 
@@ -503,7 +641,13 @@ class _Evaluator:
         inner = self.evaluate(node.input)
         names = tuple(v.name for v in node.vars)
         frame = r2r.project(_as_set(inner), inner, names, r2r.INTERVAL.columns)
-        return _Solutions(frame, names, r2r.project_maybe(inner, names), bag=True, key=_key("project", names, inner.key))
+        return _Solutions(
+            frame,
+            names,
+            r2r.project_maybe(inner, names),
+            bag=True,
+            key=_key("project", names, inner.key),
+        )
 
     def _distinct(self, node: P.Distinct) -> _Solutions:
         """Rows with the same bindings over the same interval, once."""
@@ -524,7 +668,7 @@ def _as_set(sols: _Solutions) -> DataFrame:
 # EP-SPARQL's temporal relations (section 3.2) over (tα, tω) of the left solution and (t'α, t'ω)
 # of the right: SeqJoin's, the same flipped (SeqRightJoin keeps the right, later part), EqJoin's,
 # and plain OPTIONAL's (the optional part ending no later: docs/decisions/ep-sparql.md); Join has none
-RELATIONS: dict[str, Optional[r2r.Relation]] = {
+RELATIONS: dict[str, r2r.Relation | None] = {
     "join": None,
     "seq": lambda ta1, tw1, ta2, tw2: tw1 < ta2,
     "after": lambda ta1, tw1, ta2, tw2: tw2 < ta1,

@@ -7,12 +7,13 @@ its double is the nearest to that exact value, so two doubles that differ order 
 values alike and only a tie needs the exact ones. A SPARQL error is NULL everywhere, and Spark's three-valued AND/OR is
 exactly SPARQL's logical-and/or over errors (17.2).
 """
+
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from decimal import Decimal
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -28,27 +29,29 @@ from rsp_jobs.times import US_PER_S, ms_to_us, parse_calendar_duration
 @dataclass
 class Value:
     term: Column
-    num: Optional[Column] = None  # double
-    rank: Optional[Column] = None  # numeric type rank, with num
-    exact: Optional[Column] = None  # an integer's or decimal's value as D.EXACT, with num
-    boolean: Optional[Column] = None
-    duration: Optional[Column] = None  # µs, for xsd:duration constants and getDURATION()
+    num: Column | None = None  # double
+    rank: Column | None = None  # numeric type rank, with num
+    exact: Column | None = None  # an integer's or decimal's value as D.EXACT, with num
+    boolean: Column | None = None
+    duration: Column | None = None  # µs, for xsd:duration constants and getDURATION()
     months: int = 0  # a duration constant's years and months (its µs are the rest)
-    anchor: Optional[Column] = None  # getDURATION()'s start, µs: where months are counted from
+    anchor: Column | None = None  # getDURATION()'s start, µs: where months are counted from
     iri: bool = False  # a constant IRI: compared with anything by term identity alone
 
     @staticmethod
-    def of_number(num: Column, rank: Column, exact: Optional[Column] = None) -> "Value":
+    def of_number(num: Column, rank: Column, exact: Column | None = None) -> Value:
         """A computed number: ``num`` its double, used where ``rank`` is a float's or a double's;
         ``exact`` its value where it is an integer's or a decimal's (None: ``num`` is whole and
         exact, as a count or a string's length is)."""
         if exact is None:
             return Value(ST.numeric_literal(num, rank, num.cast(D.EXACT)), num, rank)
-        term = ST.numeric_literal(num, rank, exact)  # a float's or double's term from its own double
+        term = ST.numeric_literal(
+            num, rank, exact
+        )  # a float's or double's term from its own double
         return Value(term, F.when(rank <= 1, exact.cast("double")).otherwise(num), rank, exact)
 
     @staticmethod
-    def of_boolean(value: Column) -> "Value":
+    def of_boolean(value: Column) -> Value:
         return Value(ST.boolean_literal(value), boolean=value)
 
     def number(self) -> Column:
@@ -73,11 +76,16 @@ class Value:
         lex = ST.lexical(t)
         dt = ST.datatype(t)
         num = self.number()
-        return (F.when(t.isNull(), F.lit(None))
-                .when(dt == T.XSD_BOOLEAN, F.when(lex.isin("true", "1"), True).when(lex.isin("false", "0"), False))
-                .when(num.isNotNull(), (num != 0) & ~F.isnan(num))
-                .when(ST.is_string_literal(t), F.length(lex) > 0)
-                .otherwise(F.lit(None).cast("boolean")))
+        return (
+            F.when(t.isNull(), F.lit(None))
+            .when(
+                dt == T.XSD_BOOLEAN,
+                F.when(lex.isin("true", "1"), True).when(lex.isin("false", "0"), False),
+            )
+            .when(num.isNotNull(), (num != 0) & ~F.isnan(num))
+            .when(ST.is_string_literal(t), F.length(lex) > 0)
+            .otherwise(F.lit(None).cast("boolean"))
+        )
 
 
 class Scope:
@@ -85,10 +93,14 @@ class Scope:
     column the evaluator joined in for them; ``interval`` gives an EP-SPARQL solution's start
     and end (µs columns) to getDURATION(), getSTARTTIME() and getENDTIME()."""
 
-    def __init__(self, columns: Callable[[str], Optional[Column]],
-                 timestamp: Optional[Callable[[ast.Timestamp], Column]] = None, source: str = "<query>",
-                 interval: Optional[Callable[[], tuple[Column, Column]]] = None,
-                 numbers: Optional[dict[str, tuple[Column, Column]]] = None):
+    def __init__(
+        self,
+        columns: Callable[[str], Column | None],
+        timestamp: Callable[[ast.Timestamp], Column] | None = None,
+        source: str = "<query>",
+        interval: Callable[[], tuple[Column, Column]] | None = None,
+        numbers: dict[str, tuple[Column, Column]] | None = None,
+    ):
         self.columns = columns
         self.timestamp = timestamp
         self.source = source
@@ -111,7 +123,9 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
             rank = T.NUMERIC_RANK[str(rdf.datatype)]
             value.rank = F.lit(rank)
             value.num = F.lit(number)
-            if rank <= 1:  # an integer or decimal out of the exact range is an error where it is used
+            if (
+                rank <= 1
+            ):  # an integer or decimal out of the exact range is an error where it is used
                 value.exact = D.constant(expr.lexical)
                 if value.exact is None:
                     value.num, value.exact = F.lit(None).cast("double"), F.lit(None).cast(D.EXACT)
@@ -125,7 +139,11 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         if expr.op == "!":
             return Value.of_boolean(~operand.ebv())
         num, rank, exact = operand.number(), operand.number_rank(), operand.exact_number()
-        return Value.of_number(-num, rank, -exact) if expr.op == "-" else Value.of_number(num, rank, exact)
+        return (
+            Value.of_number(-num, rank, -exact)
+            if expr.op == "-"
+            else Value.of_number(num, rank, exact)
+        )
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
         tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
@@ -141,12 +159,17 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         ms = scope.timestamp(expr)
         return Value.of_number(ms.cast("double"), F.lit(0), ms.cast(D.EXACT))
     if isinstance(expr, ast.Aggregate):
-        raise UnsupportedConstruct(scope.source, f"{expr.name.upper()}() outside SELECT, HAVING or ORDER BY")
+        raise UnsupportedConstruct(
+            scope.source, f"{expr.name.upper()}() outside SELECT, HAVING or ORDER BY"
+        )
     raise UnsupportedConstruct(scope.source, type(expr).__name__)
 
 
-_ARITHMETIC = {"+": (lambda a, b: a + b, D.add), "-": (lambda a, b: a - b, D.subtract),
-               "*": (lambda a, b: a * b, D.multiply)}
+_ARITHMETIC = {
+    "+": (lambda a, b: a + b, D.add),
+    "-": (lambda a, b: a - b, D.subtract),
+    "*": (lambda a, b: a * b, D.multiply),
+}
 
 
 def _binary(expr: ast.BinaryOp, scope: Scope) -> Value:
@@ -173,8 +196,14 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
     """SPARQL's operator mapping for comparisons: numbers by value, strings, booleans and
     times by value, any other pair by term identity (only = and !=)."""
     lt, rt = left.term, right.term
-    ordered = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-               ">": lambda a, b: a > b, "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}[op]
+    ordered = {
+        "=": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+        "<": lambda a, b: a < b,
+        ">": lambda a, b: a > b,
+        "<=": lambda a, b: a <= b,
+        ">=": lambda a, b: a >= b,
+    }[op]
     if left.iri or right.iri:
         # RDFterm-equal (17.4.1.7): an IRI is equal to itself only, a literal or another IRI is
         # a different term (no type error: that is for two literals); IRIs have no order
@@ -189,10 +218,13 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         differ decide (each is the nearest to its exact value); equal ones of two integers or
         decimals are compared exactly (``0.1 + 0.2 = 0.3``, ``0.100000000000000001 > 0.1``)."""
         exact = (left.number_rank() <= 1) & (right.number_rank() <= 1)
-        return (F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!="))
-                .when(a != b, ordered(a, b))
-                .when(exact, ordered(left.exact_number(), right.exact_number()))
-                .otherwise(ordered(a, b)))
+        return (
+            F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!="))
+            .when(a != b, ordered(a, b))
+            .when(exact, ordered(left.exact_number(), right.exact_number()))
+            .otherwise(ordered(a, b))
+        )
+
     if left.num is not None and right.num is not None:  # both known numeric: the fast path
         return numeric(ln, rn)
     if left.duration is not None and right.duration is not None:  # EP-SPARQL getDURATION() < "P30D"
@@ -204,18 +236,24 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         known, other = (left, right) if left.num is not None else (right, left)
         other_num = other.number()
         mismatch = F.lit(op == "!=") if op in ("=", "!=") else F.lit(None).cast("boolean")
-        return (F.when(known.num.isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
-                .when(other_num.isNotNull(), numeric(ln, rn))
-                .otherwise(mismatch))
+        return (
+            F.when(known.num.isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
+            .when(other_num.isNotNull(), numeric(ln, rn))
+            .otherwise(mismatch)
+        )
     lstr, rstr = ST.is_string_literal(lt), ST.is_string_literal(rt)
     ldt, rdt = ST.datatype(lt), ST.datatype(rt)
     ltime, rtime = ST.datetime_value(lt), ST.datetime_value(rt)
-    result = (F.when(lt.isNull() | rt.isNull(), F.lit(None))
-              .when(ln.isNotNull() & rn.isNotNull(), numeric(ln, rn))
-              .when(lstr & rstr, ordered(ST.lexical(lt), ST.lexical(rt)))
-              .when((ldt == T.XSD_BOOLEAN) & (rdt == T.XSD_BOOLEAN), ordered(
-                  ST.lexical(lt).isin("true", "1"), ST.lexical(rt).isin("true", "1")))
-              .when(ltime.isNotNull() & rtime.isNotNull(), ordered(ltime, rtime)))
+    result = (
+        F.when(lt.isNull() | rt.isNull(), F.lit(None))
+        .when(ln.isNotNull() & rn.isNotNull(), numeric(ln, rn))
+        .when(lstr & rstr, ordered(ST.lexical(lt), ST.lexical(rt)))
+        .when(
+            (ldt == T.XSD_BOOLEAN) & (rdt == T.XSD_BOOLEAN),
+            ordered(ST.lexical(lt).isin("true", "1"), ST.lexical(rt).isin("true", "1")),
+        )
+        .when(ltime.isNotNull() & rtime.isNotNull(), ordered(ltime, rtime))
+    )
     if op in ("=", "!="):
         same = lt == rt
         result = result.otherwise(same if op == "=" else ~same)
@@ -227,13 +265,18 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
 def _rounding(value: Value, function: Callable[[Column], Column]) -> Value:
     """abs, ceil, floor and round keep their argument's type (17.4.4), on its exact value for
     an integer or a decimal."""
-    return Value.of_number(function(value.number()).cast("double"), value.number_rank(),
-                           function(value.exact_number()).cast(D.EXACT))
+    return Value.of_number(
+        function(value.number()).cast("double"),
+        value.number_rank(),
+        function(value.exact_number()).cast(D.EXACT),
+    )
 
 
 def _string_arg(value: Value) -> Column:
     """The lexical form of a string literal argument; NULL (error) for other terms."""
-    return F.when(ST.is_literal(value.term) & (ST.numeric_rank(value.term).isNull()), ST.lexical(value.term))
+    return F.when(
+        ST.is_literal(value.term) & (ST.numeric_rank(value.term).isNull()), ST.lexical(value.term)
+    )
 
 
 def _same_kind_string(source: Value, text: Column) -> Column:
@@ -241,7 +284,7 @@ def _same_kind_string(source: Value, text: Column) -> Column:
     return ST.lang_literal(text, ST.language(source.term))
 
 
-def _regex_flags(flags: Optional[str]) -> str:
+def _regex_flags(flags: str | None) -> str:
     mapping = {"i": "i", "s": "s", "m": "m", "x": "x"}
     return "".join(mapping[f] for f in (flags or "") if f in mapping)
 
@@ -250,7 +293,9 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     name = expr.name
     if name in _INTERVAL_CALLS:
         if scope.interval is None:
-            raise UnsupportedConstruct(scope.source, f"{_INTERVAL_CALLS[name]}() outside an EP-SPARQL pattern")
+            raise UnsupportedConstruct(
+                scope.source, f"{_INTERVAL_CALLS[name]}() outside an EP-SPARQL pattern"
+            )
         return _interval_call(name, *scope.interval())
     if name == "bound":
         arg = expr.args[0]
@@ -269,10 +314,14 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         "isuri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
         "isblank": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_blank(first))),
         "isliteral": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_literal(first))),
-        "isnumeric": lambda: Value.of_boolean(F.when(first.isNotNull(), args[0].number().isNotNull())),
+        "isnumeric": lambda: Value.of_boolean(
+            F.when(first.isNotNull(), args[0].number().isNotNull())
+        ),
         "str": lambda: _cast_string(args[0]),
         "lang": lambda: Value(F.when(ST.is_literal(first), ST.string_literal(ST.language(first)))),
-        "datatype": lambda: Value(F.when(ST.is_literal(first), F.concat(F.lit("<"), ST.datatype(first), F.lit(">")))),
+        "datatype": lambda: Value(
+            F.when(ST.is_literal(first), F.concat(F.lit("<"), ST.datatype(first), F.lit(">")))
+        ),
         "sameterm": lambda: Value.of_boolean(first == args[1].term),
         "abs": lambda: _rounding(args[0], F.abs),
         "ceil": lambda: _rounding(args[0], F.ceil),
@@ -283,24 +332,34 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         "ucase": lambda: Value(_same_kind_string(args[0], F.upper(_string_arg(args[0])))),
         "lcase": lambda: Value(_same_kind_string(args[0], F.lower(_string_arg(args[0])))),
         "contains": lambda: Value.of_boolean(_string_arg(args[0]).contains(_string_arg(args[1]))),
-        "strstarts": lambda: Value.of_boolean(_string_arg(args[0]).startswith(_string_arg(args[1]))),
+        "strstarts": lambda: Value.of_boolean(
+            _string_arg(args[0]).startswith(_string_arg(args[1]))
+        ),
         "strends": lambda: Value.of_boolean(_string_arg(args[0]).endswith(_string_arg(args[1]))),
         "concat": lambda: Value(ST.string_literal(F.concat(*[_string_arg(a) for a in args]))),
-        "langmatches": lambda: Value.of_boolean(_lang_matches(_string_arg(args[0]), _string_arg(args[1]))),
+        "langmatches": lambda: Value.of_boolean(
+            _lang_matches(_string_arg(args[0]), _string_arg(args[1]))
+        ),
     }
     if name in simple:
         return simple[name]()
     if name == "regex":
         pattern = expr.args[1]
         flags = expr.args[2] if len(expr.args) > 2 else None
-        if not isinstance(pattern, ast.Literal) or (flags is not None and not isinstance(flags, ast.Literal)):
-            raise UnsupportedConstruct(scope.source, "regex() with a pattern or flags that are not constant strings")
+        if not isinstance(pattern, ast.Literal) or (
+            flags is not None and not isinstance(flags, ast.Literal)
+        ):
+            raise UnsupportedConstruct(
+                scope.source, "regex() with a pattern or flags that are not constant strings"
+            )
         prefix = _regex_flags(flags.lexical if flags else None)
         java = (f"(?{prefix})" if prefix else "") + pattern.lexical
         try:
             re.compile(pattern.lexical)
         except re.error as exc:
-            raise UnsupportedConstruct(scope.source, f"regex pattern {pattern.lexical!r}: {exc}") from None
+            raise UnsupportedConstruct(
+                scope.source, f"regex pattern {pattern.lexical!r}: {exc}"
+            ) from None
         return Value.of_boolean(_string_arg(args[0]).rlike(java))
     if name in _DATE_PARTS:
         return Value.of_number(_DATE_PARTS[name](ST.datetime_value(first)).cast("double"), F.lit(0))
@@ -309,7 +368,11 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     raise UnsupportedConstruct(scope.source, f"function {name}()")
 
 
-_INTERVAL_CALLS = {"getduration": "getDURATION", "getstarttime": "getSTARTTIME", "getendtime": "getENDTIME"}
+_INTERVAL_CALLS = {
+    "getduration": "getDURATION",
+    "getstarttime": "getSTARTTIME",
+    "getendtime": "getENDTIME",
+}
 _DURATION_TYPES = {T.XSD + "duration", T.XSD + "dayTimeDuration", T.XSD + "yearMonthDuration"}
 
 
@@ -331,8 +394,11 @@ def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Colu
         return left.duration, right.duration
     anchor = left.anchor if left.anchor is not None else right.anchor
     if anchor is None:
-        raise UnsupportedConstruct(scope.source, "comparing a duration with years or months to anything but "
-                                   "getDURATION() (their order depends on a start time)")
+        raise UnsupportedConstruct(
+            scope.source,
+            "comparing a duration with years or months to anything but "
+            "getDURATION() (their order depends on a start time)",
+        )
 
     def elapsed(value: Value) -> Column:
         if not value.months:
@@ -348,22 +414,39 @@ def _interval_call(name: str, start: Column, end: Column) -> Value:
     getENDTIME() are ta and tw as xsd:dateTime."""
     if name == "getduration":
         micros = end - start
-        seconds = F.regexp_replace(F.regexp_replace((micros / F.lit(US_PER_S)).cast("decimal(24,6)").cast("string"),
-                                                    r"0+$", ""), r"\.$", "")
-        return Value(F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')), duration=micros,
-                     anchor=start)
-    moment = F.date_format(F.timestamp_micros(start if name == "getstarttime" else end),
-                           "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+        seconds = F.regexp_replace(
+            F.regexp_replace(
+                (micros / F.lit(US_PER_S)).cast("decimal(24,6)").cast("string"), r"0+$", ""
+            ),
+            r"\.$",
+            "",
+        )
+        return Value(
+            F.concat(F.lit('"PT'), seconds, F.lit(f'S"^^<{T.XSD}duration>')),
+            duration=micros,
+            anchor=start,
+        )
+    moment = F.date_format(
+        F.timestamp_micros(start if name == "getstarttime" else end), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
+    )
     lexical = F.regexp_replace(F.regexp_replace(moment, r"0+$", ""), r"\.$", "")
     return Value(F.concat(F.lit('"'), lexical, F.lit(f'Z"^^<{T.XSD_DATETIME}>')))
 
 
 def _lang_matches(tag: Column, pattern: Column) -> Column:
     return F.when(pattern == "*", F.length(tag) > 0).otherwise(
-        (F.lower(tag) == F.lower(pattern)) | F.lower(tag).startswith(F.concat(F.lower(pattern), F.lit("-"))))
+        (F.lower(tag) == F.lower(pattern))
+        | F.lower(tag).startswith(F.concat(F.lower(pattern), F.lit("-")))
+    )
 
 
-_DATE_PARTS = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hours": F.hour, "minutes": F.minute}
+_DATE_PARTS = {
+    "year": F.year,
+    "month": F.month,
+    "day": F.dayofmonth,
+    "hours": F.hour,
+    "minutes": F.minute,
+}
 
 
 def _cast_number(rank: int) -> Callable[[Value], Value]:
@@ -375,28 +458,44 @@ def _cast_number(rank: int) -> Callable[[Value], Value]:
         # from an integer or decimal its exact value, from a float or double its shortest form,
         # from a string its lexical form (F&O 19.1.2.2: to xsd:integer towards zero)
         source = value.number_rank()
-        exact = (F.when(source <= 1, value.exact_number())
-                 .when(source.isNotNull(), D.from_double(num))
-                 .when(ST.is_literal(t), D.parse(ST.lexical(t))))
+        exact = (
+            F.when(source <= 1, value.exact_number())
+            .when(source.isNotNull(), D.from_double(num))
+            .when(ST.is_literal(t), D.parse(ST.lexical(t)))
+        )
         return Value.of_number(num, F.lit(rank), D.truncate(exact) if rank == 0 else exact)
+
     return cast
 
 
 def _cast_string(value: Value) -> Value:
     t = value.term
-    return Value(ST.string_literal(F.when(ST.is_iri(t), F.regexp_extract(t, r"^<(.*)>$", 1))
-                                   .when(ST.is_literal(t), ST.lexical(t))))
+    return Value(
+        ST.string_literal(
+            F.when(ST.is_iri(t), F.regexp_extract(t, r"^<(.*)>$", 1)).when(
+                ST.is_literal(t), ST.lexical(t)
+            )
+        )
+    )
 
 
 def _cast_boolean(value: Value) -> Value:
     lex = ST.lexical(value.term)
     num = value.number()
-    return Value.of_boolean(F.when(num.isNotNull(), (num != 0) & ~F.isnan(num))
-                            .when(lex.isin("true", "1"), True).when(lex.isin("false", "0"), False))
+    return Value.of_boolean(
+        F.when(num.isNotNull(), (num != 0) & ~F.isnan(num))
+        .when(lex.isin("true", "1"), True)
+        .when(lex.isin("false", "0"), False)
+    )
 
 
 _CASTS = {
-    T.XSD_INTEGER: _cast_number(0), T.XSD + "int": _cast_number(0), T.XSD + "long": _cast_number(0),
-    T.XSD_DECIMAL: _cast_number(1), T.XSD_FLOAT: _cast_number(2), T.XSD_DOUBLE: _cast_number(3),
-    T.XSD_STRING: _cast_string, T.XSD_BOOLEAN: _cast_boolean,
+    T.XSD_INTEGER: _cast_number(0),
+    T.XSD + "int": _cast_number(0),
+    T.XSD + "long": _cast_number(0),
+    T.XSD_DECIMAL: _cast_number(1),
+    T.XSD_FLOAT: _cast_number(2),
+    T.XSD_DOUBLE: _cast_number(3),
+    T.XSD_STRING: _cast_string,
+    T.XSD_BOOLEAN: _cast_boolean,
 }

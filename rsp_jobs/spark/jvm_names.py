@@ -12,6 +12,7 @@ A process-wide patch of py4j's three lookup methods (``JVMView``, ``JavaPackage`
 ``JavaClass``), installed with the engine's Spark session (``session.get_spark``); each cache
 lives on the object asked, so a new gateway (a new ``JVMView``) starts empty.
 """
+
 from __future__ import annotations
 
 from py4j.java_gateway import JavaClass, JavaMember, JavaPackage, JVMView

@@ -13,9 +13,10 @@ block store (``localCheckpoint``), and the plan holds only a reference to it.
 
 ``materialized`` does the same for a frame Spark computed (an operand a plan reads several
 times), and ``release`` frees its blocks."""
+
 from __future__ import annotations
 
-from typing import Iterable, Sequence, Union
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +26,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 LOCAL_ROWS = 5_000  # above this many rows, a checkpointed table rather than a local relation
 
 
-def local_frame(spark: SparkSession, rows: Iterable[Sequence], schema: Union[str, T.StructType]) -> DataFrame:
+def local_frame(
+    spark: SparkSession, rows: Iterable[Sequence], schema: str | T.StructType
+) -> DataFrame:
     """``rows`` (tuples in ``schema``'s column order; a DDL string or a ``StructType``) as a
     DataFrame over a local relation (checkpointed, above ``LOCAL_ROWS``).
 
@@ -36,8 +39,9 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence], schema: Union[str
     rows = list(rows)
     columns = list(zip(*rows)) if rows else [()] * len(struct.fields)
     arrow_schema = to_arrow_schema(struct, prefers_large_types=False)
-    table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)],
-                                 schema=arrow_schema)
+    table = pa.Table.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema)], schema=arrow_schema
+    )
     frame = spark.createDataFrame(table, struct)
     return frame if len(rows) <= LOCAL_ROWS else frame.localCheckpoint(eager=True)
 

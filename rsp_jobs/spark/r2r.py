@@ -27,11 +27,13 @@ variables may be unbound) is the same for all of them, and written here once.
 Every frame's columns follow from its domain and annotation, so nothing here asks Spark for
 them (on Spark Connect each ``DataFrame.columns`` is a round trip that analyses the whole plan).
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional, Protocol, Sequence
+from typing import Protocol
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -66,6 +68,7 @@ class Domain(Protocol):
 
 # ---------------------------------------------------------------------------- annotations
 
+
 @dataclass(frozen=True)
 class Annotation:
     """How an evaluator's solutions are annotated in time: the ``columns`` carrying it; those of
@@ -75,9 +78,9 @@ class Annotation:
     (``interval``: getDURATION(), getSTARTTIME(), getENDTIME()), if solutions have them."""
 
     columns: tuple[str, ...]
-    identity: Optional[tuple[str, ...]] = None
+    identity: tuple[str, ...] | None = None
     merged: Callable[[], tuple[Column, ...]] = lambda: ()
-    interval: Optional[tuple[str, str]] = None
+    interval: tuple[str, str] | None = None
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -97,13 +100,14 @@ TIMELESS = Annotation(())
 
 # ---------------------------------------------------------------------------- meetings
 
+
 class Meeting(Protocol):
     """How a join meets its sides' annotations: the right side's annotation columns it reads
     (``right_columns``, renamed where the left side has the same), the conditions on them, the
     joined solution's annotation (``joined``), and the interval a join condition's interval
     built-ins read (``interval``; None where solutions have none)."""
 
-    interval: Optional[Callable[[], tuple[Column, Column]]]
+    interval: Callable[[], tuple[Column, Column]] | None
 
     def right_columns(self) -> list[Column]: ...
 
@@ -177,7 +181,7 @@ class Keyed:
 
     inner: Meeting
     key: str
-    right_key: Optional[Column] = None
+    right_key: Column | None = None
 
     @property
     def interval(self):
@@ -205,7 +209,7 @@ class Intervals:
     (SeqJoin, EqJoin, ...; None: Join has none). A timeless (background) side, whose interval
     is NULL, meets every relation and leaves the other's interval as it is."""
 
-    relation: Optional[Relation] = None
+    relation: Relation | None = None
 
     @functools.cached_property
     def _span(self) -> tuple[Column, Column]:
@@ -225,11 +229,14 @@ class Intervals:
 
     def joined(self) -> list[Column]:
         start, end = self._span
-        events = F.array_distinct(F.concat(F.col(EV), F.coalesce(F.col(right(EV)), F.array().cast("array<string>"))))
+        events = F.array_distinct(
+            F.concat(F.col(EV), F.coalesce(F.col(right(EV)), F.array().cast("array<string>")))
+        )
         return [start.alias(TA), end.alias(TW), events.alias(EV)]
 
 
 # ---------------------------------------------------------------------------- domains
+
 
 def shared(a: Domain, b: Domain) -> list[str]:
     """The variables both sides may bind: those compatibility is decided on (SPARQL 18.3)."""
@@ -244,8 +251,11 @@ def merged_vars(a: Domain, b: Domain) -> tuple[str, ...]:
 def join_maybe(a: Domain, b: Domain) -> frozenset[str]:
     """Join's unbound variables: μ1 ∪ μ2 leaves a variable unbound only where every side that
     may bind it may leave it unbound."""
-    return frozenset(v for v in merged_vars(a, b)
-                     if (v not in a.vars or v in a.maybe) and (v not in b.vars or v in b.maybe))
+    return frozenset(
+        v
+        for v in merged_vars(a, b)
+        if (v not in a.vars or v in a.maybe) and (v not in b.vars or v in b.maybe)
+    )
 
 
 def left_join_maybe(a: Domain, b: Domain) -> frozenset[str]:
@@ -264,6 +274,7 @@ def union_maybe(a: Domain, b: Domain) -> frozenset[str]:
 
 
 # ---------------------------------------------------------------------------- patterns
+
 
 def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, str]]:
     """The condition a ``g, s, p, o`` row meets to match ``triple`` in ``graph`` (None: the
@@ -290,14 +301,19 @@ def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, st
 
 # ---------------------------------------------------------------------------- expressions
 
+
 def scope(domain: Domain, source: str, annotation: Annotation = TIMELESS, **kwargs) -> Scope:
     """The scope an expression over ``domain``'s solutions reads: each variable's column, and
     the solution's interval where ``annotation`` has one; ``kwargs`` go to ``Scope``
     (timestamp() calls, numbers known beside terms)."""
     names = domain.vars
     interval = annotation.interval
-    return Scope(lambda name: F.col(vcol(name)) if name in names else None, source=source,
-                 interval=(lambda: (F.col(interval[0]), F.col(interval[1]))) if interval else None, **kwargs)
+    return Scope(
+        lambda name: F.col(vcol(name)) if name in names else None,
+        source=source,
+        interval=(lambda: (F.col(interval[0]), F.col(interval[1]))) if interval else None,
+        **kwargs,
+    )
 
 
 def true(value: Value) -> Column:
@@ -311,7 +327,7 @@ def _joined_scope(names: list[str], a: Domain, b: Domain, source: str, meeting: 
     whichever side binds it, the right side's column renamed."""
     domain = a.vars + b.vars
 
-    def column(name: str) -> Optional[Column]:
+    def column(name: str) -> Column | None:
         if name in names:
             return F.coalesce(F.col(vcol(name)), F.col(right(vcol(name))))
         if name in domain:
@@ -322,6 +338,7 @@ def _joined_scope(names: list[str], a: Domain, b: Domain, source: str, meeting: 
 
 
 # ---------------------------------------------------------------------------- operators
+
 
 def compatible(names: Iterable[str], nullable: Iterable[str]) -> list[Column]:
     """SPARQL 18.3: two solutions are compatible when they agree on every variable both bind.
@@ -335,16 +352,26 @@ def compatible(names: Iterable[str], nullable: Iterable[str]) -> list[Column]:
     return conds
 
 
-def join(left: DataFrame, right_frame: DataFrame, a: Domain, b: Domain, meeting: Meeting, how: str = "inner",
-         expr: Optional[ast.Expr] = None, source: str = "<query>") -> DataFrame:
+def join(
+    left: DataFrame,
+    right_frame: DataFrame,
+    a: Domain,
+    b: Domain,
+    meeting: Meeting,
+    how: str = "inner",
+    expr: ast.Expr | None = None,
+    source: str = "<query>",
+) -> DataFrame:
     """SPARQL 18.5 Join (``how`` inner) and LeftJoin (``how`` left, ``expr`` its condition): the
     compatible pairs that meet in time as ``meeting`` says, each merged into μ1 ∪ μ2 (a shared
     variable is whichever side binds it); with ``left``, every left solution no pair kept
     stays alone. Equal where both sides are certainly bound, so that Spark hashes on it."""
     names = shared(a, b)
     renamed = set(names)
-    right_frame = right_frame.select(*meeting.right_columns(), *[
-        F.col(vcol(v)).alias(right(vcol(v))) if v in renamed else F.col(vcol(v)) for v in b.vars])
+    right_frame = right_frame.select(
+        *meeting.right_columns(),
+        *[F.col(vcol(v)).alias(right(vcol(v))) if v in renamed else F.col(vcol(v)) for v in b.vars],
+    )
     conds = meeting.conditions() + compatible(names, a.maybe | b.maybe)
     if expr is not None:
         conds.append(true(compile_expr(expr, _joined_scope(names, a, b, source, meeting))))
@@ -352,34 +379,51 @@ def join(left: DataFrame, right_frame: DataFrame, a: Domain, b: Domain, meeting:
     return joined.select(*meeting.joined(), *_merged_columns(a, b, renamed))
 
 
-def minus(left: DataFrame, right_frame: DataFrame, a: Domain, b: Domain, meeting: Meeting) -> DataFrame:
+def minus(
+    left: DataFrame, right_frame: DataFrame, a: Domain, b: Domain, meeting: Meeting
+) -> DataFrame:
     """SPARQL 18.5 Minus: the left solutions no right one is compatible with while sharing a
     bound variable (dom(μ) ∩ dom(μ') not empty), among those ``meeting`` relates it to; with
     disjoint domains nothing is removed."""
     names = shared(a, b)
     if not names:
         return left
-    right_frame = right_frame.select(*meeting.right_columns(), *[F.col(vcol(v)).alias(right(vcol(v))) for v in names])
-    overlap = functools.reduce(lambda x, y: x | y, [F.col(vcol(v)).isNotNull() & F.col(right(vcol(v))).isNotNull()
-                                                    for v in names])
+    right_frame = right_frame.select(
+        *meeting.right_columns(), *[F.col(vcol(v)).alias(right(vcol(v))) for v in names]
+    )
+    overlap = functools.reduce(
+        lambda x, y: x | y,
+        [F.col(vcol(v)).isNotNull() & F.col(right(vcol(v))).isNotNull() for v in names],
+    )
     conds = meeting.conditions() + compatible(names, names) + [overlap]
     return left.join(right_frame, on=_all(conds), how="left_anti")
 
 
-def union(frames: Sequence[Optional[DataFrame]]) -> Optional[DataFrame]:
+def union(frames: Sequence[DataFrame | None]) -> DataFrame | None:
     """SPARQL 18.5 Union: the solutions of every frame given (aligned by ``project``); None
     where there are none."""
     present = [f for f in frames if f is not None]
     return functools.reduce(DataFrame.unionByName, present) if present else None
 
 
-def project(frame: DataFrame, domain: Domain, names: Sequence[str], annotation: Iterable[str] = (),
-            extra: Iterable[str] = ()) -> DataFrame:
+def project(
+    frame: DataFrame,
+    domain: Domain,
+    names: Sequence[str],
+    annotation: Iterable[str] = (),
+    extra: Iterable[str] = (),
+) -> DataFrame:
     """SPARQL 18.5 Project: the solutions restricted to ``names``, unbound where ``domain``
     does not have one, beside their ``annotation`` columns and ``extra`` ones kept as they are.
     Union aligns its sides with it (a side lacks what only the other binds)."""
-    return frame.select(*annotation, *[F.col(vcol(n)) if n in domain.vars else F.lit(None).cast("string").alias(vcol(n))
-                                       for n in names], *extra)
+    return frame.select(
+        *annotation,
+        *[
+            F.col(vcol(n)) if n in domain.vars else F.lit(None).cast("string").alias(vcol(n))
+            for n in names
+        ],
+        *extra,
+    )
 
 
 def filter_(frame: DataFrame, test: Column) -> DataFrame:
@@ -394,7 +438,9 @@ def extend(frame: DataFrame, bound: Mapping[str, Column]) -> DataFrame:
     return frame.withColumns({vcol(name): term for name, term in bound.items()})
 
 
-def distinct(frame: DataFrame, domain: Domain, annotation: Annotation, merged: Iterable[Column] = ()) -> DataFrame:
+def distinct(
+    frame: DataFrame, domain: Domain, annotation: Annotation, merged: Iterable[Column] = ()
+) -> DataFrame:
     """SPARQL 18.5 Distinct, among solutions of the same ``annotation.key`` (a window, an
     interval): one of equal ones, the rest of their annotation merged as ``annotation`` says and
     ``merged`` (aggregates) add. Unbound counts as a value: Spark groups NULLs together."""
@@ -405,9 +451,14 @@ def distinct(frame: DataFrame, domain: Domain, annotation: Annotation, merged: I
 
 # ---------------------------------------------------------------------------- helpers
 
+
 def _merged_columns(a: Domain, b: Domain, renamed: set[str]) -> list[Column]:
-    return [F.coalesce(F.col(vcol(v)), F.col(right(vcol(v)))).alias(vcol(v)) if v in renamed else F.col(vcol(v))
-            for v in merged_vars(a, b)]
+    return [
+        F.coalesce(F.col(vcol(v)), F.col(right(vcol(v)))).alias(vcol(v))
+        if v in renamed
+        else F.col(vcol(v))
+        for v in merged_vars(a, b)
+    ]
 
 
 def _all(conds: list[Column]) -> Column:

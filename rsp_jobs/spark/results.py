@@ -3,12 +3,13 @@
 
 Only results reach the driver, as ``rsp_jobs.results.WindowResult``.
 """
+
 from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +27,9 @@ from rsp_jobs.spark.evaluate import RANK, WIN, Evaluator, Solutions, vcol
 from rsp_jobs.spark.windows import Schedule
 
 
-def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, sched: Schedule) -> DataFrame:
+def result_frame(
+    query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, sched: Schedule
+) -> DataFrame:
     """One row per reported window: ``_win``, ``_open`` and ``_rows`` (an array of result
     rows: solution structs for SELECT, N-Triples lines for CONSTRUCT) or ``_bool`` for ASK."""
     active = evaluator.active
@@ -34,7 +37,9 @@ def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, 
     names = [v.name for v in query.variables]
     if query.form == "ASK":
         hits = rows.select(WIN).distinct().withColumn("_hit", F.lit(True))
-        return active.join(hits, WIN, "left").select(WIN, "_open", F.coalesce("_hit", F.lit(False)).alias("_bool"))
+        return active.join(hits, WIN, "left").select(
+            WIN, "_open", F.coalesce("_hit", F.lit(False)).alias("_bool")
+        )
     if query.form == "CONSTRUCT":
         items, columns = _construct(rows, query.template, names), ["line"]
     elif query.form == "DESCRIBE":
@@ -51,11 +56,16 @@ def result_frame(query: ContinuousQuery, evaluator: Evaluator, sols: Solutions, 
     return active.join(collected, WIN, "left")
 
 
-def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: list[str]) -> DataFrame:
+def _construct(
+    rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: list[str]
+) -> DataFrame:
     """Instantiate the template per solution (SPARQL 16.2): fresh blank nodes per solution,
     triples with unbound or ill-typed positions left out; the result is a set per window."""
-    solution_id = F.sha1(F.concat_ws("|", F.col(WIN).cast("string"),
-                                     *[F.coalesce(F.col(vcol(n)), F.lit("")) for n in names]))
+    solution_id = F.sha1(
+        F.concat_ws(
+            "|", F.col(WIN).cast("string"), *[F.coalesce(F.col(vcol(n)), F.lit("")) for n in names]
+        )
+    )
 
     def position(term: ast.Term):
         if isinstance(term, ast.Var):
@@ -67,13 +77,17 @@ def _construct(rows: DataFrame, template: tuple[ast.TriplePattern, ...], names: 
     triples = []
     for t in template:
         s, p, o = position(t.subject), position(t.predicate), position(t.object)
-        valid = (s.isNotNull() & ~ST.is_literal(s) & p.isNotNull() & ST.is_iri(p) & o.isNotNull())
+        valid = s.isNotNull() & ~ST.is_literal(s) & p.isNotNull() & ST.is_iri(p) & o.isNotNull()
         triples.append(F.when(valid, F.concat_ws(" ", s, p, o, F.lit("."))))
-    lines = rows.select(WIN, F.explode(F.array(*triples)).alias("line")).where(F.col("line").isNotNull())
+    lines = rows.select(WIN, F.explode(F.array(*triples)).alias("line")).where(
+        F.col("line").isNotNull()
+    )
     return lines.distinct()
 
 
-def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, names: list[str]) -> DataFrame:
+def _describe(
+    evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, names: list[str]
+) -> DataFrame:
     """DESCRIBE (SPARQL 1.1 section 16.4 leaves "the description" to the service). Decision:
     each described resource's concise bounded description, as rdflib (and Jena, C-SPARQL's
     SPARQL engine) give it: the triples with the resource as subject, then, for every blank node
@@ -81,22 +95,36 @@ def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, nam
     stream triples and the background), per window. Reifications are not followed."""
     spark = evaluator.spark
     parts = [rows.select(WIN, F.col(vcol(n)).alias("_r")) for n in names]
-    parts += [evaluator.active.select(WIN, F.lit(ast.to_nt(iri)).alias("_r")) for iri in query.described]
+    parts += [
+        evaluator.active.select(WIN, F.lit(ast.to_nt(iri)).alias("_r")) for iri in query.described
+    ]
     if not parts:
         return spark.createDataFrame([], f"{WIN} long, line string")
     resources = parts[0]
     for part in parts[1:]:
         resources = resources.unionByName(part)
     resources = resources.where(F.col("_r").isNotNull() & ~ST.is_literal(F.col("_r"))).distinct()
-    window = evaluator.rows.where(F.col("g").isNull() & F.col("p").isNotNull()).select(WIN, "s", "p", "o")
-    background = F.broadcast(evaluator.background.frame(spark).where(F.col("g").isNull()).select("s", "p", "o"))
+    window = evaluator.rows.where(F.col("g").isNull() & F.col("p").isNotNull()).select(
+        WIN, "s", "p", "o"
+    )
+    background = F.broadcast(
+        evaluator.background.frame(spark).where(F.col("g").isNull()).select("s", "p", "o")
+    )
     found, frontier, seen = [], resources, resources
     while True:
-        triples = (frontier.join(window, (frontier[WIN] == window[WIN]) & (F.col("_r") == F.col("s")))
-                   .select(frontier[WIN], "s", "p", "o")
-                   .unionByName(frontier.join(background, F.col("_r") == F.col("s")).select(WIN, "s", "p", "o")))
+        triples = (
+            frontier.join(window, (frontier[WIN] == window[WIN]) & (F.col("_r") == F.col("s")))
+            .select(frontier[WIN], "s", "p", "o")
+            .unionByName(
+                frontier.join(background, F.col("_r") == F.col("s")).select(WIN, "s", "p", "o")
+            )
+        )
         found.append(triples)
-        blank = triples.where(F.col("o").startswith("_:")).select(WIN, F.col("o").alias("_r")).distinct()
+        blank = (
+            triples.where(F.col("o").startswith("_:"))
+            .select(WIN, F.col("o").alias("_r"))
+            .distinct()
+        )
         frontier = blank.join(seen, [WIN, "_r"], "left_anti").localCheckpoint()
         if frontier.isEmpty():
             break
@@ -104,10 +132,14 @@ def _describe(evaluator: Evaluator, rows: DataFrame, query: ContinuousQuery, nam
     described = found[0]
     for more in found[1:]:
         described = described.unionByName(more)
-    return described.select(WIN, F.concat_ws(" ", "s", "p", "o", F.lit(".")).alias("line")).distinct()
+    return described.select(
+        WIN, F.concat_ws(" ", "s", "p", "o", F.lit(".")).alias("line")
+    ).distinct()
 
 
-def _delta(items: DataFrame, columns: list[str], active: DataFrame, sched: Schedule, kind: str) -> DataFrame:
+def _delta(
+    items: DataFrame, columns: list[str], active: DataFrame, sched: Schedule, kind: str
+) -> DataFrame:
     """ISTREAM: what is in this window's result and was not in the previous window's;
     DSTREAM: what was and no longer is (multiset difference, CQL's operators). ``items`` has
     ``_win`` and ``columns``."""
@@ -115,12 +147,19 @@ def _delta(items: DataFrame, columns: list[str], active: DataFrame, sched: Sched
         previous = items.withColumn(WIN, F.col(WIN) + F.lit(sched.step))
     else:  # evaluated on arrival: the previous evaluation is the previous active window
         order = active.select(WIN, F.lead(WIN).over(W.orderBy(WIN)).alias("_next"))
-        previous = items.join(order, WIN).drop(WIN).withColumnRenamed("_next", WIN).where(F.col(WIN).isNotNull())
+        previous = (
+            items.join(order, WIN)
+            .drop(WIN)
+            .withColumnRenamed("_next", WIN)
+            .where(F.col(WIN).isNotNull())
+        )
     previous = previous.select(WIN, *columns)
     return items.exceptAll(previous) if kind == "ISTREAM" else previous.exceptAll(items)
 
 
-def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[int] = None) -> Iterator[WindowResult]:
+def iter_windows(
+    frame: DataFrame, query: ContinuousQuery, after_us: int | None = None
+) -> Iterator[WindowResult]:
     """The reported windows in time order (one action: a run's results are small, and
     ``toLocalIterator`` costs a job per partition; sorted here, as Spark's ORDER BY would sample
     the data with a job of its own first). As Arrow, not pickled Rows: eight days of CityBench
@@ -129,7 +168,7 @@ def iter_windows(frame: DataFrame, query: ContinuousQuery, after_us: Optional[in
 
 
 @many_small_objects()
-def _windows(table: pa.Table, query: ContinuousQuery, after_us: Optional[int]) -> list[WindowResult]:
+def _windows(table: pa.Table, query: ContinuousQuery, after_us: int | None) -> list[WindowResult]:
     """``result_frame``'s rows as results. The result rows are read column by column from the
     flattened lists, not as a dict per row, and with the cyclic garbage collector paused (the
     bindings are many small objects without cycles): eight days of CityBench (74 thousand
@@ -138,16 +177,20 @@ def _windows(table: pa.Table, query: ContinuousQuery, after_us: Optional[int]) -
     wins, opens = table.column(WIN).to_pylist(), table.column("_open").to_pylist()
     if query.form == "ASK":
         hits = table.column("_bool").to_pylist()
-        return [WindowResult(open_us=opens[i], close_us=wins[i], form="ASK", boolean=bool(hits[i]))
-                for i in _reported(wins, after_us)]
+        return [
+            WindowResult(open_us=opens[i], close_us=wins[i], form="ASK", boolean=bool(hits[i]))
+            for i in _reported(wins, after_us)
+        ]
     lists = table.column("_rows").combine_chunks()
     flat = lists.flatten()  # a window without results (NULL) adds none
-    items = list(zip(*(field.to_pylist() for field in flat.flatten())))  # flatten(): the fields as sliced
+    items = list(
+        zip(*(field.to_pylist() for field in flat.flatten()))
+    )  # flatten(): the fields as sliced
     ends = list(itertools.accumulate(pc.list_value_length(lists).fill_null(0).to_pylist()))
     out = []
     for i in _reported(wins, after_us):
         window = WindowResult(open_us=opens[i], close_us=wins[i], form=query.form)
-        rows = items[ends[i - 1] if i else 0:ends[i]]
+        rows = items[ends[i - 1] if i else 0 : ends[i]]
         if query.form in ("CONSTRUCT", "DESCRIBE"):
             out.append(replace(window, triples=tuple(sorted(r[0] for r in rows))))
             continue
@@ -155,14 +198,23 @@ def _windows(table: pa.Table, query: ContinuousQuery, after_us: Optional[int]) -
             rows = [r[1:] for r in sorted(rows, key=lambda r: r[0])]
         else:
             _sort_unbound_first(rows)
-        out.append(replace(window, bindings=tuple({n: dict(_json(v)) for n, v in zip(names, r) if v is not None}
-                                                  for r in rows)))
+        out.append(
+            replace(
+                window,
+                bindings=tuple(
+                    {n: dict(_json(v)) for n, v in zip(names, r) if v is not None} for r in rows
+                ),
+            )
+        )
     return out
 
 
-def _reported(wins: list[int], after_us: Optional[int]) -> list[int]:
+def _reported(wins: list[int], after_us: int | None) -> list[int]:
     """The rows of the windows to report (those closing after ``after_us``), in time order."""
-    return sorted((i for i, win in enumerate(wins) if after_us is None or win > after_us), key=wins.__getitem__)
+    return sorted(
+        (i for i, win in enumerate(wins) if after_us is None or win > after_us),
+        key=wins.__getitem__,
+    )
 
 
 def _sort_unbound_first(rows: list[tuple]) -> None:

@@ -41,24 +41,25 @@ broadcast, a small job of its own over the computed facts), and the driver selec
 consumes per rule, since a rule's consumption concerns "subsequent evaluations of
 the same rule" only (DOTR §3). A rule alone is a set of one.
 """
+
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
+from rsp_jobs.algebra.regimes import REGIMES, check_regime
 from rsp_jobs.algebra.rules import FactGroup, RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.language import ast
-from rsp_jobs.results import RuleMatch
 from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
-from rsp_jobs.algebra.regimes import REGIMES, check_regime
 from rsp_jobs.reasoning.entailment import entail
+from rsp_jobs.results import RuleMatch
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
 from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol
@@ -66,24 +67,33 @@ from rsp_jobs.spark.expressions import Scope, Value, compile_expr
 from rsp_jobs.spark.local import materialized, release
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, settings_while
 
-__all__ = ["evaluate_rule", "evaluate_rules", "facts_frame", "fact_key"]
+__all__ = ["evaluate_rule", "evaluate_rules", "fact_key", "facts_frame"]
 
 
 def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) -> str:
     """The key ``facts_frame`` computes in Spark, for callers and tests: ``copy`` counts the
     equal solutions of the instant before this one."""
     text = "\n".join(f"{name}={value}" for name, value in sorted(bindings.items()))
-    return f"{label}@{ts_us}#{hashlib.sha1(text.encode()).hexdigest()[:12]}" + (f".{copy}" if copy else "")
+    return f"{label}@{ts_us}#{hashlib.sha1(text.encode()).hexdigest()[:12]}" + (
+        f".{copy}" if copy else ""
+    )
 
 
-def regime_of(*regimes: Optional[str]) -> str:
+def regime_of(*regimes: str | None) -> str:
     """The strongest of the regimes asked for (a rule's ENTAILMENT, a run's ``--entailment``):
     each entails what the weaker ones do, so applying it alone is applying them all."""
     return max((check_regime(r) for r in regimes if r), key=REGIMES.index, default="simple")
 
 
-def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, background: Background,
-                lo_us: Optional[int] = None, hi_us: Optional[int] = None, entailment: str = "simple") -> DataFrame:
+def facts_frame(
+    rules: RuleSetPlan,
+    group: FactGroup,
+    elements: DataFrame,
+    background: Background,
+    lo_us: int | None = None,
+    hi_us: int | None = None,
+    entailment: str = "simple",
+) -> DataFrame:
     """Every event's solutions per instant in ``[lo, hi]`` for one group of a rule set (rules
     alike in ``instants_key``: one pass over their instants): ``rule`` (its index in
     ``rules``), ``label, ts, b`` (variable → N-Triples term, bound ones only), ``key`` and
@@ -106,9 +116,15 @@ def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, backg
         rows, background = reason_per_instant(rows, rule.program, background, schema)
     # Not cached: every event's plan reads ``instants`` through the same shuffle, which Spark
     # computes once per job (exchange reuse).
-    instants = (rows.select(F.col("ts").alias(WIN), F.col("ts").alias("_open"),
-                            F.lit(None).cast("string").alias("g"), "s", "p", "o", "ts")
-                .dropDuplicates([WIN, "s", "p", "o"]))
+    instants = rows.select(
+        F.col("ts").alias(WIN),
+        F.col("ts").alias("_open"),
+        F.lit(None).cast("string").alias("g"),
+        "s",
+        "p",
+        "o",
+        "ts",
+    ).dropDuplicates([WIN, "s", "p", "o"])
     active = instants.groupBy(WIN).agg(F.min("_open").alias("_open"))
     parts = []
     for event in group.events:  # optimize.share_event_queries, share_events_across_rules
@@ -118,27 +134,61 @@ def facts_frame(rules: RuleSetPlan, group: FactGroup, elements: DataFrame, backg
         # a split event's variable says which events a solution is for, and is not a binding
         names = sorted(v.name for v in query.variables if v.name != event.split)
         split = [F.col(vcol(event.split)).alias("_iri")] if event.split else []
-        entries = F.filter(F.array(*[F.struct(F.lit(n).alias("k"), F.col(vcol(n)).alias("v")) for n in names]),
-                           lambda e: e["v"].isNotNull()) if names else F.array().cast("array<struct<k:string,v:string>>")
-        text = F.concat_ws("\n", *[F.when(F.col(vcol(n)).isNotNull(), F.concat(F.lit(n + "="), F.col(vcol(n))))
-                                   for n in names]) if names else F.lit("")
-        digest = solutions.select(F.col(WIN).alias("ts"), *split, F.map_from_entries(entries).alias("b"),
-                                  F.substring(F.sha1(text), 1, 12).alias("_digest"))
+        entries = (
+            F.filter(
+                F.array(*[F.struct(F.lit(n).alias("k"), F.col(vcol(n)).alias("v")) for n in names]),
+                lambda e: e["v"].isNotNull(),
+            )
+            if names
+            else F.array().cast("array<struct<k:string,v:string>>")
+        )
+        text = (
+            F.concat_ws(
+                "\n",
+                *[
+                    F.when(F.col(vcol(n)).isNotNull(), F.concat(F.lit(n + "="), F.col(vcol(n))))
+                    for n in names
+                ],
+            )
+            if names
+            else F.lit("")
+        )
+        digest = solutions.select(
+            F.col(WIN).alias("ts"),
+            *split,
+            F.map_from_entries(entries).alias("b"),
+            F.substring(F.sha1(text), 1, 12).alias("_digest"),
+        )
         # one fact per solution: equal ones are counted, then numbered (see the module doc)
         by = ["ts", *(["_iri"] if split else []), "_digest"]
-        digest = (digest.groupBy(*by).agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
-                  .select(*by, "b", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy")))
-        parts.append(digest.select(_uses(event), "ts", "b", "_digest", "_copy")
-                     .select("_use.rule", "_use.label", "ts", "b", "_digest", "_copy"))
+        digest = (
+            digest.groupBy(*by)
+            .agg(F.first("b").alias("b"), F.count(F.lit(1)).alias("_n"))
+            .select(*by, "b", F.explode(F.sequence(F.lit(0), F.col("_n") - 1)).alias("_copy"))
+        )
+        parts.append(
+            digest.select(_uses(event), "ts", "b", "_digest", "_copy").select(
+                "_use.rule", "_use.label", "ts", "b", "_digest", "_copy"
+            )
+        )
     facts = functools.reduce(DataFrame.unionByName, parts)
-    key = F.concat(F.col("label"), F.lit("@"), F.col("ts").cast("string"), F.lit("#"), F.col("_digest"),
-                   F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(F.lit("")))
+    key = F.concat(
+        F.col("label"),
+        F.lit("@"),
+        F.col("ts").cast("string"),
+        F.lit("#"),
+        F.col("_digest"),
+        F.when(F.col("_copy") > 0, F.concat(F.lit("."), F.col("_copy").cast("string"))).otherwise(
+            F.lit("")
+        ),
+    )
     return facts.select("rule", "label", "ts", "b", key.alias("key")).join(frames, "ts")
 
 
 def _uses(event) -> Column:
     """The solutions of an evaluation are labelled once per rule and event that shares it; a
     split event's, once per rule and event that asked for the IRI in their ``_iri``."""
+
     def use(i: int, label: str) -> Column:
         return F.struct(F.lit(i).alias("rule"), F.lit(label).alias("label"))
 
@@ -151,30 +201,47 @@ def _uses(event) -> Column:
     return F.explode(table[F.col("_iri")]).alias("_use")
 
 
-def evaluate_rule(rule: RulePlan, elements: DataFrame, background: Background,
-                  after_us: Optional[int] = None, until_us: Optional[int] = None,
-                  consumed: frozenset[str] = frozenset(), entailment: str = "simple") -> tuple[list[RuleMatch], set[str]]:
+def evaluate_rule(
+    rule: RulePlan,
+    elements: DataFrame,
+    background: Background,
+    after_us: int | None = None,
+    until_us: int | None = None,
+    consumed: frozenset[str] = frozenset(),
+    entailment: str = "simple",
+) -> tuple[list[RuleMatch], set[str]]:
     """The matches whose time lies in ``(after_us, until_us]``, sorted by time then triples,
     and the fact keys they newly consumed. ``elements`` must cover
     ``[after_us - rule.bound_us, until_us]``; ``consumed`` holds earlier batches' keys;
     ``entailment``: the run's regime (see ``facts_frame``). A rule alone is a set of one,
     optimized as a set (``optimize.SET_RULES``: its events may share an evaluation)."""
-    return evaluate_rules(compile_rule_set([rule]), elements, [background], after_us, until_us, [consumed],
-                          entailment)[0]
+    return evaluate_rules(
+        compile_rule_set([rule]), elements, [background], after_us, until_us, [consumed], entailment
+    )[0]
 
 
-def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequence[Background],
-                   after_us: Optional[int] = None, until_us: Optional[int] = None,
-                   consumed: Sequence[frozenset[str]] = (), entailment: str = "simple"
-                   ) -> list[tuple[list[RuleMatch], set[str]]]:
+def evaluate_rules(
+    rules: RuleSetPlan,
+    elements: DataFrame,
+    backgrounds: Sequence[Background],
+    after_us: int | None = None,
+    until_us: int | None = None,
+    consumed: Sequence[frozenset[str]] = (),
+    entailment: str = "simple",
+) -> list[tuple[list[RuleMatch], set[str]]]:
     """``evaluate_rule`` for each rule of a set: one Spark job computes the facts of every
     group, one collect the candidates of every rule (beside a small broadcast job per event
     side joined, once for alike rules: ``RuleSetPlan.candidates``). ``backgrounds`` and
     ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
     consumed = list(consumed) or [frozenset()] * len(rules.rules)
     lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
-    facts = functools.reduce(DataFrame.unionByName, [
-        facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment) for g in rules.groups])
+    facts = functools.reduce(
+        DataFrame.unionByName,
+        [
+            facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment)
+            for g in rules.groups
+        ],
+    )
     # One job: joins of per-instant solutions shuffle rather than broadcast, since every
     # broadcast of a computed side is a job of its own that computes the instants again (23
     # jobs for DOTR's benchmark rules). The background's explicit broadcasts stay.
@@ -184,15 +251,22 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
         cache: dict = {}  # see _value
         finals, orders = [], {}
         for ids in rules.candidates:  # the first rule stands for its alike ones
-            final, order = _candidates(rules.rules[ids[0]], facts.where(F.col("rule").isin(list(ids))),
-                                       after_us, until_us, cache)
+            final, order = _candidates(
+                rules.rules[ids[0]],
+                facts.where(F.col("rule").isin(list(ids))),
+                after_us,
+                until_us,
+                cache,
+            )
             finals.append(final)
             orders.update(dict.fromkeys(ids, order))
         rows: list[list[dict]] = [[] for _ in rules.rules]
         for r in _collect_all(finals):
             rows[r["rule"]].append(json.loads(r["row"]))
-        return [_select(rule, orders[i], rows[i], frozenset(done))
-                for i, (rule, done) in enumerate(zip(rules.rules, consumed))]
+        return [
+            _select(rule, orders[i], rows[i], frozenset(done))
+            for i, (rule, done) in enumerate(zip(rules.rules, consumed))
+        ]
     finally:
         release(facts)
 
@@ -200,13 +274,20 @@ def evaluate_rules(rules: RuleSetPlan, elements: DataFrame, backgrounds: Sequenc
 def _collect_all(frames: list[DataFrame]) -> list:
     """The rows of frames of different shapes in one job: each row's ``rule`` and the rest as
     JSON text, nulls kept (``_select`` reads a missing key as a prefix with no extension)."""
-    rows = [frame.select("rule", F.to_json(F.struct(*[c for c in frame.columns if c != "rule"]),
-                                           {"ignoreNullFields": "false"}).alias("row"))
-            for frame in frames]
+    rows = [
+        frame.select(
+            "rule",
+            F.to_json(
+                F.struct(*[c for c in frame.columns if c != "rule"]), {"ignoreNullFields": "false"}
+            ).alias("row"),
+        )
+        for frame in frames
+    ]
     return functools.reduce(DataFrame.unionByName, rows).collect()
 
 
 # ---------------------------------------------------------------------------- candidates
+
 
 def _c(label: str, what: str) -> str:
     return f"{label}__{what}"
@@ -216,9 +297,13 @@ def _side(rule: RulePlan, facts: DataFrame, label: str, cache: dict) -> DataFram
     """The facts of ``label`` that satisfy the conditions mentioning ``label`` alone (pushed
     below the joins: fewer candidates and small generated code per condition)."""
     side = facts.where(F.col("label") == label).select(
-        F.col("rule").alias(_c(label, "rule")), F.col("ts").alias(_c(label, "ts")), F.col("b").alias(_c(label, "b")),
-        F.col("key").alias(_c(label, "key")), F.col("frames").alias(_c(label, "frames")),
-        *[F.col("b")[var].alias(_c(label, "v_" + var)) for var in _read(rule).get(label, ())])
+        F.col("rule").alias(_c(label, "rule")),
+        F.col("ts").alias(_c(label, "ts")),
+        F.col("b").alias(_c(label, "b")),
+        F.col("key").alias(_c(label, "key")),
+        F.col("frames").alias(_c(label, "frames")),
+        *[F.col("b")[var].alias(_c(label, "v_" + var)) for var in _read(rule).get(label, ())],
+    )
     return side.where(_test(rule, [c.expr for c in _own(rule, label)], cache))
 
 
@@ -228,7 +313,9 @@ def _read(rule: RulePlan) -> dict[str, list[str]]:
     lookups (whose generated code otherwise exceeds the JVM's 64 KB method limit)."""
     out: dict[str, list[str]] = {}
     exprs = [c.expr for c in rule.conditions] + [a.expr for a in rule.assignments]
-    names = [v.name for e in exprs for v in expr_vars(e)] + [f"{a.label}{SEP}{a.var}" for a in rule.aggregates]
+    names = [v.name for e in exprs for v in expr_vars(e)] + [
+        f"{a.label}{SEP}{a.var}" for a in rule.aggregates
+    ]
     for name in names:
         parts = split_qualified(name)
         if parts is not None and parts[1] not in out.setdefault(parts[0], []):
@@ -243,7 +330,7 @@ def _own(rule: RulePlan, label: str):
 
 
 def _scope(rule: RulePlan) -> Scope:
-    def column(name: str) -> Optional[Column]:
+    def column(name: str) -> Column | None:
         parts = split_qualified(name)
         if parts is not None:
             return F.col(_c(parts[0], "v_" + parts[1]))
@@ -278,10 +365,14 @@ def _value(rule: RulePlan, expr, cache: dict) -> Value:
     return cache[expr]
 
 
-def _equated_events(expr) -> tuple[Optional[str], Optional[str]]:
+def _equated_events(expr) -> tuple[str | None, str | None]:
     """``(L·a, M·b)`` when ``expr`` is ``L.?a = M.?b`` for two different events, else Nones."""
-    if isinstance(expr, ast.BinaryOp) and expr.op == "=" and isinstance(expr.left, ast.Var) \
-            and isinstance(expr.right, ast.Var):
+    if (
+        isinstance(expr, ast.BinaryOp)
+        and expr.op == "="
+        and isinstance(expr.left, ast.Var)
+        and isinstance(expr.right, ast.Var)
+    ):
         a, b = split_qualified(expr.left.name), split_qualified(expr.right.name)
         if a is not None and b is not None and a[0] != b[0]:
             return expr.left.name, expr.right.name
@@ -299,7 +390,7 @@ def _same_rule(trigger: str, label: str) -> Column:
     return F.col(_c(trigger, "rule")) == F.col(_c(label, "rule"))
 
 
-def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Column:
+def _in_scope(rule: RulePlan, label: str, scope: Within | Between) -> Column:
     """``within d from R``: ``t_R - d <= t < t_R``; ``between X and Y``: ``min <= t < max``."""
     t = F.col(_c(label, "ts"))
     if isinstance(scope, Between):
@@ -309,7 +400,9 @@ def _in_scope(rule: RulePlan, label: str, scope: Union[Within, Between]) -> Colu
     return (t >= ref - F.lit(scope.us)) & (t < ref)
 
 
-def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dict) -> tuple[DataFrame, list[str]]:
+def _candidates(
+    rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dict
+) -> tuple[DataFrame, list[str]]:
     """The rule's candidates as one frame (collected with the other rules', ``_collect_all``),
     and the order of its labels (trigger, then the positive events). ``facts`` may hold those
     of rules alike (``RuleSetPlan.candidates``): every join is within one rule's facts, and
@@ -321,13 +414,20 @@ def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dic
     full candidates with their negation, aggregate and output columns (``_select``)."""
     trigger = rule.trigger.label
     positives = [p for p in rule.predicates if p.kind == "positive"]
-    plain = [c for c in rule.conditions if not c.aggregates and c not in rule.pushed
-             and all(rule.predicate(l).kind in ("trigger", "positive") for l in c.labels)]
+    plain = [
+        c
+        for c in rule.conditions
+        if not c.aggregates
+        and c not in rule.pushed
+        and all(rule.predicate(label).kind in ("trigger", "positive") for label in c.labels)
+    ]
     order = [trigger] + [p.label for p in positives]
     level_of = {label: i for i, label in enumerate(order)}
 
     def conditions_at(i: int):
-        return [c.expr for c in plain if max((level_of[l] for l in c.labels), default=0) == i]
+        return [
+            c.expr for c in plain if max((level_of[label] for label in c.labels), default=0) == i
+        ]
 
     cur = _side(rule, facts, trigger, cache)
     t = F.col(_c(trigger, "ts"))
@@ -337,53 +437,90 @@ def _candidates(rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dic
         cur = cur.where(t <= until_us)
     cur = cur.where(_test(rule, conditions_at(0), cache))
     for i, p in enumerate(positives, 1):
-        on = (F.col(_c(order[i - 1], "key")).isNotNull() & _same_rule(trigger, p.label)
-              & _in_scope(rule, p.label, p.within) & _test(rule, conditions_at(i), cache))
+        on = (
+            F.col(_c(order[i - 1], "key")).isNotNull()
+            & _same_rule(trigger, p.label)
+            & _in_scope(rule, p.label, p.within)
+            & _test(rule, conditions_at(i), cache)
+        )
         cur = cur.join(F.broadcast(_side(rule, facts, p.label, cache)), on, "left")
         if i == 1:  # a trigger with no candidate for the first event can neither fire nor consume
             cur = cur.where(F.col(_c(p.label, "key")).isNotNull())
     complete = F.col(_c(order[-1], "key")).isNotNull()
     # a fact's key names its event and instant, not its rule: alike rules' facts may share one
-    cur = cur.withColumn("_id", F.when(complete, F.concat_ws(
-        "|", F.col(_c(trigger, "rule")).cast("string"), *[F.col(_c(l, "key")) for l in order])))
+    cur = cur.withColumn(
+        "_id",
+        F.when(
+            complete,
+            F.concat_ws(
+                "|",
+                F.col(_c(trigger, "rule")).cast("string"),
+                *[F.col(_c(label, "key")) for label in order],
+            ),
+        ),
+    )
     full = cur.where(complete)
-    kept = ["_id", _c(trigger, "rule"), *[c for c in full.columns if "__v_" in c or c.endswith("__ts")]]
+    kept = [
+        "_id",
+        _c(trigger, "rule"),
+        *[c for c in full.columns if "__v_" in c or c.endswith("__ts")],
+    ]
 
     ok = F.lit(True)
     for n in (p for p in rule.predicates if p.kind == "negative"):
         exprs = [c.expr for c in rule.conditions if n.label in c.labels and c not in rule.pushed]
-        hits = (full.select(*kept)
-                .join(F.broadcast(_side(rule, facts, n.label, cache)),
-                      _same_rule(trigger, n.label) & _in_scope(rule, n.label, n.scope))
-                .where(_test(rule, exprs, cache)).select(F.col("_id").alias("_hit_id")).distinct()
-                .withColumn(f"_neg_{n.label}", F.lit(True)))
+        hits = (
+            full.select(*kept)
+            .join(
+                F.broadcast(_side(rule, facts, n.label, cache)),
+                _same_rule(trigger, n.label) & _in_scope(rule, n.label, n.scope),
+            )
+            .where(_test(rule, exprs, cache))
+            .select(F.col("_id").alias("_hit_id"))
+            .distinct()
+            .withColumn(f"_neg_{n.label}", F.lit(True))
+        )
         cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
         ok = ok & F.col(f"_neg_{n.label}").isNull()
     for agg in rule.aggregates:
         cur = _attach_aggregate(rule, cur, full.select(*kept), facts, agg, cache)
     ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates], cache)
     outputs = [_value(rule, a.expr, cache).term.alias(f"_out_{a.var}") for a in rule.assignments]
-    final = cur.select(F.col(_c(trigger, "rule")).alias("rule"),
-                       *[F.col(_c(l, w)) for l in order for w in ("ts", "key", "b", "frames")],
-                       F.when(complete, ok).alias("_ok"), *outputs)
+    final = cur.select(
+        F.col(_c(trigger, "rule")).alias("rule"),
+        *[F.col(_c(label, w)) for label in order for w in ("ts", "key", "b", "frames")],
+        F.when(complete, ok).alias("_ok"),
+        *outputs,
+    )
     return final, order
 
 
-def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg,
-                      cache: dict) -> DataFrame:
+def _attach_aggregate(
+    rule: RulePlan, cur: DataFrame, full: DataFrame, facts: DataFrame, agg, cache: dict
+) -> DataFrame:
     """``fn(G.?v within d from R)`` per candidate: over the G facts in scope that satisfy the
     conditions mentioning G (SPARQL 18.5.1 aggregate semantics, empty COUNT/SUM/AVG = 0)."""
     exprs = [c.expr for c in rule.conditions if agg.label in c.labels and c not in rule.pushed]
     value = _value(rule, ast.Var(f"{agg.label}{SEP}{agg.var}"), cache)
     name = f"_a_{agg.placeholder}"
     aggregate = ast.Aggregate(agg.fn, ast.Var("x"))
-    joined = (full.join(F.broadcast(_side(rule, facts, agg.label, cache)),
-                        _same_rule(rule.trigger.label, agg.label) & _in_scope(rule, agg.label, agg.scope))
-              .where(_test(rule, exprs, cache))
-              .select("_id", *[column.alias(c) for c, column in aggregate_arguments(aggregate, value, name).items()]))
+    joined = (
+        full.join(
+            F.broadcast(_side(rule, facts, agg.label, cache)),
+            _same_rule(rule.trigger.label, agg.label) & _in_scope(rule, agg.label, agg.scope),
+        )
+        .where(_test(rule, exprs, cache))
+        .select(
+            "_id",
+            *[column.alias(c) for c, column in aggregate_arguments(aggregate, value, name).items()],
+        )
+    )
     columns, render, default = _aggregate(aggregate, name, ("x",), rule.source)
-    values = joined.groupBy("_id").agg(*columns).select(F.col("_id").alias("_agg_id"),
-                                                          render.alias(agg.placeholder))
+    values = (
+        joined.groupBy("_id")
+        .agg(*columns)
+        .select(F.col("_id").alias("_agg_id"), render.alias(agg.placeholder))
+    )
     cur = cur.join(values, F.col("_id") == F.col("_agg_id"), "left").drop("_agg_id")
     if default is not None:
         cur = cur.withColumn(agg.placeholder, F.coalesce(F.col(agg.placeholder), F.lit(default)))
@@ -392,6 +529,7 @@ def _attach_aggregate(rule: RulePlan, cur: DataFrame, full: DataFrame, facts: Da
 
 # ---------------------------------------------------------------------------- selection
 
+
 def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozenset[str]):
     """Selection policies and consumption, trigger by trigger in time order (see module doc),
     over the rows of ``_candidates``."""
@@ -399,7 +537,7 @@ def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozen
     options: list[set] = [set() for _ in order]
     finals = {}
     for r in rows:
-        keys = [r[_c(l, "key")] for l in order]
+        keys = [r[_c(label, "key")] for label in order]
         for i, label in enumerate(order):
             if keys[i] is None:
                 break
@@ -432,7 +570,7 @@ def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozen
                     chosen = [min(candidates)]
                 else:
                     chosen = sorted(candidates)
-                extended += [prefix + (key,) for _, key in chosen]
+                extended += [(*prefix, key) for _, key in chosen]
             prefixes = extended
         fired = [finals[f] for f in prefixes if f in finals and finals[f]["_ok"]]
         for row in fired:
@@ -451,7 +589,7 @@ def _match(rule: RulePlan, order: list[str], row) -> RuleMatch:
     fresh = f"urn:rsp:rule:{rule.name}/match/{digest}"
     outputs = {a.var: row[f"_out_{a.var}"] for a in rule.assignments}
 
-    def term(t) -> Optional[str]:
+    def term(t) -> str | None:
         if isinstance(t, ast.BNode):
             return f"<{fresh}/{t.label}>"
         if isinstance(t, ast.Var):
@@ -466,4 +604,6 @@ def _match(rule: RulePlan, order: list[str], row) -> RuleMatch:
     lines = terms.template_lines(rule.template, term)
     time_us = row[_c(order[0], "ts")]
     events = sorted({f for label in order for f in (row[_c(label, "frames")] or [])})
-    return RuleMatch(start_us=time_us, end_us=time_us, events=tuple(events), triples=tuple(lines), facts=keys)
+    return RuleMatch(
+        start_us=time_us, end_us=time_us, events=tuple(events), triples=tuple(lines), facts=keys
+    )

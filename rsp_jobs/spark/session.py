@@ -13,6 +13,7 @@ interpreter, and get ``RSP_EXECUTOR_MEMORY`` (default 1g) each and ``RSP_SPARK_C
 (default 2) cores in all. The lake is Parquet at a filesystem path, which must be the same path for the
 driver and the workers (one machine, or a shared filesystem). Local mode is unchanged.
 """
+
 from __future__ import annotations
 
 import gc
@@ -41,7 +42,9 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 
     home = settings.home_dir()
     master = master or settings.spark_master()
-    if master.startswith("sc://"):  # a Spark Connect server: the JVM and its settings are the server's
+    if master.startswith(
+        "sc://"
+    ):  # a Spark Connect server: the JVM and its settings are the server's
         _SESSION = SparkSession.builder.remote(master).getOrCreate()
         settable = {k: v for k, v in engine_conf(home).items() if k in SESSION_SQL_KEYS}
         for key, value in {**settable, **(conf or {})}.items():
@@ -102,10 +105,17 @@ def engine_conf(home: Path) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("RSP_DRIVER_MEMORY", "4g"),
         "spark.local.dir": str(home / "spark-tmp"),
         "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
-        "spark.driver.extraJavaOptions":
-            " ".join(filter(None, [jvm_options(), class_archive.java_options(),  # the driver's classes
-                                   f"-Dderby.system.home={home / 'derby'}",
-                                   f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"])),
+        "spark.driver.extraJavaOptions": " ".join(
+            filter(
+                None,
+                [
+                    jvm_options(),
+                    class_archive.java_options(),  # the driver's classes
+                    f"-Dderby.system.home={home / 'derby'}",
+                    f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
+                ],
+            )
+        ),
         "spark.sql.adaptive.enabled": "false",
         # Tungsten's memory pages: Spark sizes them from the heap and cores, 64 MB here, and
         # every broadcast hash relation and aggregation map takes at least one; a small batch's
@@ -129,9 +139,14 @@ def engine_conf(home: Path) -> dict[str, str]:
 
 
 # what a Connect client may set on its own session (the rest is fixed when the server starts)
-SESSION_SQL_KEYS = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled", "spark.sql.shuffle.partitions",
-                    "spark.sql.adaptive.enabled", "spark.sql.sources.parallelPartitionDiscovery.threshold",
-                    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold")
+SESSION_SQL_KEYS = (
+    "spark.sql.session.timeZone",
+    "spark.sql.ansi.enabled",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.adaptive.enabled",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold",
+    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold",
+)
 
 
 # Joins shuffle rather than broadcast by size, for one action whose sides are computed or read
@@ -149,10 +164,12 @@ SMALL_BATCH_PARTITIONS = 2  # the two cores of the machine this is tuned for
 
 def small_batch() -> dict[str, str]:
     """The settings of a small batch's actions: interpreted expressions, few partitions."""
-    return {"spark.sql.codegen.wholeStage": "false",
-            # marked internal (Spark's tests choose with it), the one switch for expressions
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-            "spark.sql.shuffle.partitions": str(min(shuffle_partitions(), SMALL_BATCH_PARTITIONS))}
+    return {
+        "spark.sql.codegen.wholeStage": "false",
+        # marked internal (Spark's tests choose with it), the one switch for expressions
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.shuffle.partitions": str(min(shuffle_partitions(), SMALL_BATCH_PARTITIONS)),
+    }
 
 
 def batch_settings(rows: int) -> dict[str, str]:
@@ -191,7 +208,11 @@ def _alive(session) -> bool:
 
 def application_id(session) -> str:
     """The Spark application that ran the jobs (recorded in provenance)."""
-    return session.conf.get("spark.app.id") if is_remote(session) else session.sparkContext.applicationId
+    return (
+        session.conf.get("spark.app.id")
+        if is_remote(session)
+        else session.sparkContext.applicationId
+    )
 
 
 def release_memory() -> int | None:
@@ -205,6 +226,7 @@ def release_memory() -> int | None:
     runtime = _SESSION.sparkContext._jvm.java.lang.Runtime.getRuntime()
     _SESSION.sparkContext._jvm.java.lang.System.gc()
     return runtime.totalMemory() - runtime.freeMemory()
+
 
 def cluster_conf() -> dict[str, str]:
     """What executors in other JVMs (a standalone, YARN or Kubernetes cluster) need, for a driver

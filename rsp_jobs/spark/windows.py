@@ -21,25 +21,28 @@ sliding or tumbling window the optimizer has solutions exploded instead of tripl
 
 All times inside the engine are microseconds since the epoch (``_win``, ``ts``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable, Optional
 
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.language import ast
 from rsp_jobs.algebra.schedule import Schedule, schedule
+from rsp_jobs.language import ast
 from rsp_jobs.spark.local import local_frame
 from rsp_jobs.times import US_PER_MS as MS
 
-__all__ = ["Schedule", "schedule", "triples", "assign", "Spans", "spans", "with_repeats"]
+__all__ = ["Schedule", "Spans", "assign", "schedule", "spans", "triples", "with_repeats"]
 
 
-def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True, placeholders: bool = True) -> DataFrame:
+def triples(
+    elements: DataFrame, query: ContinuousQuery, prune: bool = True, placeholders: bool = True
+) -> DataFrame:
     """The slice's triples of the query's streams, before any window: ``ts`` (µs), ``g, s, p,
     o, seq`` and ``_part`` (which of the query's windows). ``prune=False`` keeps the triples no
     pattern names (entailment over the window may derive a named one from them);
@@ -51,23 +54,39 @@ def triples(elements: DataFrame, query: ContinuousQuery, prune: bool = True, pla
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
         rows = elements.where(F.col("stream") == sw.stream).select(
-            F.unix_micros("ts").alias("ts"), graph.alias("g"), "s", "p", "o", "seq", F.lit(i).alias("_part"))
+            F.unix_micros("ts").alias("ts"),
+            graph.alias("g"),
+            "s",
+            "p",
+            "o",
+            "seq",
+            F.lit(i).alias("_part"),
+        )
         if used is not None:
             rows = _prune(rows, used) if placeholders else rows.where(F.col("p").isin(sorted(used)))
         tagged = rows if tagged is None else tagged.unionByName(rows)
     return tagged
 
 
-def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedule,
-           after_us: Optional[int], until_us: Optional[int], prune: bool = True,
-           tagged: Optional[DataFrame] = None, repeats: bool = True) -> DataFrame:
+def assign(
+    elements: DataFrame | None,
+    query: ContinuousQuery,
+    sched: Schedule,
+    after_us: int | None,
+    until_us: int | None,
+    prune: bool = True,
+    tagged: DataFrame | None = None,
+    repeats: bool = True,
+) -> DataFrame:
     """Elements (with ``ts`` timestamps) → window rows ``_win, g, s, p, o, _open, ts`` for every
     close in ``(after_us, until_us]``, one row per distinct triple of a window's graph.
     ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already
     (``elements`` is then not read); ``repeats=False``: the slice holds no triple twice and no
     stream is read by two windows (``LakeStatistics.repeats``), so no window can hold one twice."""
-    max_range = max((w.window.range_ms * MS for w in query.windows
-                     if isinstance(w.window, ast.TimeWindow)), default=None)
+    max_range = max(
+        (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
+        default=None,
+    )
     if tagged is None:
         tagged = triples(elements, query, prune)
     # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
@@ -76,7 +95,9 @@ def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedul
     # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
     # Told by ``repeats=False``, the count over the slice (a sort of every triple's four terms)
     # is left out: the tsunami chain's predictions (131k rows) spent 18 s of tasks on it.
-    once = F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1 if repeats else F.lit(True)
+    once = (
+        F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1 if repeats else F.lit(True)
+    )
     tagged = tagged.withColumn("_once", once)
     # Streams under the same time window are windowed in one pass: a pass per stream would put
     # ``tagged``, which reads every stream, into the plan once per stream (CityBench Q10_8's
@@ -101,8 +122,11 @@ def assign(elements: Optional[DataFrame], query: ContinuousQuery, sched: Schedul
     once = out.where(F.col("_once")).select(*columns)
     if not repeats:
         return once
-    repeated = out.where(~F.col("_once")).groupBy("_win", "g", "s", "p", "o").agg(
-        F.min("_open").alias("_open"), F.max("ts").alias("ts"))
+    repeated = (
+        out.where(~F.col("_once"))
+        .groupBy("_win", "g", "s", "p", "o")
+        .agg(F.min("_open").alias("_open"), F.max("ts").alias("ts"))
+    )
     return once.unionByName(repeated)
 
 
@@ -112,11 +136,21 @@ def _prune(rows: DataFrame, used: frozenset[str]) -> DataFrame:
     placeholder row (NULL s, p, o: it matches no pattern), so that the windows holding it still
     hold data and report, as without pruning."""
     keep = F.col("p").isin(sorted(used))
-    empty = (rows.groupBy("ts", "g", "_part").agg(F.max(keep.cast("int")).alias("_kept"))
-             .where(F.col("_kept") == 0))
+    empty = (
+        rows.groupBy("ts", "g", "_part")
+        .agg(F.max(keep.cast("int")).alias("_kept"))
+        .where(F.col("_kept") == 0)
+    )
     nothing = F.lit(None).cast("string")
-    placeholders = empty.select("ts", "g", nothing.alias("s"), nothing.alias("p"), nothing.alias("o"),
-                                F.lit(None).cast("long").alias("seq"), "_part")
+    placeholders = empty.select(
+        "ts",
+        "g",
+        nothing.alias("s"),
+        nothing.alias("p"),
+        nothing.alias("o"),
+        F.lit(None).cast("long").alias("seq"),
+        "_part",
+    )
     return rows.where(keep).unionByName(placeholders)
 
 
@@ -125,10 +159,18 @@ def _floor_div(x, d: int):
     return ((x - F.pmod(x, F.lit(d))) / F.lit(d)).cast("long")
 
 
-def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
-                 after_us: Optional[int], until_us: Optional[int], max_range: int,
-                 lo: str = "ts", hi: str = "ts", columns: Optional[list[str]] = None,
-                 opens: bool = True) -> DataFrame:
+def _time_window(
+    rows: DataFrame,
+    window: ast.TimeWindow,
+    sched: Schedule,
+    after_us: int | None,
+    until_us: int | None,
+    max_range: int,
+    lo: str = "ts",
+    hi: str = "ts",
+    columns: list[str] | None = None,
+    opens: bool = True,
+) -> DataFrame:
     """Each element once per close ``c`` of the schedule's grid ``first_close + k*step`` with
     ``ts < c <= ts + RANGE`` (the window ``[c - RANGE, c)`` holds it) and ``c >= t0 + RANGE``
     (a window is evaluated once full). Without COMPUTED EVERY the grid is this window's STEP
@@ -140,7 +182,9 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
     Two plan steps: Spark analyses the whole plan again at each, so the closes are a NULL
     sequence (no row) where there are none rather than a filter before it."""
     rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
-    k_lo = F.greatest(_floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid))))
+    k_lo = F.greatest(
+        _floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid)))
+    )
     k_hi = _floor_div(F.col(lo) + F.lit(rng - base), grid)
     if after_us is not None:  # closes c > after: k >= floor((after - base) / grid) + 1
         k_lo = F.greatest(k_lo, F.lit((after_us - base) // grid + 1))
@@ -148,8 +192,11 @@ def _time_window(rows: DataFrame, window: ast.TimeWindow, sched: Schedule,
         k_hi = F.least(k_hi, F.lit((until_us - base) // grid))
     exploded = rows.select("*", F.explode(F.when(k_lo <= k_hi, F.sequence(k_lo, k_hi))).alias("_k"))
     close = F.lit(base) + F.col("_k") * F.lit(grid)
-    return exploded.select(close.alias("_win"), *([(close - F.lit(max_range)).alias("_open")] if opens else []),
-                           *(rows.columns if columns is None else columns))
+    return exploded.select(
+        close.alias("_win"),
+        *([(close - F.lit(max_range)).alias("_open")] if opens else []),
+        *(rows.columns if columns is None else columns),
+    )
 
 
 @dataclass(frozen=True)
@@ -163,8 +210,8 @@ class Spans:
 
     window: ast.TimeWindow
     sched: Schedule
-    after_us: Optional[int]
-    until_us: Optional[int]
+    after_us: int | None
+    until_us: int | None
     # whether the slice holds a triple at several times (then one mapping can come from each)
     repeats: bool = True
 
@@ -201,11 +248,23 @@ class Spans:
         ``[close - RANGE, close)``)."""
         return _floor_div(F.col(column) - F.lit(self.sched.first_close), self.sched.step)
 
-    def to_windows(self, rows: DataFrame, lo: str, hi: str, columns: list[str], opens: bool = True) -> DataFrame:
+    def to_windows(
+        self, rows: DataFrame, lo: str, hi: str, columns: list[str], opens: bool = True
+    ) -> DataFrame:
         """``rows`` spanning ``lo``..``hi`` → ``_win``, ``_open`` (unless not ``opens``) and
         ``columns``, once per window."""
-        return _time_window(rows, self.window, self.sched, self.after_us, self.until_us, self.range_us,
-                            lo, hi, columns, opens)
+        return _time_window(
+            rows,
+            self.window,
+            self.sched,
+            self.after_us,
+            self.until_us,
+            self.range_us,
+            lo,
+            hi,
+            columns,
+            opens,
+        )
 
     def window_rows(self, query: ContinuousQuery, tagged: DataFrame) -> DataFrame:
         """The triples of ``tagged`` in their windows (``assign``), for what reads them whole."""
@@ -215,7 +274,11 @@ class Spans:
         """The windows that hold data (``_win, _open``), from the slice's times alone (the
         unpruned slice: every time is there without ``_prune``'s placeholders)."""
         times = tagged.select("ts").distinct()
-        return self.to_windows(times, "ts", "ts", []).groupBy("_win").agg(F.min("_open").alias("_open"))
+        return (
+            self.to_windows(times, "ts", "ts", [])
+            .groupBy("_win")
+            .agg(F.min("_open").alias("_open"))
+        )
 
     def active_of(self, spark, times: Iterable[int]) -> DataFrame:
         """``active`` from the slice's distinct times (µs) read on the driver
@@ -230,14 +293,21 @@ class Spans:
         closes, upto = [], None  # a time's k-range moves up with the time: merged in one pass
         for ts in sorted(times):
             k_lo = max((ts - base) // grid + 1, first, upto + 1 if upto is not None else first)
-            k_hi = (ts + rng - base) // grid if last is None else min((ts + rng - base) // grid, last)
+            k_hi = (
+                (ts + rng - base) // grid if last is None else min((ts + rng - base) // grid, last)
+            )
             closes.extend(range(k_lo, k_hi + 1))
             upto = k_hi if upto is None else max(upto, k_hi)
-        return local_frame(spark, [(base + k * grid, base + k * grid - rng) for k in closes], "_win long, _open long")
+        return local_frame(
+            spark,
+            [(base + k * grid, base + k * grid - rng) for k in closes],
+            "_win long, _open long",
+        )
 
 
-def spans(query: ContinuousQuery, sched: Schedule, after_us: Optional[int],
-          until_us: Optional[int]) -> Optional[Spans]:
+def spans(
+    query: ContinuousQuery, sched: Schedule, after_us: int | None, until_us: int | None
+) -> Spans | None:
     """``Spans`` for a query the optimizer chose them for (``optimize.window_solutions``: one
     sliding or tumbling time window), else None: triples go to windows first (``assign``)."""
     if not query.window_solutions:
@@ -254,11 +324,18 @@ def with_repeats(spans: Spans, tagged: DataFrame) -> Spans:
     taken for a repeat, which only costs the de-duplication. ``_prune``'s placeholders (NULL
     triples) match no pattern, so they are no repeat."""
     keys = tagged.where(F.col("p").isNotNull()).select(F.xxhash64("g", "s", "p", "o").alias("_h"))
-    return replace(spans, repeats=not keys.groupBy("_h").count().where(F.col("count") > 1).isEmpty())
+    return replace(
+        spans, repeats=not keys.groupBy("_h").count().where(F.col("count") > 1).isEmpty()
+    )
 
 
-def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
-                  after_us: Optional[int], until_us: Optional[int]) -> DataFrame:
+def _count_window(
+    rows: DataFrame,
+    window: ast.CountWindow,
+    sched: Schedule,
+    after_us: int | None,
+    until_us: int | None,
+) -> DataFrame:
     n = window.triples
     ordered = W.orderBy("ts", F.col("seq").asc_nulls_first(), "s", "p", "o")
     seq = rows.select("*", F.row_number().over(ordered).alias("_seq"))
@@ -267,11 +344,15 @@ def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
         inclusive = True
     else:
         bounds = rows.agg(F.min("ts").alias("lo"), F.max("ts").alias("hi"))
-        first = F.greatest(F.lit(0), _floor_div(F.col("lo") - F.lit(sched.first_close), sched.step) + 1)
+        first = F.greatest(
+            F.lit(0), _floor_div(F.col("lo") - F.lit(sched.first_close), sched.step) + 1
+        )
         last = _floor_div(F.col("hi") - F.lit(sched.first_close), sched.step) + 1
-        closes = bounds.where(F.col("lo").isNotNull()).select(
-            F.explode(F.sequence(first, last)).alias("_k")).select(
-            (F.lit(sched.first_close) + F.col("_k") * F.lit(sched.step)).alias("_win"))
+        closes = (
+            bounds.where(F.col("lo").isNotNull())
+            .select(F.explode(F.sequence(first, last)).alias("_k"))
+            .select((F.lit(sched.first_close) + F.col("_k") * F.lit(sched.step)).alias("_win"))
+        )
         inclusive = False
     if after_us is not None:
         closes = closes.where(F.col("_win") > after_us)
@@ -280,15 +361,25 @@ def _count_window(rows: DataFrame, window: ast.CountWindow, sched: Schedule,
     # m(c): how many elements precede close c; elements at c itself count only when inclusive
     cumulative = seq.groupBy("ts").agg(F.max("_seq").alias("_cum"))
     element_first = 0 if inclusive else 1
-    timeline = (cumulative.select(F.col("ts").alias("_t"), "_cum", F.lit(element_first).alias("_o"))
-                .unionByName(closes.select(F.col("_win").alias("_t"), F.lit(None).cast("long").alias("_cum"),
-                                           F.lit(1 - element_first).alias("_o"))))
+    timeline = cumulative.select(
+        F.col("ts").alias("_t"), "_cum", F.lit(element_first).alias("_o")
+    ).unionByName(
+        closes.select(
+            F.col("_win").alias("_t"),
+            F.lit(None).cast("long").alias("_cum"),
+            F.lit(1 - element_first).alias("_o"),
+        )
+    )
     running = W.orderBy("_t", "_o").rowsBetween(W.unboundedPreceding, W.currentRow)
-    counted = (timeline.select("*", F.last("_cum", ignorenulls=True).over(running).alias("_m"))
-               .where(F.col("_cum").isNull() & F.col("_m").isNotNull())
-               .select(F.col("_t").alias("_win"), "_m"))
-    members = counted.select("_win", F.explode(F.sequence(F.greatest(F.col("_m") - n + 1, F.lit(1)),
-                                                           F.col("_m"))).alias("_seq"))
+    counted = (
+        timeline.select("*", F.last("_cum", ignorenulls=True).over(running).alias("_m"))
+        .where(F.col("_cum").isNull() & F.col("_m").isNotNull())
+        .select(F.col("_t").alias("_win"), "_m")
+    )
+    members = counted.select(
+        "_win",
+        F.explode(F.sequence(F.greatest(F.col("_m") - n + 1, F.lit(1)), F.col("_m"))).alias("_seq"),
+    )
     joined = members.join(seq, "_seq")
     opened = joined.select("*", F.min("ts").over(W.partitionBy("_win")).alias("_open"))
     return opened.select("_win", "_open", *rows.columns)

@@ -8,10 +8,11 @@ in subsequent evaluations of the same rule" — whichever run evaluates them: th
 ``rsp evaluate --from/--to`` keep them here alike. An unbounded bound (None) is the start or
 the end of time.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable, Optional
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
@@ -22,18 +23,27 @@ from rsp_jobs.times import from_us
 TABLE = ConsumedFact.__table__
 
 
-def consumed_before(engine: Engine, query_iri: str, after: Optional[datetime]) -> frozenset[str]:
+def consumed_before(engine: Engine, query_iri: str, after: datetime | None) -> frozenset[str]:
     """The facts matches at or before ``after`` consumed (none before the start of time)."""
     if after is None:
         return frozenset()
     with engine.connect() as conn:
-        rows = conn.execute(select(TABLE.c.fact_key).where(TABLE.c.query_iri == query_iri,
-                                                           TABLE.c.match_time <= after))
+        rows = conn.execute(
+            select(TABLE.c.fact_key).where(
+                TABLE.c.query_iri == query_iri, TABLE.c.match_time <= after
+            )
+        )
         return frozenset(r.fact_key for r in rows)
 
 
-def replace_consumed(conn: Connection, query_iri: str, after: Optional[datetime], until: Optional[datetime],
-                     facts: Iterable[tuple[str, datetime, datetime]], activity_iri: Optional[str]) -> int:
+def replace_consumed(
+    conn: Connection,
+    query_iri: str,
+    after: datetime | None,
+    until: datetime | None,
+    facts: Iterable[tuple[str, datetime, datetime]],
+    activity_iri: str | None,
+) -> int:
     """Record ``(fact key, fact time, match time)`` for the interval's matches, replacing what
     an earlier run of the same interval recorded; returns how many facts."""
     where = [TABLE.c.query_iri == query_iri]
@@ -42,8 +52,16 @@ def replace_consumed(conn: Connection, query_iri: str, after: Optional[datetime]
     if until is not None:
         where.append(TABLE.c.match_time <= until)
     conn.execute(delete(TABLE).where(*where))
-    rows = [dict(query_iri=query_iri, fact_key=key, fact_time=fact_time, match_time=match_time,
-                 activity_iri=activity_iri) for key, fact_time, match_time in facts]
+    rows = [
+        dict(
+            query_iri=query_iri,
+            fact_key=key,
+            fact_time=fact_time,
+            match_time=match_time,
+            activity_iri=activity_iri,
+        )
+        for key, fact_time, match_time in facts
+    ]
     if rows:
         conn.execute(insert(TABLE), rows)
     return len(rows)
@@ -55,8 +73,12 @@ def fact_time(key: str) -> datetime:
     return from_us(micros)
 
 
-def consumption_records(matches: Iterable[Match], newly: Iterable[str]) -> list[tuple[str, datetime, datetime]]:
+def consumption_records(
+    matches: Iterable[Match], newly: Iterable[str]
+) -> list[tuple[str, datetime, datetime]]:
     """``(fact key, fact time, match time)`` of each fact ``newly`` consumed by ``matches``
     (only a DOTR ``RuleMatch`` consumes)."""
-    ended = {key: m.time_us for m in matches if isinstance(m, RuleMatch) for key in m.facts.values()}
+    ended = {
+        key: m.time_us for m in matches if isinstance(m, RuleMatch) for key in m.facts.values()
+    }
     return [(key, fact_time(key), from_us(ended[key])) for key in sorted(newly)]

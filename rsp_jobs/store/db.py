@@ -7,14 +7,15 @@ SQLite is the embedded default, so its engines are set up as a single-file syste
 foreign keys enforced, WAL (readers do not block the writer), and real transactions: sqlite3's
 legacy mode would run SELECTs outside the transaction and DDL in autocommit.
 """
+
 from __future__ import annotations
 
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Iterator, Optional
 
 from alembic import command
 from alembic.config import Config
@@ -30,12 +31,15 @@ _IMMEDIATE = "rsp_sqlite_begin_immediate"
 _UPGRADE_LOCK = int.from_bytes(b"rspstore", "big")
 
 
-def store_url(home: Optional[Path] = None) -> str:
+def store_url(home: Path | None = None) -> str:
     """``RSP_STORE_URL``, default a SQLite file in the project home (``home``, else ``RSP_HOME``)."""
-    return os.environ.get("RSP_STORE_URL") or f"sqlite:///{(home or settings.home_dir()) / 'store.sqlite'}"
+    return (
+        os.environ.get("RSP_STORE_URL")
+        or f"sqlite:///{(home or settings.home_dir()) / 'store.sqlite'}"
+    )
 
 
-def engine(url: Optional[str] = None) -> Engine:
+def engine(url: str | None = None) -> Engine:
     """The engine of a store URL (default ``store_url()``), created once per URL."""
     return _engine(url or store_url())
 
@@ -85,7 +89,7 @@ def write_transaction(eng: Engine) -> Iterator[Connection]:
             yield conn
 
 
-def alembic_config(url: Optional[str] = None) -> Config:
+def alembic_config(url: str | None = None) -> Config:
     """Alembic's configuration for a store, without an ini file: the migrations ship in the
     package. Also for Alembic commands run from Python, e.g.
     ``command.revision(alembic_config(), message="...", autogenerate=True)``."""
@@ -95,7 +99,7 @@ def alembic_config(url: Optional[str] = None) -> Config:
     return config
 
 
-def upgrade(url: Optional[str] = None) -> Optional[str]:
+def upgrade(url: str | None = None) -> str | None:
     """Apply every migration the store lacks, in one transaction; returns the revision reached.
     A store already at the head is left alone (no Alembic run, whose INFO lines about its
     dialect would otherwise open every task's log)."""
@@ -105,7 +109,7 @@ def upgrade(url: Optional[str] = None) -> Optional[str]:
     return current_revision(url)
 
 
-def current_revision(url: Optional[str] = None) -> Optional[str]:
+def current_revision(url: str | None = None) -> str | None:
     """The store's Alembic revision, None for a store never migrated (read without the INFO
     lines Alembic logs about the dialect whenever it looks at a connection)."""
     quiet = logging.getLogger("alembic.runtime.migration")
@@ -138,7 +142,9 @@ def migration_transaction(url: str) -> Iterator[Connection]:
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK})
                 yield conn
                 if sqlite and (broken := conn.exec_driver_sql("PRAGMA foreign_key_check").all()):
-                    raise RuntimeError(f"the migration left rows with dangling foreign keys: {broken[:5]}")
+                    raise RuntimeError(
+                        f"the migration left rows with dangling foreign keys: {broken[:5]}"
+                    )
         finally:
             if sqlite:
                 conn.connection.driver_connection.execute("PRAGMA foreign_keys = ON")
@@ -148,4 +154,4 @@ def chunks(items: list, size: int = 500):
     """``items`` in slices of ``size``: ``IN (...)`` lists and bulk inserts stay under SQLite's
     and PostgreSQL's limits on parameters per statement."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]

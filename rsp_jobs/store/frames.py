@@ -21,17 +21,28 @@ same batch twice leaves the same rows.
 
 Look-ups go through the unique (stream_id, ts) index: a point, a range, FIRST, LAST.
 """
+
 from __future__ import annotations
 
 import math
-
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import islice
-from typing import Iterable, Iterator, Optional, Sequence
 
-from sqlalchemy import Connection, Engine, Table, bindparam, delete, insert, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
@@ -42,8 +53,19 @@ from rsp_jobs.ingest.rdf_stream import Part, StreamBatch, frame_checksum
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.models import Frame, FramePart, FrameTriple, QuarantinedInput, Stream
 
-__all__ = ["frame_checksum", "load_batch", "write_batch", "register_stream", "known_frames",
-           "frames_in_range", "first_frame", "last_frame", "frame_at", "frame_triples", "frame_parts"]
+__all__ = [
+    "first_frame",
+    "frame_at",
+    "frame_checksum",
+    "frame_parts",
+    "frame_triples",
+    "frames_in_range",
+    "known_frames",
+    "last_frame",
+    "load_batch",
+    "register_stream",
+    "write_batch",
+]
 
 EXECUTEMANY_ROWS = 10_000  # rows per executemany on SQLite
 KEYS_PER_QUERY = 1_000  # values per IN (...) list
@@ -54,7 +76,7 @@ PART_COLUMNS = ("frame_id", "source", "graph_iri", "line", "statements", "checks
 INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
 
 Triple = tuple[str, str, str]
-TripleRow = tuple[int, str, str, str, Optional[float], Optional[datetime]]
+TripleRow = tuple[int, str, str, str, float | None, datetime | None]
 
 
 @dataclass(frozen=True)
@@ -79,7 +101,9 @@ class LoadReport:
 class _BatchFrame:
     ts: datetime
     iri: str
-    triples: dict[Triple, tuple[Optional[float], Optional[datetime]]]  # a graph: each triple once, in order
+    triples: dict[
+        Triple, tuple[float | None, datetime | None]
+    ]  # a graph: each triple once, in order
     parts: tuple[Part, ...]
 
     @property
@@ -87,16 +111,19 @@ class _BatchFrame:
         return frame_checksum(self.triples)
 
 
-def register_stream(bind: Connection | Session, iri: str, kind: str = "input",
-                    query_iri: Optional[str] = None) -> int:
+def register_stream(
+    bind: Connection | Session, iri: str, kind: str = "input", query_iri: str | None = None
+) -> int:
     """The id of stream ``iri``, registering it when new; a stream registered with another
     kind or deriving query is an error, not silently re-declared."""
     conn = bind.connection() if isinstance(bind, Session) else bind
     stream_id, stored_kind, stored_query = _get_or_create_stream(conn, iri, kind, query_iri)
     if (stored_kind, stored_query) != (kind, query_iri):
         derived_by = f" derived by <{stored_query}>" if stored_query else ""
-        raise InputError(f"stream <{iri}> is registered as {stored_kind}{derived_by}; "
-                         f"cannot register it as {kind}" + (f" derived by <{query_iri}>" if query_iri else ""))
+        raise InputError(
+            f"stream <{iri}> is registered as {stored_kind}{derived_by}; "
+            f"cannot register it as {kind}" + (f" derived by <{query_iri}>" if query_iri else "")
+        )
     return stream_id
 
 
@@ -107,8 +134,9 @@ def load_batch(engine: Engine, batch: StreamBatch) -> LoadReport:
         return write_batch(conn, batch)
 
 
-def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
-                query_iri: Optional[str] = None) -> LoadReport:
+def write_batch(
+    conn: Connection, batch: StreamBatch, kind: str = "input", query_iri: str | None = None
+) -> LoadReport:
     """``load_batch`` inside the caller's transaction, so that frames can be written together
     with what refers to them (window results, provenance)."""
     frames = _frames_of(batch)
@@ -131,21 +159,35 @@ def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
             continue
         changed = [key for key in mine if key in parts and parts[key] != mine[key]]
         if changed:
-            others = sorted({source or "(unknown)" for source, _ in parts} - {source for source, _ in changed})
+            others = sorted(
+                {source or "(unknown)" for source, _ in parts} - {source for source, _ in changed}
+            )
             raise InputError(
                 f"{batch.source}: frame <{iri}> at {f.ts.isoformat()} merges parts from {', '.join(others)}; "
                 f"this file now brings other triples for its part <{changed[0][1]}> than when it was loaded, "
                 "and a part of a merged frame cannot be replaced (its earlier triples cannot be told from the "
-                "other parts'): deliver the change as a new part (another graph or file)")
+                "other parts'): deliver the change as a new part (another graph or file)"
+            )
         merged.append((frame_id, f))
     _replace_frames(conn, replaced)
     additions = _merge_frames(conn, merged)
     new_ids = _insert_frames(conn, stream_id, new)
-    triples = bulk_insert(conn, FrameTriple.__table__, TRIPLE_COLUMNS,
-                          _triple_rows([*replaced, *zip(new_ids, new), *additions]))
-    _write_parts(conn, [(frame_id, p) for frame_id, f in [*replaced, *zip(new_ids, new)] for p in f.parts]
-                 + [(frame_id, p) for frame_id, f in merged for p in f.parts
-                    if (p.source, p.graph) not in stored_parts[frame_id]])
+    triples = bulk_insert(
+        conn,
+        FrameTriple.__table__,
+        TRIPLE_COLUMNS,
+        _triple_rows([*replaced, *zip(new_ids, new), *additions]),
+    )
+    _write_parts(
+        conn,
+        [(frame_id, p) for frame_id, f in [*replaced, *zip(new_ids, new)] for p in f.parts]
+        + [
+            (frame_id, p)
+            for frame_id, f in merged
+            for p in f.parts
+            if (p.source, p.graph) not in stored_parts[frame_id]
+        ],
+    )
     quarantined = _quarantine(conn, stream_id, batch)
     if frames:
         _advance_watermark(conn, stream_id, max(f.ts for f in frames))
@@ -153,14 +195,17 @@ def write_batch(conn: Connection, batch: StreamBatch, kind: str = "input",
     return LoadReport(written, len(frames) - written, triples, quarantined, len(merged))
 
 
-def known_frames(bind: Connection | Engine, stream_iri: str, stamps: Sequence[datetime]) -> dict[datetime, str]:
+def known_frames(
+    bind: Connection | Engine, stream_iri: str, stamps: Sequence[datetime]
+) -> dict[datetime, str]:
     """{ts: frame IRI} of the stream's stored frames at these times: what a new file's parts at
     those times merge into (``rdf_stream.merge_known_frames``)."""
     if not stamps:
         return {}
     stream_id = select(Stream.id).where(Stream.iri == stream_iri).scalar_subquery()
-    query = (select(Frame.ts, Frame.frame_iri)
-             .where(Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))))
+    query = select(Frame.ts, Frame.frame_iri).where(
+        Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))
+    )
     wanted = set(stamps)
     if isinstance(bind, Engine):
         with bind.connect() as conn:
@@ -170,38 +215,51 @@ def known_frames(bind: Connection | Engine, stream_iri: str, stamps: Sequence[da
     return {row.ts: row.frame_iri for row in rows if row.ts in wanted}
 
 
-def frames_in_range(engine: Engine, stream_iri: str, start: datetime, end: datetime) -> list[FrameInfo]:
+def frames_in_range(
+    engine: Engine, stream_iri: str, start: datetime, end: datetime
+) -> list[FrameInfo]:
     """The frames of a stream with ``start <= ts < end`` (a window's bounds), in time order."""
-    query = _frames_of_stream(stream_iri).where(Frame.ts >= _aware(start), Frame.ts < _aware(end)).order_by(Frame.ts)
+    query = (
+        _frames_of_stream(stream_iri)
+        .where(Frame.ts >= _aware(start), Frame.ts < _aware(end))
+        .order_by(Frame.ts)
+    )
     with engine.connect() as conn:
         return [FrameInfo(*row) for row in conn.execute(query)]
 
 
-def first_frame(engine: Engine, stream_iri: str) -> Optional[FrameInfo]:
+def first_frame(engine: Engine, stream_iri: str) -> FrameInfo | None:
     return _one(engine, _frames_of_stream(stream_iri).order_by(Frame.ts.asc()).limit(1))
 
 
-def last_frame(engine: Engine, stream_iri: str) -> Optional[FrameInfo]:
+def last_frame(engine: Engine, stream_iri: str) -> FrameInfo | None:
     return _one(engine, _frames_of_stream(stream_iri).order_by(Frame.ts.desc()).limit(1))
 
 
-def frame_at(engine: Engine, stream_iri: str, ts: datetime) -> Optional[FrameInfo]:
+def frame_at(engine: Engine, stream_iri: str, ts: datetime) -> FrameInfo | None:
     return _one(engine, _frames_of_stream(stream_iri).where(Frame.ts == _aware(ts)))
 
 
 def frame_triples(engine: Engine, frame_iri: str) -> list[Triple]:
     """The triples of a frame as N-Triples terms, sorted; empty for an unknown frame."""
-    query = (select(FrameTriple.s, FrameTriple.p, FrameTriple.o)
-             .join(Frame, Frame.id == FrameTriple.frame_id).where(Frame.frame_iri == frame_iri))
+    query = (
+        select(FrameTriple.s, FrameTriple.p, FrameTriple.o)
+        .join(Frame, Frame.id == FrameTriple.frame_id)
+        .where(Frame.frame_iri == frame_iri)
+    )
     with engine.connect() as conn:
         return sorted(tuple(row) for row in conn.execute(query))
 
 
-def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, Optional[int], int]]:
+def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, int | None, int]]:
     """The parts a frame was merged from: (source, graph IRI, line, statements), in the order
     they were stored."""
-    query = (select(FramePart.source, FramePart.graph_iri, FramePart.line, FramePart.statements)
-             .join(Frame, Frame.id == FramePart.frame_id).where(Frame.frame_iri == frame_iri).order_by(FramePart.id))
+    query = (
+        select(FramePart.source, FramePart.graph_iri, FramePart.line, FramePart.statements)
+        .join(Frame, Frame.id == FramePart.frame_id)
+        .where(Frame.frame_iri == frame_iri)
+        .order_by(FramePart.id)
+    )
     with engine.connect() as conn:
         return [tuple(row) for row in conn.execute(query)]
 
@@ -211,17 +269,25 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
     (a batch built without parts, e.g. by hand, has one part per frame IRI it names). A frame
     is named by its first part; a frame IRI names one time (TA-RDF)."""
     triples: dict[datetime, dict] = {}
-    named: dict[datetime, dict[str, list[Triple]]] = {}  # time -> frame IRI -> its triples, as the elements name them
+    named: dict[
+        datetime, dict[str, list[Triple]]
+    ] = {}  # time -> frame IRI -> its triples, as the elements name them
     iri_time: dict[str, datetime] = {}
     for e in batch.elements:
         if e.stream != batch.stream:
-            raise InputError(f"{batch.source}: an element of stream <{e.stream}> in a batch of <{batch.stream}>")
+            raise InputError(
+                f"{batch.source}: an element of stream <{e.stream}> in a batch of <{batch.stream}>"
+            )
         ts = _utc(e.ts, batch.source, e.frame)
         if iri_time.setdefault(e.frame, ts) != ts:
-            raise InputError(f"{batch.source}: frame <{e.frame}> has two timestamps, "
-                             f"{iri_time[e.frame].isoformat()} and {ts.isoformat()}")
+            raise InputError(
+                f"{batch.source}: frame <{e.frame}> has two timestamps, "
+                f"{iri_time[e.frame].isoformat()} and {ts.isoformat()}"
+            )
         if e.o_time is not None and e.o_time.tzinfo is None:
-            raise InputError(f"{batch.source}: frame <{e.frame}> has a literal time without time zone: {e.o}")
+            raise InputError(
+                f"{batch.source}: frame <{e.frame}> has a literal time without time zone: {e.o}"
+            )
         triples.setdefault(ts, {}).setdefault((e.s, e.p, e.o), (e.o_num, e.o_time))
         named.setdefault(ts, {}).setdefault(e.frame, []).append((e.s, e.p, e.o))
     parts: dict[datetime, list[Part]] = defaultdict(list)
@@ -229,67 +295,98 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
         parts[_utc(part.ts, batch.source, part.frame)].append(part)
     for ts, names in named.items():
         if not parts[ts]:  # no parts given: each frame IRI the elements name is a part
-            parts[ts] = [Part(name, ts, name, batch.source, None, len(mine), frame_checksum(mine))
-                         for name, mine in names.items()]
-    return [_BatchFrame(ts, ps[0].frame, triples.get(ts, {}), tuple(ps)) for ts, ps in sorted(parts.items())]
+            parts[ts] = [
+                Part(name, ts, name, batch.source, None, len(mine), frame_checksum(mine))
+                for name, mine in names.items()
+            ]
+    return [
+        _BatchFrame(ts, ps[0].frame, triples.get(ts, {}), tuple(ps))
+        for ts, ps in sorted(parts.items())
+    ]
 
 
 def _utc(ts: datetime, source: str, frame: str) -> datetime:
     if ts.tzinfo is None:
         raise InputError(f"{source}: frame <{frame}> has a timestamp without time zone")
-    return ts.astimezone(timezone.utc)
+    return ts.astimezone(UTC)
 
 
-def _check_frame_streams(conn: Connection, batch: StreamBatch, stream_id: int, new: list[_BatchFrame]) -> None:
+def _check_frame_streams(
+    conn: Connection, batch: StreamBatch, stream_id: int, new: list[_BatchFrame]
+) -> None:
     """A frame IRI names one frame of one stream (TA-RDF restriction 2(ii)): a new frame named
     like a frame stored for another stream, or at another time, is refused before anything
     is written."""
     by_iri = {f.iri: f for f in new}
     for chunk in _chunks(list(by_iri), KEYS_PER_QUERY):
-        rows = conn.execute(select(Frame.frame_iri, Frame.ts, Stream.iri).join(Stream, Stream.id == Frame.stream_id)
-                            .where(Frame.frame_iri.in_(chunk)))
+        rows = conn.execute(
+            select(Frame.frame_iri, Frame.ts, Stream.iri)
+            .join(Stream, Stream.id == Frame.stream_id)
+            .where(Frame.frame_iri.in_(chunk))
+        )
         for iri, ts, owner in rows:
             if owner != batch.stream:
-                raise InputError(f"{batch.source}: frame <{iri}> belongs to stream <{owner}>; it cannot also be a "
-                                 f"frame of <{batch.stream}> (TA-RDF restriction 2(ii): a frame belongs to one "
-                                 "stream). Nothing of this file was loaded")
-            raise InputError(f"{batch.source}: frame <{iri}> of <{owner}> is stored at {ts.isoformat()}; "
-                             f"it cannot also be the frame at {by_iri[iri].ts.isoformat()} (TA-RDF restriction "
-                             "2(iii): a frame has one timestamp). Nothing of this file was loaded")
+                raise InputError(
+                    f"{batch.source}: frame <{iri}> belongs to stream <{owner}>; it cannot also be a "
+                    f"frame of <{batch.stream}> (TA-RDF restriction 2(ii): a frame belongs to one "
+                    "stream). Nothing of this file was loaded"
+                )
+            raise InputError(
+                f"{batch.source}: frame <{iri}> of <{owner}> is stored at {ts.isoformat()}; "
+                f"it cannot also be the frame at {by_iri[iri].ts.isoformat()} (TA-RDF restriction "
+                "2(iii): a frame has one timestamp). Nothing of this file was loaded"
+            )
 
 
-def _get_or_create_stream(conn: Connection, iri: str, kind: str,
-                          query_iri: Optional[str]) -> tuple[int, str, Optional[str]]:
+def _get_or_create_stream(
+    conn: Connection, iri: str, kind: str, query_iri: str | None
+) -> tuple[int, str, str | None]:
     """Insert-if-absent, then read the row locked (PostgreSQL: FOR UPDATE serialises loads of
     one stream; SQLite: the write transaction already holds the database's write lock)."""
     table = Stream.__table__
-    conn.execute(INSERT_ON_CONFLICT[conn.dialect.name](table)
-                 .values(iri=iri, kind=kind, query_iri=query_iri)
-                 .on_conflict_do_nothing(index_elements=[table.c.iri]))
-    row = conn.execute(select(table.c.id, table.c.kind, table.c.query_iri)
-                       .where(table.c.iri == iri).with_for_update()).one()
+    conn.execute(
+        INSERT_ON_CONFLICT[conn.dialect.name](table)
+        .values(iri=iri, kind=kind, query_iri=query_iri)
+        .on_conflict_do_nothing(index_elements=[table.c.iri])
+    )
+    row = conn.execute(
+        select(table.c.id, table.c.kind, table.c.query_iri)
+        .where(table.c.iri == iri)
+        .with_for_update()
+    ).one()
     return row.id, row.kind, row.query_iri
 
 
-def _stored_frames(conn: Connection, stream_id: int,
-                   stamps: Sequence[datetime]) -> dict[datetime, tuple[int, str, str]]:
+def _stored_frames(
+    conn: Connection, stream_id: int, stamps: Sequence[datetime]
+) -> dict[datetime, tuple[int, str, str]]:
     """{ts: (id, frame IRI, checksum)} of the stream's stored frames at these timestamps, by
     one range scan over the batch's span: a batch is a time slice, and a long IN list is
     planned badly on a table whose statistics predate the batch."""
     if not stamps:
         return {}
-    query = (select(Frame.ts, Frame.id, Frame.frame_iri, Frame.checksum)
-             .where(Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))))
+    query = select(Frame.ts, Frame.id, Frame.frame_iri, Frame.checksum).where(
+        Frame.stream_id == stream_id, Frame.ts.between(min(stamps), max(stamps))
+    )
     wanted = set(stamps)
-    return {row.ts: (row.id, row.frame_iri, row.checksum) for row in conn.execute(query) if row.ts in wanted}
+    return {
+        row.ts: (row.id, row.frame_iri, row.checksum)
+        for row in conn.execute(query)
+        if row.ts in wanted
+    }
 
 
-def _stored_parts(conn: Connection, frame_ids: Sequence[int]) -> dict[int, dict[tuple[str, str], str]]:
+def _stored_parts(
+    conn: Connection, frame_ids: Sequence[int]
+) -> dict[int, dict[tuple[str, str], str]]:
     """{frame id: {(source, graph IRI): checksum}} of the stored parts of these frames."""
     found: dict[int, dict[tuple[str, str], str]] = defaultdict(dict)
     for chunk in _chunks(frame_ids, KEYS_PER_QUERY):
-        rows = conn.execute(select(FramePart.frame_id, FramePart.source, FramePart.graph_iri, FramePart.checksum)
-                            .where(FramePart.frame_id.in_(chunk)))
+        rows = conn.execute(
+            select(
+                FramePart.frame_id, FramePart.source, FramePart.graph_iri, FramePart.checksum
+            ).where(FramePart.frame_id.in_(chunk))
+        )
         for row in rows:
             found[row.frame_id][(row.source, row.graph_iri)] = row.checksum
     return found
@@ -306,7 +403,9 @@ def _replace_frames(conn: Connection, changed: list[tuple[int, _BatchFrame]]) ->
     _update_frames(conn, [(frame_id, f.iri, len(f.triples), f.checksum) for frame_id, f in changed])
 
 
-def _merge_frames(conn: Connection, merged: list[tuple[int, _BatchFrame]]) -> list[tuple[int, _BatchFrame]]:
+def _merge_frames(
+    conn: Connection, merged: list[tuple[int, _BatchFrame]]
+) -> list[tuple[int, _BatchFrame]]:
     """Stored frames that gain parts: the triples they lack are returned, to be inserted, and
     their count and checksum become those of the union. They keep their IRI."""
     if not merged:
@@ -314,10 +413,15 @@ def _merge_frames(conn: Connection, merged: list[tuple[int, _BatchFrame]]) -> li
     stored: dict[int, set] = defaultdict(set)
     iris: dict[int, str] = {}
     for chunk in _chunks([frame_id for frame_id, _ in merged], KEYS_PER_QUERY):
-        for row in conn.execute(select(FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o)
-                                .where(FrameTriple.frame_id.in_(chunk))):
+        for row in conn.execute(
+            select(FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o).where(
+                FrameTriple.frame_id.in_(chunk)
+            )
+        ):
             stored[row.frame_id].add((row.s, row.p, row.o))
-        iris.update(conn.execute(select(Frame.id, Frame.frame_iri).where(Frame.id.in_(chunk))).all())
+        iris.update(
+            conn.execute(select(Frame.id, Frame.frame_iri).where(Frame.id.in_(chunk))).all()
+        )
     additions, updates = [], []
     for frame_id, f in merged:
         lacking = {t: v for t, v in f.triples.items() if t not in stored[frame_id]}
@@ -330,23 +434,38 @@ def _merge_frames(conn: Connection, merged: list[tuple[int, _BatchFrame]]) -> li
 
 def _update_frames(conn: Connection, rows: list[tuple[int, str, int, str]]) -> None:
     table = Frame.__table__
-    conn.execute(update(table).where(table.c.id == bindparam("frame_id"))
-                 .values(frame_iri=bindparam("iri"), triple_count=bindparam("count"), checksum=bindparam("sum")),
-                 [{"frame_id": frame_id, "iri": iri, "count": count, "sum": checksum}
-                  for frame_id, iri, count, checksum in rows])
+    conn.execute(
+        update(table)
+        .where(table.c.id == bindparam("frame_id"))
+        .values(
+            frame_iri=bindparam("iri"), triple_count=bindparam("count"), checksum=bindparam("sum")
+        ),
+        [
+            {"frame_id": frame_id, "iri": iri, "count": count, "sum": checksum}
+            for frame_id, iri, count, checksum in rows
+        ],
+    )
 
 
 def _write_parts(conn: Connection, parts: Iterable[tuple[int, Part]]) -> None:
-    bulk_insert(conn, FramePart.__table__, PART_COLUMNS,
-                ((frame_id, p.source, p.graph, p.line, p.statements, p.checksum) for frame_id, p in parts))
+    bulk_insert(
+        conn,
+        FramePart.__table__,
+        PART_COLUMNS,
+        ((frame_id, p.source, p.graph, p.line, p.statements, p.checksum) for frame_id, p in parts),
+    )
 
 
 def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) -> list[int]:
     """Bulk-insert frames, then read their ids back by timestamp (in the frames' order)."""
     if not frames:
         return []
-    bulk_insert(conn, Frame.__table__, FRAME_COLUMNS,
-                ((stream_id, f.ts, f.iri, len(f.triples), f.checksum) for f in frames))
+    bulk_insert(
+        conn,
+        Frame.__table__,
+        FRAME_COLUMNS,
+        ((stream_id, f.ts, f.iri, len(f.triples), f.checksum) for f in frames),
+    )
     stored = _stored_frames(conn, stream_id, [f.ts for f in frames])
     return [stored[f.ts][0] for f in frames]
 
@@ -357,23 +476,33 @@ def _triple_rows(frames: Iterable[tuple[int, _BatchFrame]]) -> Iterator[TripleRo
             yield frame_id, s, p, o, stored_number(o_num), o_time
 
 
-def stored_number(value: Optional[float]) -> Optional[float]:
+def stored_number(value: float | None) -> float | None:
     """A literal's numeric value as the store keeps it: NaN as NULL, on both backends (SQLite
     cannot hold NaN, and PostgreSQL's NaN equals itself and sorts above every number, where
     SPARQL's compares false with everything). The term itself keeps "NaN"."""
     return None if value is not None and math.isnan(value) else value
 
 
-def bulk_insert(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+def bulk_insert(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]
+) -> int:
     """Insert rows (tuples in ``columns`` order) by the backend's fast path; returns the count."""
     return BULK_WRITERS[conn.dialect.name](conn, table, columns, rows)
 
 
-def _copy_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+def _copy_rows(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]
+) -> int:
     """PostgreSQL: binary COPY ... FROM STDIN on the transaction's own driver connection, typed
     by the table's actual column types."""
-    oids = dict(conn.execute(text("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = CAST(:t AS regclass)"),
-                             {"t": table.name}).all())
+    oids = dict(
+        conn.execute(
+            text(
+                "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = CAST(:t AS regclass)"
+            ),
+            {"t": table.name},
+        ).all()
+    )
     statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     count = 0
     try:
@@ -387,13 +516,20 @@ def _copy_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Ite
     return count
 
 
-def _executemany_rows(conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]) -> int:
+def _executemany_rows(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple]
+) -> int:
     """SQLite: one prepared INSERT run by the driver over batches of rows, converted by the
     columns' own types where they need it (times become the UTC text the store compares)."""
     dialect = conn.dialect
-    converters = [(i, convert) for i, name in enumerate(columns)
-                  if (convert := table.c[name].type.dialect_impl(dialect).bind_processor(dialect))]
-    statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    converters = [
+        (i, convert)
+        for i, name in enumerate(columns)
+        if (convert := table.c[name].type.dialect_impl(dialect).bind_processor(dialect))
+    ]
+    statement = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    )
     count = 0
     for chunk in _chunks(rows, EXECUTEMANY_ROWS):
         if converters:
@@ -417,24 +553,42 @@ BULK_WRITERS = {"postgresql": _copy_rows, "sqlite": _executemany_rows}
 def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
     """The batch's rejections replace those from an earlier load of the same source."""
     sources = {batch.source, *(r.file for r in batch.rejections)}
-    conn.execute(delete(QuarantinedInput)
-                 .where(QuarantinedInput.stream_id == stream_id, QuarantinedInput.source_file.in_(sources)))
+    conn.execute(
+        delete(QuarantinedInput).where(
+            QuarantinedInput.stream_id == stream_id, QuarantinedInput.source_file.in_(sources)
+        )
+    )
     if batch.rejections:
-        conn.execute(insert(QuarantinedInput.__table__),
-                     [{"stream_id": stream_id, "source_file": r.file, "line": r.line, "reason": r.reason,
-                       "triples": r.triples, "text": r.text} for r in batch.rejections])
+        conn.execute(
+            insert(QuarantinedInput.__table__),
+            [
+                {
+                    "stream_id": stream_id,
+                    "source_file": r.file,
+                    "line": r.line,
+                    "reason": r.reason,
+                    "triples": r.triples,
+                    "text": r.text,
+                }
+                for r in batch.rejections
+            ],
+        )
     return batch.rejected_triples
 
 
-def advance_watermark(conn: Connection, stream: str, ts: datetime, kind: str = "input",
-                      query_iri: Optional[str] = None) -> None:
+def advance_watermark(
+    conn: Connection, stream: str, ts: datetime, kind: str = "input", query_iri: str | None = None
+) -> None:
     """Move a stream's watermark forward to ``ts`` (never back), registering the stream if new."""
     _advance_watermark(conn, register_stream(conn, stream, kind, query_iri), ts)
 
 
 def _advance_watermark(conn: Connection, stream_id: int, ts: datetime) -> None:
-    conn.execute(update(Stream).where(Stream.id == stream_id, or_(Stream.watermark.is_(None), Stream.watermark < ts))
-                 .values(watermark=ts))
+    conn.execute(
+        update(Stream)
+        .where(Stream.id == stream_id, or_(Stream.watermark.is_(None), Stream.watermark < ts))
+        .values(watermark=ts)
+    )
 
 
 def _frames_of_stream(stream_iri: str):
@@ -442,16 +596,20 @@ def _frames_of_stream(stream_iri: str):
     (stream_id, ts) index in order (PostgreSQL sorts every frame of the stream for LAST
     when the id comes from a join)."""
     stream_id = select(Stream.id).where(Stream.iri == stream_iri).scalar_subquery()
-    return select(Frame.frame_iri, Frame.ts, Frame.triple_count, Frame.checksum).where(Frame.stream_id == stream_id)
+    return select(Frame.frame_iri, Frame.ts, Frame.triple_count, Frame.checksum).where(
+        Frame.stream_id == stream_id
+    )
 
 
 def _aware(ts: datetime) -> datetime:
     if ts.tzinfo is None:
-        raise ValueError(f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)")
+        raise ValueError(
+            f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)"
+        )
     return ts
 
 
-def _one(engine: Engine, query) -> Optional[FrameInfo]:
+def _one(engine: Engine, query) -> FrameInfo | None:
     with engine.connect() as conn:
         row = conn.execute(query).first()
     return FrameInfo(*row) if row else None

@@ -1,8 +1,9 @@
 """Time-invariant statements into the store (TA-RDF §4, r[Nil]; restriction 1), each once."""
+
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, select
 
@@ -13,7 +14,7 @@ from rsp_jobs.store.models import InvariantTriple
 
 def statement_checksum(s: str, p: str, o: str) -> str:
     """sha256 hex of the statement's N-Triples line: its identity in ``invariant_triples``."""
-    return hashlib.sha256(f"{s} {p} {o} .\n".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{s} {p} {o} .\n".encode()).hexdigest()
 
 
 def write_invariants(conn: Connection, source: str, statements: Iterable[TimeInvariant]) -> int:
@@ -26,18 +27,38 @@ def write_invariants(conn: Connection, source: str, statements: Iterable[TimeInv
     known = set()
     checksums = list(rows)
     for i in range(0, len(checksums), 1000):
-        chunk = checksums[i:i + 1000]
-        known |= set(conn.execute(select(table.c.checksum).where(table.c.checksum.in_(chunk))).scalars())
-    new = [{"s": st.s, "p": st.p, "o": st.o, "o_num": stored_number(st.o_num), "o_time": st.o_time, "checksum": key,
-            "source": source, "line": st.line} for key, st in rows.items() if key not in known]
+        chunk = checksums[i : i + 1000]
+        known |= set(
+            conn.execute(select(table.c.checksum).where(table.c.checksum.in_(chunk))).scalars()
+        )
+    new = [
+        {
+            "s": st.s,
+            "p": st.p,
+            "o": st.o,
+            "o_num": stored_number(st.o_num),
+            "o_time": st.o_time,
+            "checksum": key,
+            "source": source,
+            "line": st.line,
+        }
+        for key, st in rows.items()
+        if key not in known
+    ]
     if new:
-        conn.execute(INSERT_ON_CONFLICT[conn.dialect.name](table).on_conflict_do_nothing(
-            index_elements=[table.c.checksum]), new)
+        conn.execute(
+            INSERT_ON_CONFLICT[conn.dialect.name](table).on_conflict_do_nothing(
+                index_elements=[table.c.checksum]
+            ),
+            new,
+        )
     return len(new)
 
 
 def invariants_about(conn: Connection, nt: str) -> list[tuple[str, str, str]]:
     """The stored time-invariant statements with ``nt`` as subject or object, sorted."""
     table = InvariantTriple.__table__
-    rows = conn.execute(select(table.c.s, table.c.p, table.c.o).where((table.c.s == nt) | (table.c.o == nt)))
+    rows = conn.execute(
+        select(table.c.s, table.c.p, table.c.o).where((table.c.s == nt) | (table.c.o == nt))
+    )
     return sorted(tuple(row) for row in rows)

@@ -1,11 +1,11 @@
 """Lineage of a stored result or frame: the activities behind it, back to the input files, as W3C
 PROV-O (``rsp provenance``) and as an audit that recomputes what was used (``rsp audit``)."""
+
 from __future__ import annotations
 
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -16,7 +16,14 @@ from sqlalchemy import Engine, select
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.db import chunks
 from rsp_jobs.store.frames import frame_checksum, frame_triples
-from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Frame, Query
+from rsp_jobs.store.models import (
+    Activity,
+    ActivityGenerated,
+    ActivityUsed,
+    Derivation,
+    Frame,
+    Query,
+)
 from rsp_jobs.store.provenance import EVALUATION_KINDS, file_checksum
 from rsp_jobs.times import as_utc, datetime_lexical, to_us
 
@@ -32,10 +39,12 @@ class Step:
     activity: object  # the activities row
     used: list = field(default_factory=list)  # rows of activity_used
     generated: list = field(default_factory=list)  # rows of activity_generated
-    derived: dict = field(default_factory=dict)  # generated entity -> the used frames it was derived from
+    derived: dict = field(
+        default_factory=dict
+    )  # generated entity -> the used frames it was derived from
 
 
-def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]:
+def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:
     """Every activity upstream of ``iri`` (an entity or an activity), breadth first; with
     ``depth``, only that many levels (1: the activity that generated ``iri``). From a result
     frame, the way up follows what that frame was derived from (``activity_derivations``: its
@@ -45,11 +54,20 @@ def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]
         raise InputError(f"--depth {depth}: give 1 or more levels of activities")
     steps: dict[int, Step] = {}
     rows: dict[int, tuple[list, list]] = {}
-    reached: dict[int, set] = {}  # activity -> the entities of the lineage it generated (None: itself)
+    reached: dict[
+        int, set
+    ] = {}  # activity -> the entities of the lineage it generated (None: itself)
     seen, entities, level = {iri}, [iri], 1
     with engine.connect() as conn:
-        if conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None and conn.scalar(
-                select(ActivityGenerated.activity_id).where(ActivityGenerated.entity_iri == iri).limit(1)) is None:
+        if (
+            conn.scalar(select(Activity.id).where(Activity.iri == iri)) is None
+            and conn.scalar(
+                select(ActivityGenerated.activity_id)
+                .where(ActivityGenerated.entity_iri == iri)
+                .limit(1)
+            )
+            is None
+        ):
             raise InputError(f"{iri}: no activity generated it and no activity has that IRI")
         while entities:
             found, derived = _level(conn, entities, rows)
@@ -74,8 +92,14 @@ def lineage(engine: Engine, iri: str, depth: Optional[int] = None) -> list[Step]
     for activity_id, step in steps.items():
         used, generated = rows[activity_id]
         needed = set().union(*step.derived.values()) if reached[activity_id] is not None else None
-        step.used = [u for u in used if needed is None or u.entity_kind != "frame" or u.entity_iri in needed]
-        step.generated = [g for g in generated if reached[activity_id] is None or g.entity_iri in reached[activity_id]]
+        step.used = [
+            u for u in used if needed is None or u.entity_kind != "frame" or u.entity_iri in needed
+        ]
+        step.generated = [
+            g
+            for g in generated
+            if reached[activity_id] is None or g.entity_iri in reached[activity_id]
+        ]
     return list(steps.values())
 
 
@@ -90,15 +114,19 @@ def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
         for activity in conn.execute(select(Activity).where(Activity.iri.in_(chunk))):
             activities[activity.id] = activity
             pairs.setdefault(activity.iri, []).append(activity.id)
-        for row in conn.execute(select(ActivityGenerated.activity_id, ActivityGenerated.entity_iri)
-                                .where(ActivityGenerated.entity_iri.in_(chunk))
-                                .order_by(ActivityGenerated.activity_id)):
+        for row in conn.execute(
+            select(ActivityGenerated.activity_id, ActivityGenerated.entity_iri)
+            .where(ActivityGenerated.entity_iri.in_(chunk))
+            .order_by(ActivityGenerated.activity_id)
+        ):
             pairs.setdefault(row.entity_iri, []).append(row.activity_id)
         for row in conn.execute(select(Derivation).where(Derivation.entity_iri.in_(chunk))):
             derived.setdefault((row.activity_id, row.entity_iri), set()).add(row.source_iri)
     wanted = sorted({i for ids in pairs.values() for i in ids} - activities.keys())
     for chunk in chunks(wanted):
-        activities.update((a.id, a) for a in conn.execute(select(Activity).where(Activity.id.in_(chunk))))
+        activities.update(
+            (a.id, a) for a in conn.execute(select(Activity).where(Activity.id.in_(chunk)))
+        )
     found = [(activities[i], entity) for entity in entities for i in pairs.get(entity, ())]
     new = sorted({activity.id for activity, _ in found} - rows.keys())
     used: dict[int, list] = {i: [] for i in new}
@@ -106,7 +134,9 @@ def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
     for chunk in chunks(new):
         for row in conn.execute(select(ActivityUsed).where(ActivityUsed.activity_id.in_(chunk))):
             used[row.activity_id].append(row)
-        for row in conn.execute(select(ActivityGenerated).where(ActivityGenerated.activity_id.in_(chunk))):
+        for row in conn.execute(
+            select(ActivityGenerated).where(ActivityGenerated.activity_id.in_(chunk))
+        ):
             generated[row.activity_id].append(row)
     rows.update({i: (used[i], generated[i]) for i in new})
     return found, derived
@@ -118,22 +148,35 @@ def summary(steps: list[Step]) -> list[str]:
     PROV-O graph of one tsunami alert is about 150,000 lines)."""
     kinds = Counter(step.activity.kind for step in steps)
     inputs = {u.entity_iri for step in steps for u in step.used if u.entity_kind == "lake_file"}
-    lines = [f"{len(steps)} activities (" + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + f"), "
-             f"{len(inputs)} input file(s)"]
+    lines = [
+        f"{len(steps)} activities ("
+        + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        + f"), "
+        f"{len(inputs)} input file(s)"
+    ]
     for step in sorted(steps, key=lambda s: (s.activity.started_at, s.activity.id)):
         a = step.activity
-        what = a.query_iri or ", ".join(sorted(u.entity_iri for u in step.used if u.entity_kind == "lake_file")) or "-"
+        what = (
+            a.query_iri
+            or ", ".join(sorted(u.entity_iri for u in step.used if u.entity_kind == "lake_file"))
+            or "-"
+        )
         run = f" DAG {a.dag_id} run {a.run_id} task {a.task_id}" if a.dag_id else ""
         window = ""
-        if a.window_close is not None:  # an evaluation's closes, or the times of the frames an ingest loaded
+        if (
+            a.window_close is not None
+        ):  # an evaluation's closes, or the times of the frames an ingest loaded
             span = "windows" if a.kind in EVALUATION_KINDS else "frames"
             window = f" {span} {_iso(a.window_open)} .. {_iso(a.window_close)}"
         used = Counter(u.entity_kind for u in step.used)
         made = Counter(g.entity_kind for g in step.generated)
-        lines.append(f"{_iso(a.started_at)}  {a.kind:<18} {what}{run}{window}; used "
-                     + (", ".join(f"{n} {k}(s)" for k, n in sorted(used.items())) or "nothing") + "; generated "
-                     + (", ".join(f"{n} {k}(s)" for k, n in sorted(made.items())) or "nothing")
-                     + (f"; revises {a.revision_of}" if a.revision_of else ""))
+        lines.append(
+            f"{_iso(a.started_at)}  {a.kind:<18} {what}{run}{window}; used "
+            + (", ".join(f"{n} {k}(s)" for k, n in sorted(used.items())) or "nothing")
+            + "; generated "
+            + (", ".join(f"{n} {k}(s)" for k, n in sorted(made.items())) or "nothing")
+            + (f"; revises {a.revision_of}" if a.revision_of else "")
+        )
     return lines
 
 
@@ -141,7 +184,7 @@ def _iso(moment) -> str:
     return datetime_lexical(as_utc(moment)) if moment is not None else "-"
 
 
-def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
+def prov_graph(engine: Engine, iri: str, depth: int | None = None) -> Graph:
     """The lineage as PROV-O: entities, activities, used / wasGeneratedBy / wasDerivedFrom, times,
     and each evaluation's query as the prov:Plan of a qualified association with the engine."""
     graph = Graph()
@@ -156,7 +199,15 @@ def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
         graph.add((node, PROV.startedAtTime, Literal(a.started_at, datatype=XSD.dateTime)))
         if a.ended_at:
             graph.add((node, PROV.endedAtTime, Literal(a.ended_at, datatype=XSD.dateTime)))
-        for name in ("status", "code_version", "spark_app_id", "dag_id", "run_id", "task_id", "try_number"):
+        for name in (
+            "status",
+            "code_version",
+            "spark_app_id",
+            "dag_id",
+            "run_id",
+            "task_id",
+            "try_number",
+        ):
             value = getattr(a, name)
             if value is not None:
                 graph.add((node, RSPNS[name], Literal(value)))
@@ -191,12 +242,13 @@ def prov_graph(engine: Engine, iri: str, depth: Optional[int] = None) -> Graph:
             for used in step.used:
                 # a result rests on the background graphs of its evaluation as well as on its frames
                 if used.entity_kind == "background" or (
-                        used.entity_kind != "query" and (sources is None or used.entity_iri in sources)):
+                    used.entity_kind != "query" and (sources is None or used.entity_iri in sources)
+                ):
                     graph.add((entity, PROV.wasDerivedFrom, URIRef(used.entity_iri)))
     return graph
 
 
-def _entity(graph: Graph, entity: URIRef, kind: str, checksum: Optional[str]) -> None:
+def _entity(graph: Graph, entity: URIRef, kind: str, checksum: str | None) -> None:
     graph.add((entity, RDF.type, PROV.Entity))
     graph.add((entity, RSPNS.entityKind, Literal(kind)))
     if checksum:
@@ -211,17 +263,17 @@ class AuditReport:
     missing: list[str] = field(default_factory=list)  # frames no longer in the store
     # the evaluation that generated ``iri``: its kind (window_evaluation, pattern_match), query
     # and the query text it recorded as its plan
-    evaluation_kind: Optional[str] = None
-    query_text: Optional[str] = None
-    query_iri: Optional[str] = None
+    evaluation_kind: str | None = None
+    query_text: str | None = None
+    query_iri: str | None = None
     # what that evaluation ran with, when it recorded it (None: an evaluation stored before
     # revision 0010, or not an evaluation): t0 (µs), entailment, background files as given
-    t0_us: Optional[int] = None
-    entailment: Optional[str] = None
-    background: Optional[list[str]] = None
+    t0_us: int | None = None
+    entailment: str | None = None
+    background: list[str] | None = None
     # background files of the lineage whose content changed since (path, recorded, now; now is
     # None for a file that is gone)
-    background_changed: list[tuple[str, str, Optional[str]]] = field(default_factory=list)
+    background_changed: list[tuple[str, str, str | None]] = field(default_factory=list)
 
     @property
     def inputs_unchanged(self) -> bool:
@@ -234,23 +286,43 @@ def audit(engine: Engine, iri: str) -> AuditReport:
     report = AuditReport(iri)
     steps = lineage(engine, iri)
     with engine.connect() as conn:
-        known = {r.frame_iri for r in conn.execute(select(Frame.frame_iri).where(Frame.frame_iri.in_(
-            [u.entity_iri for s in steps for u in s.used if u.entity_kind == "frame"])))}
+        known = {
+            r.frame_iri
+            for r in conn.execute(
+                select(Frame.frame_iri).where(
+                    Frame.frame_iri.in_(
+                        [u.entity_iri for s in steps for u in s.used if u.entity_kind == "frame"]
+                    )
+                )
+            )
+        }
         # the latest evaluation that generated ``iri`` itself (a revision after late data comes
         # after the evaluation it revises), not one further upstream
-        evaluation = max((s.activity for s in steps if s.activity.kind in EVALUATION_KINDS and (
-            s.activity.iri == iri or any(g.entity_iri == iri for g in s.generated))),
-            key=lambda a: a.id, default=None)
+        evaluation = max(
+            (
+                s.activity
+                for s in steps
+                if s.activity.kind in EVALUATION_KINDS
+                and (s.activity.iri == iri or any(g.entity_iri == iri for g in s.generated))
+            ),
+            key=lambda a: a.id,
+            default=None,
+        )
         if evaluation is not None:
             report.evaluation_kind = evaluation.kind
             report.query_iri = evaluation.query_iri
-            report.query_text = conn.scalar(select(Query.text).where(
-                Query.iri == evaluation.query_iri, Query.text_hash == evaluation.query_text_hash))
+            report.query_text = conn.scalar(
+                select(Query.text).where(
+                    Query.iri == evaluation.query_iri, Query.text_hash == evaluation.query_text_hash
+                )
+            )
             if evaluation.entailment is not None:
                 report.t0_us = to_us(as_utc(evaluation.t0)) if evaluation.t0 is not None else None
                 report.entailment = evaluation.entailment
                 report.background = list(evaluation.background or [])
-    checksums: dict[str, Optional[str]] = {}  # one read per background file, however many steps used it
+    checksums: dict[
+        str, str | None
+    ] = {}  # one read per background file, however many steps used it
     for step in steps:
         for used in step.used:
             if used.entity_kind == "background":
@@ -258,7 +330,10 @@ def audit(engine: Engine, iri: str) -> AuditReport:
                 if path not in checksums:
                     checksums[path] = file_checksum(path) if os.path.isfile(path) else None
                 now = checksums[path]
-                if now != used.checksum and (path, used.checksum, now) not in report.background_changed:
+                if (
+                    now != used.checksum
+                    and (path, used.checksum, now) not in report.background_changed
+                ):
                     report.background_changed.append((path, used.checksum, now))
             if used.entity_kind != "frame":
                 continue

@@ -4,13 +4,27 @@ Portable across SQLite (embedded default) and PostgreSQL (production): RDF terms
 text, timestamps are UTC with microseconds (``UTCDateTime``), JSON columns use SQLAlchemy's
 JSON type. Every constraint and index is named by ``NAMING`` so migrations can refer to them.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import (JSON, BigInteger, Boolean, CheckConstraint, DateTime, Double, ForeignKey,
-                        Index, Integer, MetaData, String, Text, UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy import text as sql_text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -46,23 +60,25 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: Optional[datetime], dialect) -> Optional[datetime]:
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value.isoformat()}: the store keeps timezone-aware UTC times")
-        return value.astimezone(timezone.utc)
+            raise ValueError(
+                f"naive datetime {value.isoformat()}: the store keeps timezone-aware UTC times"
+            )
+        return value.astimezone(UTC)
 
-    def process_result_value(self, value: Optional[datetime], dialect) -> Optional[datetime]:
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc)
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _one_of(column: str, values: tuple[str, ...]) -> str:
@@ -71,21 +87,23 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON}
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON}  # noqa: RUF012 (SQLAlchemy reads it)
 
 
 class Stream(Base):
     """An input stream or a stream derived by a registered query, with its event-time watermark."""
 
     __tablename__ = "streams"
-    __table_args__ = (CheckConstraint(_one_of("kind", STREAM_KINDS), name="kind"),
-                      CheckConstraint(_one_of("late_policy", LATE_POLICIES), name="late_policy"))
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", STREAM_KINDS), name="kind"),
+        CheckConstraint(_one_of("late_policy", LATE_POLICIES), name="late_policy"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     iri: Mapped[str] = mapped_column(Text, unique=True)
     kind: Mapped[str] = mapped_column(String(16))
-    query_iri: Mapped[Optional[str]] = mapped_column(Text)
-    watermark: Mapped[Optional[datetime]]
+    query_iri: Mapped[str | None] = mapped_column(Text)
+    watermark: Mapped[datetime | None]
     allowed_lateness_ms: Mapped[int] = mapped_column(BigInteger, server_default=sql_text("0"))
     # what happens to data arriving for windows already evaluated: dropped (and counted) or
     # loaded and the affected windows re-evaluated as a revision
@@ -118,8 +136,8 @@ class FrameTriple(Base):
     s: Mapped[str] = mapped_column(Text)
     p: Mapped[str] = mapped_column(Text)
     o: Mapped[str] = mapped_column(Text)
-    o_num: Mapped[Optional[float]] = mapped_column(Double)
-    o_time: Mapped[Optional[datetime]]
+    o_num: Mapped[float | None] = mapped_column(Double)
+    o_time: Mapped[datetime | None]
 
 
 class InvariantTriple(Base):
@@ -135,11 +153,11 @@ class InvariantTriple(Base):
     s: Mapped[str] = mapped_column(Text)
     p: Mapped[str] = mapped_column(Text)
     o: Mapped[str] = mapped_column(Text)
-    o_num: Mapped[Optional[float]] = mapped_column(Double)
-    o_time: Mapped[Optional[datetime]]
+    o_num: Mapped[float | None] = mapped_column(Double)
+    o_time: Mapped[datetime | None]
     checksum: Mapped[str] = mapped_column(String(64))
     source: Mapped[str] = mapped_column(Text)  # the file that first stated it
-    line: Mapped[Optional[int]]
+    line: Mapped[int | None]
 
 
 class FramePart(Base):
@@ -155,7 +173,7 @@ class FramePart(Base):
     frame_id: Mapped[int] = mapped_column(ForeignKey("frames.id", ondelete="CASCADE"))
     source: Mapped[str] = mapped_column(Text)  # the file (or evaluation) that delivered it
     graph_iri: Mapped[str] = mapped_column(Text)  # its graph as delivered
-    line: Mapped[Optional[int]]  # where it starts in the file, when known
+    line: Mapped[int | None]  # where it starts in the file, when known
     statements: Mapped[int]  # triples it stated, repeats included
     checksum: Mapped[str] = mapped_column(String(64))  # of its distinct triples
 
@@ -178,8 +196,10 @@ class StoredResult(Base):
     """One reported window of a registered query; re-evaluating it upserts the same row."""
 
     __tablename__ = "window_results"
-    __table_args__ = (UniqueConstraint("query_iri", "window_close"),
-                      CheckConstraint(_one_of("form", RESULT_FORMS), name="form"))
+    __table_args__ = (
+        UniqueConstraint("query_iri", "window_close"),
+        CheckConstraint(_one_of("form", RESULT_FORMS), name="form"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     query_iri: Mapped[str] = mapped_column(Text)
@@ -188,49 +208,52 @@ class StoredResult(Base):
     form: Mapped[str] = mapped_column(String(16))
     payload: Mapped[dict[str, Any]]  # the window's object as `rsp evaluate` writes it
     row_count: Mapped[int]
-    frame_id: Mapped[Optional[int]] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
+    frame_id: Mapped[int | None] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
 
 
 class Activity(Base):
     """A PROV activity: who ran what, where (DAG, run, task, try, Spark app) and when."""
 
     __tablename__ = "activities"
-    __table_args__ = (CheckConstraint(_one_of("kind", ACTIVITY_KINDS), name="kind"),
-                      CheckConstraint(_one_of("status", ACTIVITY_STATUSES), name="status"),
-                      Index(None, "dag_id", "run_id"))
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", ACTIVITY_KINDS), name="kind"),
+        CheckConstraint(_one_of("status", ACTIVITY_STATUSES), name="status"),
+        Index(None, "dag_id", "run_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     iri: Mapped[str] = mapped_column(Text, unique=True)
     kind: Mapped[str] = mapped_column(String(32))
-    query_iri: Mapped[Optional[str]] = mapped_column(Text)
-    query_text_hash: Mapped[Optional[str]] = mapped_column(String(64))
-    window_open: Mapped[Optional[datetime]]
-    window_close: Mapped[Optional[datetime]]
-    dag_id: Mapped[Optional[str]] = mapped_column(Text)
-    run_id: Mapped[Optional[str]] = mapped_column(Text)
-    task_id: Mapped[Optional[str]] = mapped_column(Text)
-    try_number: Mapped[Optional[int]]
-    spark_app_id: Mapped[Optional[str]] = mapped_column(Text)
-    code_version: Mapped[Optional[str]] = mapped_column(Text)
+    query_iri: Mapped[str | None] = mapped_column(Text)
+    query_text_hash: Mapped[str | None] = mapped_column(String(64))
+    window_open: Mapped[datetime | None]
+    window_close: Mapped[datetime | None]
+    dag_id: Mapped[str | None] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(Text)
+    task_id: Mapped[str | None] = mapped_column(Text)
+    try_number: Mapped[int | None]
+    spark_app_id: Mapped[str | None] = mapped_column(Text)
+    code_version: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
-    ended_at: Mapped[Optional[datetime]]
+    ended_at: Mapped[datetime | None]
     status: Mapped[str] = mapped_column(String(16), default="running")
-    revision_of: Mapped[Optional[str]] = mapped_column(Text)  # the evaluation this one revises
+    revision_of: Mapped[str | None] = mapped_column(Text)  # the evaluation this one revises
     # what an evaluation ran with, for re-evaluation: the window grid's origin, the entailment
     # regime, the background files as given (``IRI=PATH``; each is also a ``background`` entity used)
-    t0: Mapped[Optional[datetime]]
-    entailment: Mapped[Optional[str]] = mapped_column(String(16))
-    background: Mapped[Optional[list]] = mapped_column(JSON)
+    t0: Mapped[datetime | None]
+    entailment: Mapped[str | None] = mapped_column(String(16))
+    background: Mapped[list | None] = mapped_column(JSON)
 
 
 class _ActivityLink:
     """An entity an activity is linked to, with its checksum at the time."""
 
-    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
-                                             primary_key=True)
+    activity_id: Mapped[int] = mapped_column(
+        ForeignKey("activities.id", ondelete="CASCADE"), primary_key=True
+    )
     entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
     entity_kind: Mapped[str] = mapped_column(String(16))
-    checksum: Mapped[Optional[str]] = mapped_column(String(64))
+    checksum: Mapped[str | None] = mapped_column(String(64))
 
 
 class ActivityUsed(_ActivityLink, Base):
@@ -254,8 +277,9 @@ class Derivation(Base):
 
     __tablename__ = "activity_derivations"
 
-    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"),
-                                             primary_key=True)
+    activity_id: Mapped[int] = mapped_column(
+        ForeignKey("activities.id", ondelete="CASCADE"), primary_key=True
+    )
     entity_iri: Mapped[str] = mapped_column(Text, primary_key=True, index=True)
     source_iri: Mapped[str] = mapped_column(Text, primary_key=True)
 
@@ -266,11 +290,13 @@ class QualityResult(Base):
     __tablename__ = "quality_results"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    activity_id: Mapped[int] = mapped_column(ForeignKey("activities.id", ondelete="CASCADE"), index=True)
+    activity_id: Mapped[int] = mapped_column(
+        ForeignKey("activities.id", ondelete="CASCADE"), index=True
+    )
     suite: Mapped[str] = mapped_column(Text)
     expectation: Mapped[str] = mapped_column(Text)
     success: Mapped[bool] = mapped_column(Boolean)
-    details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON(none_as_null=True))
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -283,11 +309,13 @@ class QuarantinedInput(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
     source_file: Mapped[str] = mapped_column(Text)
-    line: Mapped[Optional[int]]
+    line: Mapped[int | None]
     reason: Mapped[str] = mapped_column(Text)
     triples: Mapped[int]
     text: Mapped[str] = mapped_column(Text)
-    activity_id: Mapped[Optional[int]] = mapped_column(ForeignKey("activities.id", ondelete="SET NULL"))
+    activity_id: Mapped[int | None] = mapped_column(
+        ForeignKey("activities.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -303,7 +331,7 @@ class IngestedFile(Base):
     checksum: Mapped[str] = mapped_column(String(64))
     frames: Mapped[int]
     triples: Mapped[int]
-    activity_iri: Mapped[Optional[str]] = mapped_column(Text)
+    activity_iri: Mapped[str | None] = mapped_column(Text)
     loaded_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -312,8 +340,10 @@ class LateArrival(Base):
     (the stream's late-data policy): dropped, or pending / revised by a re-evaluation."""
 
     __tablename__ = "late_arrivals"
-    __table_args__ = (CheckConstraint(_one_of("status", LATE_STATUSES), name="status"),
-                      Index(None, "query_iri", "status"))
+    __table_args__ = (
+        CheckConstraint(_one_of("status", LATE_STATUSES), name="status"),
+        Index(None, "query_iri", "status"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id"))
@@ -325,7 +355,7 @@ class LateArrival(Base):
     last_close: Mapped[datetime]
     status: Mapped[str] = mapped_column(String(16))
     source_file: Mapped[str] = mapped_column(Text)
-    revision_activity: Mapped[Optional[str]] = mapped_column(Text)
+    revision_activity: Mapped[str | None] = mapped_column(Text)
     arrived_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -335,14 +365,17 @@ class ConsumedFact(Base):
     interval's own matches consumed, and a run loads only what earlier matches consumed."""
 
     __tablename__ = "consumed_facts"
-    __table_args__ = (UniqueConstraint("query_iri", "fact_key"), Index(None, "query_iri", "match_time"))
+    __table_args__ = (
+        UniqueConstraint("query_iri", "fact_key"),
+        Index(None, "query_iri", "match_time"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     query_iri: Mapped[str] = mapped_column(Text)
     fact_key: Mapped[str] = mapped_column(Text)
     fact_time: Mapped[datetime]
     match_time: Mapped[datetime]
-    activity_iri: Mapped[Optional[str]] = mapped_column(Text)
+    activity_iri: Mapped[str | None] = mapped_column(Text)
 
 
 class PartialMatch(Base):
@@ -391,6 +424,6 @@ class Alert(Base):
     reported_at: Mapped[datetime]
     message: Mapped[str] = mapped_column(Text)
     payload: Mapped[dict[str, Any]]
-    frame_id: Mapped[Optional[int]] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
-    activity_iri: Mapped[Optional[str]] = mapped_column(Text)
-    notified_at: Mapped[Optional[datetime]]
+    frame_id: Mapped[int | None] = mapped_column(ForeignKey("frames.id", ondelete="SET NULL"))
+    activity_iri: Mapped[str | None] = mapped_column(Text)
+    notified_at: Mapped[datetime | None]

@@ -14,9 +14,8 @@ Plain values in and out (the cut and the partial matches by subexpression key, a
 ``rsp_jobs.algebra.patterns.PartialMatches`` holds them): the store does not import the engine's
 layers; the DAG task (``rsp_jobs.orchestrate.tasks``) builds the engine's object from them.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
@@ -25,8 +24,9 @@ from rsp_jobs.store.models import PartialMatch, PartialMatchCut
 ROWS, CUTS = PartialMatch.__table__, PartialMatchCut.__table__
 
 
-def load_partials(engine: Engine, query_iri: str, plan_key: str,
-                  after_us: Optional[int]) -> tuple[Optional[int], dict[str, list[dict]]]:
+def load_partials(
+    engine: Engine, query_iri: str, plan_key: str, after_us: int | None
+) -> tuple[int | None, dict[str, list[dict]]]:
     """The kept partial matches a batch after ``after_us`` starts from, as ``(cut_us, old)``
     (``(None, {})`` for another version of the query, or for a batch with no start)."""
     with engine.connect() as conn:
@@ -36,12 +36,20 @@ def load_partials(engine: Engine, query_iri: str, plan_key: str,
         cut = min(after_us, row.cut_us)
         old: dict[str, list[dict]] = {}
         for r in conn.execute(select(ROWS).where(ROWS.c.query_iri == query_iri, ROWS.c.tw <= cut)):
-            old.setdefault(r.node_key, []).append({"ta": r.ta, "tw": r.tw, "ev": r.events, "vals": r.vals})
+            old.setdefault(r.node_key, []).append(
+                {"ta": r.ta, "tw": r.tw, "ev": r.events, "vals": r.vals}
+            )
         return cut, old
 
 
-def save_partials(conn: Connection, query_iri: str, plan_key: str, cut_us: Optional[int],
-                  produced: dict[str, list[dict]], until_us: int) -> int:
+def save_partials(
+    conn: Connection,
+    query_iri: str,
+    plan_key: str,
+    cut_us: int | None,
+    produced: dict[str, list[dict]],
+    until_us: int,
+) -> int:
     """Replace what was kept after the batch's cut (``cut_us``, what it started from) with what
     the batch computed (``produced``, by subexpression key); returns how many partial matches
     the batch added."""
@@ -49,8 +57,18 @@ def save_partials(conn: Connection, query_iri: str, plan_key: str, cut_us: Optio
     if cut_us is not None:
         stale = stale & (ROWS.c.tw > cut_us)
     conn.execute(delete(ROWS).where(stale))
-    rows = [dict(query_iri=query_iri, node_key=key, ta=m["ta"], tw=m["tw"], events=m["ev"], vals=m["vals"])
-            for key, found in sorted(produced.items()) for m in found]
+    rows = [
+        dict(
+            query_iri=query_iri,
+            node_key=key,
+            ta=m["ta"],
+            tw=m["tw"],
+            events=m["ev"],
+            vals=m["vals"],
+        )
+        for key, found in sorted(produced.items())
+        for m in found
+    ]
     if rows:
         conn.execute(insert(ROWS), rows)
     conn.execute(delete(CUTS).where(CUTS.c.query_iri == query_iri))

@@ -9,25 +9,32 @@ leaves none of them half written.
 SELECT solutions are stored as resources ``<frame>#r<i>`` with one ``rsp:var/<name>`` triple per
 bound variable; ASK as ``<frame> rsp:boolean true|false``; CONSTRUCT as its triples.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable, Iterable, Optional, Protocol, Sequence
+from typing import Protocol
 
 from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
 
 from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
+from rsp_jobs.results import WindowResult
 from rsp_jobs.store.db import chunks, write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
-from rsp_jobs.store.models import Frame, Stream, StoredResult
-from rsp_jobs.store.provenance import (ActivityRecord, background_entities, register_query, supersede,
-                                      write_activity)
-from rsp_jobs.terms import numeric_value, nt_to_rdflib, time_value, to_nt
-from rsp_jobs.results import WindowResult
+from rsp_jobs.store.models import Frame, StoredResult, Stream
+from rsp_jobs.store.provenance import (
+    ActivityRecord,
+    background_entities,
+    register_query,
+    supersede,
+    write_activity,
+)
+from rsp_jobs.terms import nt_to_rdflib, numeric_value, time_value, to_nt
 from rsp_jobs.times import as_utc, from_us, parse_datetime, to_us
 
 RSP = "urn:rsp:ns:"
@@ -60,10 +67,18 @@ class StoredEvaluation:
     frames_written: int
 
 
-def _window_triples(query: ContinuousQuery, frame: str, window: WindowResult) -> list[tuple[str, str, str]]:
+def _window_triples(
+    query: ContinuousQuery, frame: str, window: WindowResult
+) -> list[tuple[str, str, str]]:
     if query.form == "ASK":
         value = "true" if window.boolean else "false"
-        return [(f"<{frame}>", f"<{RSP}boolean>", f'"{value}"^^<http://www.w3.org/2001/XMLSchema#boolean>')]
+        return [
+            (
+                f"<{frame}>",
+                f"<{RSP}boolean>",
+                f'"{value}"^^<http://www.w3.org/2001/XMLSchema#boolean>',
+            )
+        ]
     if query.form in ("CONSTRUCT", "DESCRIBE"):
         triples = []
         for line in window.triples:
@@ -85,7 +100,13 @@ def _json_to_nt(term: dict) -> str:
     if term["type"] == "bnode":
         return to_nt(BNode(term["value"]))
     datatype = term.get("datatype")
-    return to_nt(Literal(term["value"], lang=term.get("xml:lang"), datatype=URIRef(datatype) if datatype else None))
+    return to_nt(
+        Literal(
+            term["value"],
+            lang=term.get("xml:lang"),
+            datatype=URIRef(datatype) if datatype else None,
+        )
+    )
 
 
 def _starts(window: WindowResult) -> dict[tuple, list]:
@@ -98,7 +119,9 @@ def _starts(window: WindowResult) -> dict[tuple, list]:
     return starts
 
 
-def result_batch(query: ContinuousQuery, windows: Iterable[WindowResult]) -> tuple[StreamBatch, dict[str, str]]:
+def result_batch(
+    query: ContinuousQuery, windows: Iterable[WindowResult]
+) -> tuple[StreamBatch, dict[str, str]]:
     """The reported windows as frames of the query's output stream, stamped with each window's
     close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this.
     A window without results is an empty frame: a part with no triples, so nothing of it reaches
@@ -115,18 +138,41 @@ def result_batch(query: ContinuousQuery, windows: Iterable[WindowResult]) -> tup
         for pos, (s, p, o) in enumerate(triples):
             rdf = nt_to_rdflib(o)
             for start in starts.get((s, p, o), [None]):
-                batch.elements.append(Element(stream, close, frame, s, p, o, numeric_value(rdf), time_value(rdf), pos,
-                                              None if start == close else start))
-        batch.parts.append(Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(triples)))
+                batch.elements.append(
+                    Element(
+                        stream,
+                        close,
+                        frame,
+                        s,
+                        p,
+                        o,
+                        numeric_value(rdf),
+                        time_value(rdf),
+                        pos,
+                        None if start == close else start,
+                    )
+                )
+        batch.parts.append(
+            Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(triples))
+        )
     return batch, frame_of
 
 
-def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[WindowResult], started_at: datetime,
-                     spark_app_id: Optional[str] = None, evaluated_until: Optional[datetime] = None,
-                     revision_of: Optional[str] = None, kind: str = "window_evaluation",
-                     used_frames: Optional[Iterable[str]] = None,
-                     also: Optional[Callable[[Connection, str], None]] = None, t0_us: Optional[int] = None,
-                     entailment: Optional[str] = None, background: Sequence[str] = ()) -> StoredEvaluation:
+def store_evaluation(
+    engine: Engine,
+    query: ContinuousQuery,
+    windows: Iterable[WindowResult],
+    started_at: datetime,
+    spark_app_id: str | None = None,
+    evaluated_until: datetime | None = None,
+    revision_of: str | None = None,
+    kind: str = "window_evaluation",
+    used_frames: Iterable[str] | None = None,
+    also: Callable[[Connection, str], None] | None = None,
+    t0_us: int | None = None,
+    entailment: str | None = None,
+    background: Sequence[str] = (),
+) -> StoredEvaluation:
     """Persist one evaluation run's windows with its provenance (one transaction).
 
     ``evaluated_until``: the run evaluated every close up to it, reported or not; the output
@@ -142,9 +188,16 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
     q_iri, stream = query_iri(query), output_stream_iri(query)
     batch, frame_of = result_batch(query, windows)
     specs, backgrounds = background_entities(background)
-    record = ActivityRecord(kind, started_at, query_iri=q_iri, spark_app_id=spark_app_id,
-                            revision_of=revision_of, t0=None if t0_us is None else from_us(t0_us),
-                            entailment=entailment, background=specs)
+    record = ActivityRecord(
+        kind,
+        started_at,
+        query_iri=q_iri,
+        spark_app_id=spark_app_id,
+        revision_of=revision_of,
+        t0=None if t0_us is None else from_us(t0_us),
+        entailment=entailment,
+        background=specs,
+    )
     with write_transaction(engine) as conn:
         record.query_text_hash = register_query(conn, q_iri, query.text)
         report = write_batch(conn, batch, kind="derived", query_iri=q_iri)
@@ -161,8 +214,12 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
                 scopes = {frame_of[w.window_close]: by_close[w.close_us] for w in windows}
             else:  # matches: the frames of their events
                 scopes = {frame_of[w.window_close]: set(w.events) for w in windows}
-            record.derived = [(result, source) for result, sources in scopes.items() for source in sorted(sources)]
-            wanted = set(used_frames or ()) | {source for sources in scopes.values() for source in sources}
+            record.derived = [
+                (result, source) for result, sources in scopes.items() for source in sorted(sources)
+            ]
+            wanted = set(used_frames or ()) | {
+                source for sources in scopes.values() for source in sources
+            }
             record.used = frames_named(conn, sorted(wanted))
         if also is not None:
             also(conn, record.iri)
@@ -177,31 +234,50 @@ def store_evaluation(engine: Engine, query: ContinuousQuery, windows: Iterable[W
 
 def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, str]]:
     stream_id = select(Stream.id).where(Stream.iri == stream).scalar_subquery()
-    rows = conn.execute(select(Frame.frame_iri, Frame.id, Frame.checksum).where(Frame.stream_id == stream_id))
+    rows = conn.execute(
+        select(Frame.frame_iri, Frame.id, Frame.checksum).where(Frame.stream_id == stream_id)
+    )
     wanted = set(iris)
     return {r.frame_iri: (r.id, r.checksum) for r in rows if r.frame_iri in wanted}
 
 
 def _upsert_result(conn, q_iri: str, window: WindowResult, frame_id: int) -> None:
     table = StoredResult.__table__
-    values = dict(query_iri=q_iri, window_open=from_us(window.open_us), window_close=from_us(window.close_us),
-                  form=window.form, payload=window.to_json(), row_count=window.rows, frame_id=frame_id)
+    values = dict(
+        query_iri=q_iri,
+        window_open=from_us(window.open_us),
+        window_close=from_us(window.close_us),
+        form=window.form,
+        payload=window.to_json(),
+        row_count=window.rows,
+        frame_id=frame_id,
+    )
     statement = INSERT_ON_CONFLICT[conn.dialect.name](table).values(**values)
-    conn.execute(statement.on_conflict_do_update(
-        index_elements=[table.c.query_iri, table.c.window_close],
-        set_={k: statement.excluded[k] for k in ("window_open", "form", "payload", "row_count", "frame_id")}))
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[table.c.query_iri, table.c.window_close],
+            set_={
+                k: statement.excluded[k]
+                for k in ("window_open", "form", "payload", "row_count", "frame_id")
+            },
+        )
+    )
 
 
 def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
     """The stored frames with these IRIs (what a pattern's matches used), with checksums."""
     found = []
     for chunk in chunks(iris):
-        rows = conn.execute(select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(chunk)))
+        rows = conn.execute(
+            select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(chunk))
+        )
         found += [(r.frame_iri, "frame", r.checksum) for r in rows]
     return found
 
 
-def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) -> dict[int, set[str]]:
+def _window_scopes(
+    conn, query: ContinuousQuery, windows: list[WindowResult]
+) -> dict[int, set[str]]:
     """The stored frames each reported window (by close, µs) was computed from: per stream
     window, those with a time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with
     the evaluation a STEP before, so one STEP more), or for ``[TRIPLES n]`` the latest frames
@@ -212,15 +288,24 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
     step_us = schedule(query, 0).step  # None: evaluated on each arrival (count windows only)
     for clause in query.windows:
         spec = clause.window
-        frames = select(Frame.frame_iri, Frame.ts, Frame.triple_count).join(
-            Stream, Stream.id == Frame.stream_id).where(Stream.iri == clause.stream)
+        frames = (
+            select(Frame.frame_iri, Frame.ts, Frame.triple_count)
+            .join(Stream, Stream.id == Frame.stream_id)
+            .where(Stream.iri == clause.stream)
+        )
         if hasattr(spec, "range_ms"):
             back_us = spec.range_ms * 1000 + (0 if query.r2s == "RSTREAM" else step_us)
-            rows = conn.execute(frames.where(Frame.ts >= first - timedelta(microseconds=back_us), Frame.ts < last)
-                                .order_by(Frame.ts)).all()
+            rows = conn.execute(
+                frames.where(
+                    Frame.ts >= first - timedelta(microseconds=back_us), Frame.ts < last
+                ).order_by(Frame.ts)
+            ).all()
             times = [to_us(as_utc(r.ts)) for r in rows]
             for close, found in scopes.items():
-                found.update(r.frame_iri for r in rows[bisect_left(times, close - back_us):bisect_left(times, close)])
+                found.update(
+                    r.frame_iri
+                    for r in rows[bisect_left(times, close - back_us) : bisect_left(times, close)]
+                )
         elif hasattr(spec, "triples"):
             for close, found in scopes.items():
                 # on a grid the window holds what came before the close; on arrival, the arriving
@@ -232,7 +317,9 @@ def _window_scopes(conn, query: ContinuousQuery, windows: list[WindowResult]) ->
                 for end, inclusive in ends:
                     before = Frame.ts <= from_us(end) if inclusive else Frame.ts < from_us(end)
                     held = 0
-                    for row in conn.execute(frames.where(before).order_by(Frame.ts.desc()).limit(spec.triples)):
+                    for row in conn.execute(
+                        frames.where(before).order_by(Frame.ts.desc()).limit(spec.triples)
+                    ):
                         if held >= spec.triples:
                             break
                         found.add(row.frame_iri)

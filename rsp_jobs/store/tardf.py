@@ -26,14 +26,16 @@ as UTC ``xsd:dateTime`` with every stored microsecond. Exports stream rows from 
 the stored N-Triples text as it is; frames come in time order, each frame's triples sorted, so
 an export depends only on the stored frames.
 """
+
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, TextIO, Union
+from typing import TextIO
 
 from rdflib.namespace import RDF
 from sqlalchemy import Engine, select
@@ -59,7 +61,7 @@ EXPORT_FORMATS = ("trig", "nquads")
 
 ROWS_PER_FETCH = 10_000  # rows a server-side cursor hands over at a time
 
-Out = Union[str, Path, TextIO]
+Out = str | Path | TextIO
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,14 @@ class _StoredFrame:
     triples: list[tuple[str, str, str]]  # N-Triples text, sorted
 
 
-def export_stream(engine: Engine, stream_iri: str, out: Out, fmt: str = "trig",
-                  start: Optional[datetime] = None, end: Optional[datetime] = None) -> ExportReport:
+def export_stream(
+    engine: Engine,
+    stream_iri: str,
+    out: Out,
+    fmt: str = "trig",
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> ExportReport:
     """Write the frames of ``stream_iri`` with ``start <= ts < end`` (either bound optional) to
     ``out``, a path or a text file, as TriG or N-Quads in time order (see the module doc)."""
     if fmt not in EXPORT_FORMATS:
@@ -91,13 +99,15 @@ def export_stream(engine: Engine, stream_iri: str, out: Out, fmt: str = "trig",
         if stream_id is None:
             raise InputError(f"stream <{stream_iri}> is not in the store")
         invariant = invariants_about(conn, f"<{stream_iri}>")
-        rows = conn.execution_options(yield_per=ROWS_PER_FETCH).execute(_frame_rows(stream_id, start, end))
+        rows = conn.execution_options(yield_per=ROWS_PER_FETCH).execute(
+            _frame_rows(stream_id, start, end)
+        )
         with _text_out(out) as handle:
             write = _write_trig if fmt == "trig" else _write_nquads
             return write(handle, stream_iri, _frames(rows), invariant)
 
 
-def import_stream(engine: Engine, path: Union[str, Path], stream_iri: Optional[str] = None) -> LoadReport:
+def import_stream(engine: Engine, path: str | Path, stream_iri: str | None = None) -> LoadReport:
     """Load a TA-RDF file (Definition 3's translation, an export, or any RSP stream file) into
     the store in one transaction: each stream's frames (default: the streams its frames
     ``dsv:belongsTo``; ``stream_iri`` loads a one-stream file into that stream instead) and its
@@ -107,19 +117,27 @@ def import_stream(engine: Engine, path: Union[str, Path], stream_iri: Optional[s
     with write_transaction(engine) as conn:
         reports = [write_batch(conn, batch) for batch in tardf.batches.values()]
         invariant = write_invariants(conn, tardf.source, tardf.invariant)
-    totals = {f.name: sum(getattr(r, f.name) for r in reports) for f in fields(LoadReport) if f.name != "invariant"}
+    totals = {
+        f.name: sum(getattr(r, f.name) for r in reports)
+        for f in fields(LoadReport)
+        if f.name != "invariant"
+    }
     return LoadReport(**totals, invariant=invariant)
 
 
 # --- export -------------------------------------------------------------------------------
 
 
-def _frame_rows(stream_id: int, start: Optional[datetime], end: Optional[datetime]):
+def _frame_rows(stream_id: int, start: datetime | None, end: datetime | None):
     """One row per triple, frames in time order along the (stream_id, ts) index; an outer join
     so that a frame without triples is still exported as a frame."""
-    query = (select(Frame.id, Frame.ts, Frame.frame_iri, FrameTriple.s, FrameTriple.p, FrameTriple.o)
-             .select_from(Frame).outerjoin(FrameTriple, FrameTriple.frame_id == Frame.id)
-             .where(Frame.stream_id == stream_id).order_by(Frame.ts))
+    query = (
+        select(Frame.id, Frame.ts, Frame.frame_iri, FrameTriple.s, FrameTriple.p, FrameTriple.o)
+        .select_from(Frame)
+        .outerjoin(FrameTriple, FrameTriple.frame_id == Frame.id)
+        .where(Frame.stream_id == stream_id)
+        .order_by(Frame.ts)
+    )
     if start is not None:
         query = query.where(Frame.ts >= _aware(start))
     if end is not None:
@@ -130,15 +148,23 @@ def _frame_rows(stream_id: int, start: Optional[datetime], end: Optional[datetim
 def _frames(rows: Iterable) -> Iterator[_StoredFrame]:
     for _, group in itertools.groupby(rows, key=lambda row: row.id):
         first = next(group)
-        triples = sorted((row.s, row.p, row.o) for row in itertools.chain([first], group) if row.s is not None)
+        triples = sorted(
+            (row.s, row.p, row.o) for row in itertools.chain([first], group) if row.s is not None
+        )
         yield _StoredFrame(first.ts, first.frame_iri, triples)
 
 
-def _write_trig(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
-                invariant: list[tuple[str, str, str]]) -> ExportReport:
-    out.write(f"# TA-RDF export of stream <{stream_iri}>\n"
-              f"@prefix dsv: <{DSV}> .\n@prefix prov: <{PROV}> .\n@prefix xsd: <{XSD}> .\n\n"
-              f"<{stream_iri}> a dsv:DataStream .\n")
+def _write_trig(
+    out: TextIO,
+    stream_iri: str,
+    frames: Iterable[_StoredFrame],
+    invariant: list[tuple[str, str, str]],
+) -> ExportReport:
+    out.write(
+        f"# TA-RDF export of stream <{stream_iri}>\n"
+        f"@prefix dsv: <{DSV}> .\n@prefix prov: <{PROV}> .\n@prefix xsd: <{XSD}> .\n\n"
+        f"<{stream_iri}> a dsv:DataStream .\n"
+    )
     out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
     count = triples = 0
     for frame in frames:
@@ -148,15 +174,21 @@ def _write_trig(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
             out.writelines(f"  {s} {p} {o} .\n" for s, p, o in frame.triples)
             out.write("}\n")
         stamp = f'"{xsd_datetime(frame.ts)}"^^xsd:dateTime'
-        out.write(f"{graph} a dsv:Frame ;\n  dsv:belongsTo <{stream_iri}> ;\n"
-                  f"  dsv:hasTimestamp {stamp} ;\n  prov:generatedAtTime {stamp} .\n")
+        out.write(
+            f"{graph} a dsv:Frame ;\n  dsv:belongsTo <{stream_iri}> ;\n"
+            f"  dsv:hasTimestamp {stamp} ;\n  prov:generatedAtTime {stamp} .\n"
+        )
         out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
         count, triples = count + 1, triples + len(frame.triples)
     return ExportReport(count, triples)
 
 
-def _write_nquads(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
-                  invariant: list[tuple[str, str, str]]) -> ExportReport:
+def _write_nquads(
+    out: TextIO,
+    stream_iri: str,
+    frames: Iterable[_StoredFrame],
+    invariant: list[tuple[str, str, str]],
+) -> ExportReport:
     stream = f"<{stream_iri}>"
     out.write(f"# TA-RDF export of stream {stream}\n{stream} <{RDF_TYPE}> <{DSV_DATA_STREAM}> .\n")
     out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
@@ -165,8 +197,10 @@ def _write_nquads(out: TextIO, stream_iri: str, frames: Iterable[_StoredFrame],
         graph = f"<{frame.iri}>"
         out.writelines(f"{s} {p} {o} {graph} .\n" for s, p, o in frame.triples)
         stamp = f'"{xsd_datetime(frame.ts)}"^^<{XSD_DATETIME}>'
-        out.write(f"{graph} <{RDF_TYPE}> <{DSV_FRAME}> .\n{graph} <{DSV_BELONGS_TO}> {stream} .\n"
-                  f"{graph} <{DSV_HAS_TIMESTAMP}> {stamp} .\n{graph} <{PROV_GENERATED_AT}> {stamp} .\n")
+        out.write(
+            f"{graph} <{RDF_TYPE}> <{DSV_FRAME}> .\n{graph} <{DSV_BELONGS_TO}> {stream} .\n"
+            f"{graph} <{DSV_HAS_TIMESTAMP}> {stamp} .\n{graph} <{PROV_GENERATED_AT}> {stamp} .\n"
+        )
         out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
         count, triples = count + 1, triples + len(frame.triples)
     return ExportReport(count, triples)
@@ -187,7 +221,7 @@ def _translation(stream_iri: str, frame: _StoredFrame) -> list[tuple[str, str, s
 
 
 @contextmanager
-def _text_out(out: Union[Path, TextIO]) -> Iterator[TextIO]:
+def _text_out(out: Path | TextIO) -> Iterator[TextIO]:
     if isinstance(out, Path):
         with open(out, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
@@ -197,5 +231,7 @@ def _text_out(out: Union[Path, TextIO]) -> Iterator[TextIO]:
 
 def _aware(ts: datetime) -> datetime:
     if ts.tzinfo is None:
-        raise ValueError(f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)")
+        raise ValueError(
+            f"naive datetime {ts.isoformat()}: give its time zone (the store keeps UTC)"
+        )
     return ts

@@ -1,5 +1,6 @@
 """Join order inside a basic graph pattern, by selectivity: evaluators join a BGP's triple
 patterns in the order written, so this rule writes them in the order to join them."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -13,6 +14,7 @@ def order_joins(query: P.ContinuousQuery) -> P.ContinuousQuery:
     """Greedy order: start with the pattern with most constants, then always take one that
     shares a variable with what is joined so far (most constants first, ties in written
     order), so that no cartesian product is formed while a connected pattern remains."""
+
     def reorder(node):
         if not isinstance(node, P.BGP) or len(node.triples) < 2:
             return node
@@ -41,4 +43,3 @@ def _join_order(bgp: P.BGP) -> list[int]:
 
 def _constants(triple: ast.TriplePattern) -> int:
     return sum(P.var_name(t) is None for t in (triple.subject, triple.predicate, triple.object))
-

@@ -1,6 +1,7 @@
 """Predicate pruning: window assignment copies every triple into RANGE/STEP windows, so the
 triples no pattern can match are dropped before it. The rule states which predicates the
 query can match (``ContinuousQuery.predicates``); window assignment keeps only those."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,8 +15,11 @@ def prune_predicates(query: P.ContinuousQuery) -> P.ContinuousQuery:
     """Not for DESCRIBE (it reports whatever a window says of a resource), count windows (the
     last n triples are counted before any pattern), patterns (they read streams whole), or a
     query with a variable predicate in a triple pattern or timestamp() call."""
-    if query.form == "DESCRIBE" or query.pattern or not all(
-            isinstance(w.window, ast.TimeWindow) for w in query.windows):
+    if (
+        query.form == "DESCRIBE"
+        or query.pattern
+        or not all(isinstance(w.window, ast.TimeWindow) for w in query.windows)
+    ):
         return query
     found = set()
     for node in walk(query.plan):

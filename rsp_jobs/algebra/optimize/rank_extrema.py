@@ -14,10 +14,10 @@ terms at that place of the triples with that predicate, which the engine reads f
 lake's files and the background graphs (``LakeStatistics.terms``, ``Background.terms``). Where
 it cannot (under entailment a window holds derived triples; a slice too large to read on the
 driver; more terms than a local relation holds) the aggregate sorts as before."""
+
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.language import ast
@@ -31,9 +31,12 @@ def rank_extrema(query: P.ContinuousQuery) -> P.ContinuousQuery:
     def annotate(node):
         if not isinstance(node, P.Group):
             return node
-        ranked = tuple(_sources(node.input, agg.arg.name)
-                       if agg.name in ("min", "max") and isinstance(agg.arg, ast.Var) else ()
-                       for agg, _ in node.aggregates)
+        ranked = tuple(
+            _sources(node.input, agg.arg.name)
+            if agg.name in ("min", "max") and isinstance(agg.arg, ast.Var)
+            else ()
+            for agg, _ in node.aggregates
+        )
         return replace(node, ranked=ranked) if any(ranked) else node
 
     return replace(query, plan=transform(query.plan, annotate))
@@ -46,8 +49,10 @@ def _sources(node, name: str) -> tuple[P.TermsAt, ...]:
     for n in walk(node):
         if isinstance(n, (P.Extend, P.GroupExtend)) and n.var.name == name:
             return ()
-        if isinstance(n, P.Group) and (any(var.name == name for _, var in n.aggregates) or any(
-                var.name == name and expr != var for expr, var in n.keys)):
+        if isinstance(n, P.Group) and (
+            any(var.name == name for _, var in n.aggregates)
+            or any(var.name == name and expr != var for expr, var in n.keys)
+        ):
             return ()
         if isinstance(n, ast.TriplePattern):
             place = _place(n, name)
@@ -58,11 +63,14 @@ def _sources(node, name: str) -> tuple[P.TermsAt, ...]:
     return tuple(sorted(found, key=lambda t: (t.predicate, t.position)))
 
 
-def _place(triple: ast.TriplePattern, name: str) -> Optional[str]:
+def _place(triple: ast.TriplePattern, name: str) -> str | None:
     """``s`` or ``o`` where ``triple`` binds ``?name`` (None: it does not; "": it does, but not
     at a place this rule ranks)."""
-    places = [place for place, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
-              if isinstance(term, ast.Var) and term.name == name]
+    places = [
+        place
+        for place, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
+        if isinstance(term, ast.Var) and term.name == name
+    ]
     if not places:
         return None
     if "p" in places or len(places) > 1 or not isinstance(triple.predicate, ast.IRI):

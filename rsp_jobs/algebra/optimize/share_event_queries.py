@@ -1,9 +1,11 @@
 """DOTR events with the same SELECT (``last L = [q] ... and first F = [q]``) share one
 evaluation per instant: its solutions are labelled once per event."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 from rsp_jobs.algebra.dotr import RulePlan
 
@@ -11,8 +13,12 @@ E = TypeVar("E")
 
 
 def share_event_queries(plan: RulePlan) -> RulePlan:
-    return replace(plan, events=merge_equal_queries(
-        plan.events, lambda kept, same: replace(kept, labels=kept.labels + same.labels)))
+    return replace(
+        plan,
+        events=merge_equal_queries(
+            plan.events, lambda kept, same: replace(kept, labels=kept.labels + same.labels)
+        ),
+    )
 
 
 def merge_equal_queries(events: Sequence[E], merge: Callable[[E, E], E]) -> tuple[E, ...]:
@@ -20,8 +26,14 @@ def merge_equal_queries(events: Sequence[E], merge: Callable[[E, E], E]) -> tupl
     projection of an earlier one merged into that one (``merge(kept, same)``), in order."""
     shared: list = []
     for event in events:
-        same = next((i for i, e in enumerate(shared) if e.query.plan == event.query.plan
-                     and e.query.variables == event.query.variables), None)
+        same = next(
+            (
+                i
+                for i, e in enumerate(shared)
+                if e.query.plan == event.query.plan and e.query.variables == event.query.variables
+            ),
+            None,
+        )
         if same is None:
             shared.append(event)
         else:

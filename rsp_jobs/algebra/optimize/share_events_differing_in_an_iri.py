@@ -16,11 +16,11 @@ UNION or the right of OPTIONAL/MINUS a solution's fate depends on the others, so
 there keeps the SELECTs apart. The solutions whose variable holds IRI ``x`` are then those of
 the SELECT written with ``x``, each once, and ``spark/rules.facts_frame`` keys them as it keys
 that SELECT's own (the variable is not one of the fact's bindings)."""
+
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import replace
-from typing import Optional
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.dotr import RuleSetPlan, SharedEvent
@@ -28,9 +28,17 @@ from rsp_jobs.language import ast
 from rsp_jobs.tree import walk
 
 # the fields of each operator through which a solution's own triples pass unjudged by others
-_THROUGH = {P.Project: ("input",), P.Distinct: ("input",), P.Filter: ("input",), P.Extend: ("input",),
-            P.Join: ("left", "right"), P.LeftJoin: ("left",), P.Minus: ("left",),
-            P.ToMultiset: ("input",), P.OrderBy: ("input",)}
+_THROUGH = {
+    P.Project: ("input",),
+    P.Distinct: ("input",),
+    P.Filter: ("input",),
+    P.Extend: ("input",),
+    P.Join: ("left", "right"),
+    P.LeftJoin: ("left",),
+    P.Minus: ("left",),
+    P.ToMultiset: ("input",),
+    P.OrderBy: ("input",),
+}
 
 Path = tuple  # field names and tuple indices from a plan's root to a node
 
@@ -42,7 +50,7 @@ def share_events_differing_in_an_iri(plan: RuleSetPlan) -> RuleSetPlan:
 def _merged(events: tuple[SharedEvent, ...]) -> tuple[SharedEvent, ...]:
     """Each event whose query differs from an earlier one's in one IRI (at one or more places)
     joins that one's cluster; a cluster of several becomes one split event, in place of its first."""
-    clusters: list[tuple[list[SharedEvent], Optional[tuple[Path, ...]]]] = []
+    clusters: list[tuple[list[SharedEvent], tuple[Path, ...] | None]] = []
     for event in events:
         for i, (members, places) in enumerate(clusters):
             found = _iri_places(members[0], event)
@@ -52,10 +60,12 @@ def _merged(events: tuple[SharedEvent, ...]) -> tuple[SharedEvent, ...]:
                 break
         else:
             clusters.append(([event], None))
-    return tuple(members[0] if places is None else _split(members, places) for members, places in clusters)
+    return tuple(
+        members[0] if places is None else _split(members, places) for members, places in clusters
+    )
 
 
-def _iri_places(a: SharedEvent, b: SharedEvent) -> Optional[tuple[Path, ...]]:
+def _iri_places(a: SharedEvent, b: SharedEvent) -> tuple[Path, ...] | None:
     """Where ``a``'s query has one IRI and ``b``'s another, if they differ nowhere else and
     each place is one ``_THROUGH`` lets through; else None."""
     if a.split is not None or b.split is not None or a.query.variables != b.query.variables:
@@ -84,14 +94,14 @@ def _differences(a, b, path: Path) -> list:
                 x, y = getattr(s, name), getattr(t, name)
                 if x != y:
                     both = isinstance(x, ast.IRI) and isinstance(y, ast.IRI)
-                    out.append((path + ("triples", i, name), x, y) if both else None)
+                    out.append(((*path, "triples", i, name), x, y) if both else None)
         return out
     through = _THROUGH.get(type(a), ())
     out = []
     for f in dataclasses.fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if x != y:
-            out += _differences(x, y, path + (f.name,)) if f.name in through else [None]
+            out += _differences(x, y, (*path, f.name)) if f.name in through else [None]
     return out
 
 
@@ -105,12 +115,18 @@ def _split(members: list[SharedEvent], places: tuple[Path, ...]) -> SharedEvent:
     plan = first.plan
     for place in places:
         plan = _replace_at(plan, place, lambda _: var, var)
-    bgp = places[0][:places[0].index("triples")]
-    restricted = lambda node: P.Filter(ast.In(var, tuple(dict.fromkeys(iris))), node)
+    bgp = places[0][: places[0].index("triples")]
+
+    def restricted(node):
+        return P.Filter(ast.In(var, tuple(dict.fromkeys(iris))), node)
+
     plan = _replace_at(plan, bgp, restricted, var)
-    predicates = None if any(m.query.predicates is None for m in members) else \
-        frozenset().union(*(m.query.predicates for m in members))
-    query = replace(first, plan=plan, variables=first.variables + (var,), predicates=predicates)
+    predicates = (
+        None
+        if any(m.query.predicates is None for m in members)
+        else frozenset().union(*(m.query.predicates for m in members))
+    )
+    query = replace(first, plan=plan, variables=(*first.variables, var), predicates=predicates)
     uses = tuple(u for m in members for u in m.uses)
     by_use = tuple(f"<{iri.value}>" for m, iri in zip(members, iris) for _ in m.uses)
     return SharedEvent(uses, query, split=var.name, iris=by_use)
@@ -137,8 +153,8 @@ def _replace_at(node, path: Path, fn, var: ast.Var):
         return fn(node)
     step, rest = path[0], path[1:]
     if isinstance(step, int):
-        return node[:step] + (_replace_at(node[step], rest, fn, var),) + node[step + 1:]
+        return (*node[:step], _replace_at(node[step], rest, fn, var), *node[step + 1 :])
     changes = {step: _replace_at(getattr(node, step), rest, fn, var)}
     if isinstance(node, P.Project) and var not in node.vars:
-        changes["vars"] = node.vars + (var,)
+        changes["vars"] = (*node.vars, var)
     return replace(node, **changes)

@@ -17,6 +17,7 @@ count windows or windows that differ (no one RANGE bounds a join), nor windows s
 their STEP (most triples are in none: dropping them first is cheaper), nor for EP-SPARQL
 patterns (they read streams whole). The engine also keeps triples first under RDFS
 entailment, which derives triples per window (``rsp_jobs.engine.evaluate``)."""
+
 from __future__ import annotations
 
 from dataclasses import replace

@@ -9,9 +9,16 @@ operators are in ``nodes``, and ``explain`` prints them.
     >>> query.where.scans[0].selector
     Last()
 """
+
 from __future__ import annotations
 
-from rsp_jobs.algebra.tasparql.expressions import Types, grouped_only, has_aggregate, position, projected
+from rsp_jobs.algebra.tasparql.expressions import (
+    Types,
+    grouped_only,
+    has_aggregate,
+    position,
+    projected,
+)
 from rsp_jobs.algebra.tasparql.nodes import Group, OneTimeQuery, OrderKey, Projection
 from rsp_jobs.algebra.tasparql.patterns import Patterns, scope_of
 from rsp_jobs.errors import QuerySyntaxError
@@ -33,8 +40,11 @@ def plan(query: ast.Query) -> OneTimeQuery:
         where = patterns.group(root, filtered=False)
     types = Types(scope_of(where), source)
     filters = tuple(types.condition(expr, "FILTER") for expr in root.filters)
-    aggregated = query.group_by is not None or query.having is not None or any(
-        has_aggregate(item.expr) for item in query.items)
+    aggregated = (
+        query.group_by is not None
+        or query.having is not None
+        or any(has_aggregate(item.expr) for item in query.items)
+    )
     keys = _group_keys(query) if aggregated else None
     items = []
     for item in query.items:
@@ -42,8 +52,17 @@ def plan(query: ast.Query) -> OneTimeQuery:
             grouped_only(item.expr, keys, source)
         items.append(Projection(item.name, types.value(item.expr, aggregates=aggregated)))
     group = None if keys is None else _group(query, keys, types)
-    return OneTimeQuery(where, filters, group, tuple(items), query.distinct, _order(query, keys, types),
-                        query.limit, query.offset, source)
+    return OneTimeQuery(
+        where,
+        filters,
+        group,
+        tuple(items),
+        query.distinct,
+        _order(query, keys, types),
+        query.limit,
+        query.offset,
+        source,
+    )
 
 
 def _group_keys(query: ast.Query) -> tuple:
@@ -56,9 +75,13 @@ def _group_keys(query: ast.Query) -> tuple:
         if has_aggregate(item.expr):
             continue
         if not isinstance(item.expr, (ast.VarRef, ast.FrameTime)):
-            raise QuerySyntaxError(query.source, item.pos.line, item.pos.column,
-                                   f"?{item.name}: with aggregates and no GROUP BY, the other projected items "
-                                   "are variables (they group the solutions)")
+            raise QuerySyntaxError(
+                query.source,
+                item.pos.line,
+                item.pos.column,
+                f"?{item.name}: with aggregates and no GROUP BY, the other projected items "
+                "are variables (they group the solutions)",
+            )
         keys.append(item.expr)
     return tuple(keys)
 
@@ -86,7 +109,11 @@ def _order(query: ast.Query, keys, types: Types) -> tuple[OrderKey, ...]:
             grouped_only(expr, keys, query.source)
         if query.distinct and not projected(expr, query.items):
             pos = position(expr)
-            raise QuerySyntaxError(query.source, pos.line, pos.column,
-                                   "with DISTINCT, ORDER BY uses projected variables")
+            raise QuerySyntaxError(
+                query.source,
+                pos.line,
+                pos.column,
+                "with DISTINCT, ORDER BY uses projected variables",
+            )
         order.append(OrderKey(types.value(expr, aggregates=keys is not None), None, descending))
     return tuple(order)

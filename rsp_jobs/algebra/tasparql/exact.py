@@ -11,13 +11,13 @@ exact value here; the SQL dialects (``rsp_jobs/store/sql/``) read stored terms t
     >>> numeral_exact(0.1, "0.100000000000000001"), numeral_exact(0.1, "1e-1")
     ('0.100000000000000001', '0.1')
 """
+
 from __future__ import annotations
 
 import decimal
 import math
 import re
 from decimal import Decimal
-from typing import Optional
 
 from rsp_jobs.terms import INTEGER_TYPES, XSD
 
@@ -25,8 +25,12 @@ from rsp_jobs.terms import INTEGER_TYPES, XSD
 # §4.2 leaves the digits of decimal division to the implementation; Spark keeps as many)
 DECIMAL_DIGITS = 18
 # every digit kept: no operation but a quotient's rounding to DECIMAL_DIGITS rounds
-EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,
-                        traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow])
+EXACT = decimal.Context(
+    prec=decimal.MAX_PREC,
+    Emax=decimal.MAX_EMAX,
+    Emin=decimal.MIN_EMIN,
+    traps=[decimal.InvalidOperation, decimal.DivisionByZero, decimal.Overflow],
+)
 
 # a valid xsd:integer (or derived type) and xsd:decimal literal (XSD §3.3.13.1, §3.2.3.1): its
 # N-Triples text split at the first XSD_TYPED is the quote and the lexical form, then the local
@@ -35,11 +39,11 @@ EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decim
 XSD_TYPED = f'"^^<{XSD}'
 INTEGER_LEXICAL = r"[+-]?[0-9]+"
 DECIMAL_LEXICAL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-INTEGER_DATATYPES = tuple(sorted(t[len(XSD):] + ">" for t in INTEGER_TYPES))
+INTEGER_DATATYPES = tuple(sorted(t[len(XSD) :] + ">" for t in INTEGER_TYPES))
 _INTEGER_RE, _DECIMAL_RE = re.compile(INTEGER_LEXICAL), re.compile(DECIMAL_LEXICAL)
 
 
-def term_exact(text: Optional[str]) -> Optional[str]:
+def term_exact(text: str | None) -> str | None:
     """The exact value of an integer or decimal term's N-Triples text, canonical; else None."""
     if text is None:
         return None
@@ -52,7 +56,7 @@ def term_exact(text: Optional[str]) -> Optional[str]:
     return None
 
 
-def numeral_exact(value: float, text: str) -> Optional[str]:
+def numeral_exact(value: float, text: str) -> str | None:
     """The exact value of a numeral of the query: as written (``0.100000000000000001``,
     ``1000000000000000000000000000001``). One with an exponent is read from its double as the
     shortest decimal that reads back as it (``1e-1`` is 0.1, not 0.1000000000000000055...); an

@@ -10,6 +10,7 @@ prints). Selectors, patterns and expressions are written as TA-SPARQL writes the
           Scan ?x[LAST]
             ?x <urn:height> ?h
 """
+
 from __future__ import annotations
 
 from rsp_jobs.algebra.tasparql import expressions as E
@@ -22,8 +23,14 @@ def explain(query: N.OneTimeQuery) -> str:
     Project(OrderBy(Group(Filter(pattern))))))."""
     chain = []
     if query.limit is not None or query.offset is not None:
-        chain.append("Slice" + "".join(f" {name}={value}" for name, value in
-                                       (("limit", query.limit), ("offset", query.offset)) if value is not None))
+        chain.append(
+            "Slice"
+            + "".join(
+                f" {name}={value}"
+                for name, value in (("limit", query.limit), ("offset", query.offset))
+                if value is not None
+            )
+        )
     if query.distinct:
         chain.append("Distinct")
     chain.append("Project " + " ".join(_item(p) for p in query.items))
@@ -55,20 +62,29 @@ def _pattern(node: N.Pattern, depth: int) -> list[str]:
         lines = [f"{pad}Frames"]
         for scan in node.scans:
             lines += _scan(scan, depth + 1)
-        lines += [f"{pad}  Link {_slot(link.subject)} {_slot(link.predicate)} stream of ?{link.frame}"
-                  for link in node.links]
-        lines += [f"{pad}  Invariant {_slot(p.subject)} {_slot(p.predicate)} {_slot(p.object)}"
-                  for p in node.invariants]
+        lines += [
+            f"{pad}  Link {_slot(link.subject)} {_slot(link.predicate)} stream of ?{link.frame}"
+            for link in node.links
+        ]
+        lines += [
+            f"{pad}  Invariant {_slot(p.subject)} {_slot(p.predicate)} {_slot(p.object)}"
+            for p in node.invariants
+        ]
         return lines
     if isinstance(node, N.Filter):
-        return [f"{pad}Filter " + " ".join(expr(c) for c in node.conditions)] + _pattern(node.input, depth + 1)
+        return [
+            f"{pad}Filter " + " ".join(expr(c) for c in node.conditions),
+            *_pattern(node.input, depth + 1),
+        ]
     if isinstance(node, N.LeftJoin):
         head = f"{pad}LeftJoin" + "".join(" " + expr(c) for c in node.filters)
-        return [head] + _pattern(node.left, depth + 1) + _pattern(node.right, depth + 1)
+        return [head, *_pattern(node.left, depth + 1), *_pattern(node.right, depth + 1)]
     if isinstance(node, N.Join):
-        return [f"{pad}Join"] + _pattern(node.left, depth + 1) + _pattern(node.right, depth + 1)
+        return [f"{pad}Join", *_pattern(node.left, depth + 1), *_pattern(node.right, depth + 1)]
     if isinstance(node, N.Union_):
-        return [f"{pad}Union"] + [line for branch in node.branches for line in _pattern(branch, depth + 1)]
+        return [f"{pad}Union"] + [
+            line for branch in node.branches for line in _pattern(branch, depth + 1)
+        ]
     return [f"{pad}Unit"]
 
 
@@ -77,11 +93,17 @@ def _scan(scan: N.FrameScan, depth: int) -> list[str]:
     pad = "  " * depth
     streams = [_slot(s) for s in scan.streams]
     frame = streams.pop(0) if scan.hidden else f"?{scan.frame}"
-    lines = [f"{pad}Scan {frame}{selector(scan.selector)}" + (" in " + " ".join(streams) if streams else "")]
+    lines = [
+        f"{pad}Scan {frame}{selector(scan.selector)}"
+        + (" in " + " ".join(streams) if streams else "")
+    ]
     for p in scan.patterns:
         triple = f"{_slot(p.predicate)} {_slot(p.object)}"
-        lines.append(f"{pad}  {frame} {triple}" if p.subject is None
-                     else f"{pad}  GRAPH {frame} {{ {_slot(p.subject)} {triple} }}")
+        lines.append(
+            f"{pad}  {frame} {triple}"
+            if p.subject is None
+            else f"{pad}  GRAPH {frame} {{ {_slot(p.subject)} {triple} }}"
+        )
     lines += [f"{pad}  {frame} dsv:hasTimestamp {_slot(stamp)}" for stamp in scan.stamps]
     return lines
 

@@ -7,11 +7,11 @@ position does, one bound only as a subject or predicate does not. Which SPARQL 1
 comparison is (§17.3's operator mapping: numeric, dateTime, RDF term, boolean) is decided
 here, once (``Compare.by``), and so is every error, with its line and column.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional, Union
 
 from rsp_jobs.algebra.tasparql.exact import numeral_exact, term_exact
 from rsp_jobs.errors import QuerySyntaxError
@@ -27,7 +27,7 @@ class Number:
     """A numeric constant: its double and, for an integer or a decimal, its exact value."""
 
     value: float
-    exact: Optional[str]
+    exact: str | None
     kind = "num"
 
 
@@ -49,7 +49,7 @@ class Term:
     which compares as a time (``?x.t > "2011-03-11T05:46:24Z"``)."""
 
     nt: str
-    time: Optional[datetime] = None
+    time: datetime | None = None
     kind = "term"
 
 
@@ -94,14 +94,14 @@ class Logical:
     """``&&``, ``||`` or ``!`` (``right`` None): SPARQL 1.1 §17.2's logical-and, -or, -not."""
 
     op: str
-    left: "Typed"
-    right: Optional["Typed"] = None
+    left: Typed
+    right: Typed | None = None
     kind = "bool"
 
 
 @dataclass(frozen=True)
 class Negate:
-    operand: "Typed"
+    operand: Typed
     kind = "num"
 
 
@@ -110,8 +110,8 @@ class Arithmetic:
     """``+ - * /`` on numbers and times (a time is its UTC milliseconds)."""
 
     op: str
-    left: "Typed"
-    right: "Typed"
+    left: Typed
+    right: Typed
     kind = "num"
 
 
@@ -128,19 +128,32 @@ class Compare:
     """
 
     op: str
-    left: "Typed"
-    right: "Typed"
+    left: Typed
+    right: Typed
     by: str
     kind = "bool"
 
 
 NUMERIC_FUNCTIONS = frozenset({"abs", "ceil", "floor", "round"})
 STRING_TESTS = frozenset({"contains", "strstarts", "strends"})
-TIME_PARTS = {"year": "year", "month": "month", "day": "day", "hours": "hour", "minutes": "minute",
-              "seconds": "second"}
-_KIND_OF_FUNCTION = {**dict.fromkeys(NUMERIC_FUNCTIONS, "num"), **dict.fromkeys(TIME_PARTS, "num"),
-                     **dict.fromkeys(STRING_TESTS, "bool"), "bound": "bool", "strlen": "num",
-                     "str": "term", "ucase": "term", "lcase": "term"}
+TIME_PARTS = {
+    "year": "year",
+    "month": "month",
+    "day": "day",
+    "hours": "hour",
+    "minutes": "minute",
+    "seconds": "second",
+}
+_KIND_OF_FUNCTION = {
+    **dict.fromkeys(NUMERIC_FUNCTIONS, "num"),
+    **dict.fromkeys(TIME_PARTS, "num"),
+    **dict.fromkeys(STRING_TESTS, "bool"),
+    "bound": "bool",
+    "strlen": "num",
+    "str": "term",
+    "ucase": "term",
+    "lcase": "term",
+}
 
 
 @dataclass(frozen=True)
@@ -149,7 +162,7 @@ class Function:
     form, and the parts of a time in UTC."""
 
     name: str
-    args: tuple["Typed", ...]
+    args: tuple[Typed, ...]
 
     @property
     def kind(self) -> str:
@@ -161,7 +174,7 @@ class Aggregate:
     """SUM, AVG, MIN, MAX or COUNT (SPARQL 1.1 §18.5.1); ``arg`` None is COUNT(*)."""
 
     name: str
-    arg: Optional["Typed"]
+    arg: Typed | None
     distinct: bool
 
     @property
@@ -176,8 +189,22 @@ class Aggregate:
         return isinstance(self.arg, (TermOf, FrameOf, TimeOf, FrameTime))
 
 
-Typed = Union[Number, Time, Boolean, Term, TermOf, FrameOf, TimeOf, FrameTime, Logical, Negate, Arithmetic,
-              Compare, Function, Aggregate]
+Typed = (
+    Number
+    | Time
+    | Boolean
+    | Term
+    | TermOf
+    | FrameOf
+    | TimeOf
+    | FrameTime
+    | Logical
+    | Negate
+    | Arithmetic
+    | Compare
+    | Function
+    | Aggregate
+)
 
 
 def has_number(value: Typed) -> bool:
@@ -187,7 +214,9 @@ def has_number(value: Typed) -> bool:
 
 def has_time(value: Typed) -> bool:
     """Whether a term-valued expression carries a time beside its text."""
-    return (isinstance(value, TermOf) and value.valued) or (isinstance(value, Term) and value.time is not None)
+    return (isinstance(value, TermOf) and value.valued) or (
+        isinstance(value, Term) and value.time is not None
+    )
 
 
 def plain_time(value: Typed) -> bool:
@@ -207,7 +236,7 @@ class Scope:
     times: tuple[str, ...] = ()
     terms: tuple[tuple[str, bool], ...] = ()
 
-    def lookup(self, name: str) -> Optional[Typed]:
+    def lookup(self, name: str) -> Typed | None:
         if name in self.frames:
             return FrameOf(name)
         if name in self.times:
@@ -224,10 +253,13 @@ class Scope:
         return tuple(kinds.items())
 
     @classmethod
-    def of_solutions(cls, schema) -> "Scope":
+    def of_solutions(cls, schema) -> Scope:
         """A solution table's variables: its term columns always include number and time."""
-        return cls(tuple(n for n, k in schema if k == "frame"), tuple(n for n, k in schema if k == "time"),
-                   tuple((n, True) for n, k in schema if k == "term"))
+        return cls(
+            tuple(n for n, k in schema if k == "frame"),
+            tuple(n for n, k in schema if k == "time"),
+            tuple((n, True) for n, k in schema if k == "term"),
+        )
 
 
 # ------------------------------------------------------------------------------ type checks
@@ -321,7 +353,9 @@ class Types:
     def _call(self, call: ast.Call, aggregates: bool, in_aggregate: bool) -> Typed:
         arity = 2 if call.name in STRING_TESTS else 1
         if len(call.args) != arity:
-            raise self.error(call.pos, f"{call.name.upper()} takes {arity} argument{'s' if arity > 1 else ''}")
+            raise self.error(
+                call.pos, f"{call.name.upper()} takes {arity} argument{'s' if arity > 1 else ''}"
+            )
         if call.name == "bound" and not isinstance(call.args[0], ast.VarRef):
             raise self.error(call.pos, "BOUND takes a variable")
         values = tuple(self.value(arg, aggregates, in_aggregate) for arg in call.args)
@@ -358,7 +392,9 @@ class Types:
         """An operand of arithmetic: a number, a time (its milliseconds), or a term with a number."""
         if value.kind in ("num", "int", "time") or (value.kind == "term" and has_number(value)):
             return
-        raise self.error(pos, f"'{op}' needs numbers or times" if op != "neg" else "'-' needs a number or a time")
+        raise self.error(
+            pos, f"'{op}' needs numbers or times" if op != "neg" else "'-' needs a number or a time"
+        )
 
     def _comparison(self, op: str, a: Typed, b: Typed, pos: ast.Pos) -> str:
         """Which comparison ``a op b`` is (``Compare.by``)."""
@@ -377,7 +413,9 @@ class Types:
             return "epoch"
         if kinds == {"term"}:
             by_time = op in ORDERING or not (plain_time(a) or plain_time(b))
-            if op in ORDERING and not ((has_number(a) and has_number(b)) or (has_time(a) and has_time(b) and by_time)):
+            if op in ORDERING and not (
+                (has_number(a) and has_number(b)) or (has_time(a) and has_time(b) and by_time)
+            ):
                 raise self.error(pos, f"'{op}' compares numbers or times")
             return "terms"
         term, other = (a, b) if a.kind == "term" else (b, a)
@@ -405,7 +443,11 @@ def grouped_only(expr, keys, source: str) -> None:
     for node in outside_aggregates(expr):
         if isinstance(node, ast.VarRef) and node.name not in grouped_vars:
             raise _error(source, node.pos, f"?{node.name} is neither grouped nor aggregated")
-        if isinstance(node, ast.FrameTime) and node.name not in grouped_times and node.name not in grouped_vars:
+        if (
+            isinstance(node, ast.FrameTime)
+            and node.name not in grouped_times
+            and node.name not in grouped_vars
+        ):
             raise _error(source, node.pos, f"?{node.name}.t is neither grouped nor aggregated")
 
 
@@ -413,7 +455,9 @@ def projected(expr, items) -> bool:
     """Whether an ORDER BY expression depends on projected items only."""
     names = {item.name for item in items if isinstance(item.expr, ast.VarRef)}
     times = {item.expr.name for item in items if isinstance(item.expr, ast.FrameTime)}
-    return all(not isinstance(node, (ast.VarRef, ast.FrameTime, ast.Aggregate))
-               or (isinstance(node, ast.VarRef) and node.name in names)
-               or (isinstance(node, ast.FrameTime) and (node.name in times or node.name in names))
-               for node in outside_aggregates(expr)) and not has_aggregate(expr)
+    return all(
+        not isinstance(node, (ast.VarRef, ast.FrameTime, ast.Aggregate))
+        or (isinstance(node, ast.VarRef) and node.name in names)
+        or (isinstance(node, ast.FrameTime) and (node.name in times or node.name in names))
+        for node in outside_aggregates(expr)
+    ) and not has_aggregate(expr)

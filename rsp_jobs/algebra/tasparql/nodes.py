@@ -14,11 +14,11 @@ Every variable of a pattern is resolved here (``Binds``: its first occurrence, `
 later one, SPARQL term equality), and every expression is typed (``expressions``), so that the
 SQL generator (``rsp_jobs/store/sql/``) only writes what the plan says.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Optional, Union
 
 from rsp_jobs.algebra.tasparql.expressions import Scope, Time, Typed
 
@@ -59,7 +59,7 @@ class Last:
     """``?x[LAST]``: the most recent frame of each stream (Table 2: no later frame exists)."""
 
 
-Selector = Union[Every, At, Between, First, Last]
+Selector = Every | At | Between | First | Last
 
 # ------------------------------------------------------------------------- pattern positions
 
@@ -89,7 +89,7 @@ class Equals:
     values: bool = False
 
 
-Slot = Union[Constant, Binds, Equals]
+Slot = Constant | Binds | Equals
 
 # ------------------------------------------------------------------------------ frame scans
 
@@ -100,7 +100,7 @@ class FramePattern:
     subject, and the time-invariant statements about the frame's stream too (restriction 1);
     else a pattern of ``GRAPH ?x[sel] { ... }``, with its own subject, in the frame alone."""
 
-    subject: Optional[Slot]
+    subject: Slot | None
     predicate: Slot
     object: Slot
 
@@ -116,7 +116,7 @@ class FrameScan:
     selector: Selector
     streams: tuple[Slot, ...]
     patterns: tuple[FramePattern, ...]
-    stamps: tuple[Union[Binds, Equals, Time], ...]
+    stamps: tuple[Binds | Equals | Time, ...]
 
     @property
     def hidden(self) -> bool:
@@ -180,8 +180,8 @@ class Join:
     """SPARQL 1.1 §18.5, Join: compatible solutions merged. ``maybe``: the variables some
     solutions leave unbound (compatibility holds for them when either side is unbound)."""
 
-    left: "Pattern"
-    right: "Pattern"
+    left: Pattern
+    right: Pattern
     schema: Schema
     maybe: frozenset
 
@@ -191,8 +191,8 @@ class LeftJoin:
     """``OPTIONAL { P FILTER(F) }``: LeftJoin(what comes before, P, F) (SPARQL 1.1 §18.2.2.6,
     §18.5); ``filters`` are F, tested on the merged solutions."""
 
-    left: "Pattern"
-    right: "Pattern"
+    left: Pattern
+    right: Pattern
     filters: tuple[Typed, ...]
     schema: Schema
     maybe: frozenset
@@ -203,7 +203,7 @@ class Union_:
     """``{ P1 } UNION { P2 } ...``: the solutions of each branch, a variable a branch does not
     bind left unbound (SPARQL 1.1 §18.2.2.6, §18.5)."""
 
-    branches: tuple["Pattern", ...]
+    branches: tuple[Pattern, ...]
     schema: Schema
     maybe: frozenset
 
@@ -213,7 +213,7 @@ class Filter:
     """A group's FILTERs (SPARQL 1.1 §18.2.2.7): over ``Frames``, tested on its own rows."""
 
     conditions: tuple[Typed, ...]
-    input: "Pattern"
+    input: Pattern
 
     @property
     def schema(self) -> Schema:
@@ -224,7 +224,7 @@ class Filter:
         return self.input.maybe
 
 
-Pattern = Union[Frames, Unit, Join, LeftJoin, Union_, Filter]
+Pattern = Frames | Unit | Join | LeftJoin | Union_ | Filter
 
 # -------------------------------------------------------------------------------- the query
 
@@ -235,7 +235,7 @@ class Group:
     ``SELECT ?x ?y SUM(?z)``), and HAVING (SPARQL 1.1 §18.2.4.1)."""
 
     keys: tuple[Typed, ...]
-    having: Optional[Typed]
+    having: Typed | None
 
 
 @dataclass(frozen=True)
@@ -248,8 +248,8 @@ class Projection:
 class OrderKey:
     """ORDER BY a value, or (``item``) by the projected expression of that index."""
 
-    expr: Optional[Typed]
-    item: Optional[int]
+    expr: Typed | None
+    item: int | None
     descending: bool
 
 
@@ -261,10 +261,10 @@ class OneTimeQuery:
 
     where: Pattern
     filters: tuple[Typed, ...]
-    group: Optional[Group]
+    group: Group | None
     items: tuple[Projection, ...]
     distinct: bool
     order: tuple[OrderKey, ...]
-    limit: Optional[int]
-    offset: Optional[int]
+    limit: int | None
+    offset: int | None
     source: str = "<query>"  # the file or argument it came from, for messages

@@ -1,15 +1,35 @@
 """WHERE → pattern operators: a group's frames scanned and joined (``Frames``), OPTIONAL, UNION
 and FILTER as SPARQL 1.1's algebra (§18.2.2), every variable resolved where it is bound and
 every FILTER typed in the scope it is tested in."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from rsp_jobs.algebra.tasparql.expressions import Scope, Time, Types, constant
-from rsp_jobs.algebra.tasparql.nodes import (At, Between, Binds, Constant, Equals, Every, Filter, First,
-                                             FramePattern, Frames, FrameScan, Invariant, Join, Last, LeftJoin,
-                                             Pattern, Selector, Slot, StreamLink, Union_, Unit)
+from rsp_jobs.algebra.tasparql.nodes import (
+    At,
+    Between,
+    Binds,
+    Constant,
+    Equals,
+    Every,
+    Filter,
+    First,
+    FramePattern,
+    Frames,
+    FrameScan,
+    Invariant,
+    Join,
+    Last,
+    LeftJoin,
+    Pattern,
+    Selector,
+    Slot,
+    StreamLink,
+    Union_,
+    Unit,
+)
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language import tasparql as ast
 
@@ -19,7 +39,7 @@ UNIT = Unit()
 _SELECTIVITY = {At: 0, First: 0, Last: 0, Between: 1, Every: 2}
 
 
-def selector(written: Optional[ast.Selector]) -> Selector:
+def selector(written: ast.Selector | None) -> Selector:
     """The operator of a selector as the parser read it; none is ``[*]``."""
     if written is None or written.kind == "every":
         return Every()
@@ -109,8 +129,12 @@ class Patterns:
         for name in dict.fromkeys([*left_kinds, *right_kinds]):
             kind, other = left_kinds.get(name), right_kinds.get(name)
             if kind and other and kind != other:
-                raise QuerySyntaxError(self.source, 1, 1, f"?{name} is a {kind} in one pattern and a {other} "
-                                                          "in another")
+                raise QuerySyntaxError(
+                    self.source,
+                    1,
+                    1,
+                    f"?{name} is a {kind} in one pattern and a {other} in another",
+                )
             kinds[name] = kind or other
             if other is None:
                 unbound = name in left.maybe
@@ -124,7 +148,9 @@ class Patterns:
         if not outer:
             return Join(left, right, schema, maybe)
         types = Types(Scope.of_solutions(schema), self.source)
-        return LeftJoin(left, right, tuple(types.condition(expr, "FILTER") for expr in filters), schema, maybe)
+        return LeftJoin(
+            left, right, tuple(types.condition(expr, "FILTER") for expr in filters), schema, maybe
+        )
 
     def union(self, branches) -> Pattern:
         parts = [self.group(branch) for branch in branches]
@@ -132,10 +158,18 @@ class Patterns:
         for part in parts:
             for name, kind in part.schema:
                 if kinds.setdefault(name, kind) != kind:
-                    raise QuerySyntaxError(self.source, 1, 1, f"?{name} is a {kinds[name]} in one branch of a "
-                                                              f"UNION and a {kind} in another")
-        maybe = frozenset(name for name in kinds
-                          if any(name not in dict(p.schema) or name in p.maybe for p in parts))
+                    raise QuerySyntaxError(
+                        self.source,
+                        1,
+                        1,
+                        f"?{name} is a {kinds[name]} in one branch of a "
+                        f"UNION and a {kind} in another",
+                    )
+        maybe = frozenset(
+            name
+            for name in kinds
+            if any(name not in dict(p.schema) or name in p.maybe for p in parts)
+        )
         return Union_(tuple(parts), tuple(kinds.items()), maybe)
 
     # ----------------------------------------------------------------------------- frames
@@ -146,15 +180,26 @@ class Patterns:
         links and the time-invariant patterns."""
         bound = _Bound()
         scans = []
-        for name in sorted(basic.frames(), key=lambda frame: _SELECTIVITY[type(self.selectors[frame])]):
+        for name in sorted(
+            basic.frames(), key=lambda frame: _SELECTIVITY[type(self.selectors[frame])]
+        ):
             bound.frames.append(name)
-            streams = tuple(self._stream(m.stream, bound) for m in basic.memberships if m.frame == name)
+            streams = tuple(
+                self._stream(m.stream, bound) for m in basic.memberships if m.frame == name
+            )
             patterns = tuple(self._pattern(t, bound) for t in basic.triples if t.frame == name)
             stamps = tuple(self._stamp(s, bound) for s in basic.stamps if s.frame == name)
             scans.append(FrameScan(name, self.selectors[name], streams, patterns, stamps))
-        links = tuple(StreamLink(link.frame, self._slot(link.subject, bound), self._slot(link.predicate, bound))
-                      for link in basic.links)
-        invariants = tuple(Invariant(*self._positions(p.subject, p.predicate, p.obj, bound)) for p in basic.invariants)
+        links = tuple(
+            StreamLink(
+                link.frame, self._slot(link.subject, bound), self._slot(link.predicate, bound)
+            )
+            for link in basic.links
+        )
+        invariants = tuple(
+            Invariant(*self._positions(p.subject, p.predicate, p.obj, bound))
+            for p in basic.invariants
+        )
         return Frames(tuple(scans), links, invariants, bound.scope())
 
     def _pattern(self, triple: ast.Triple, bound: _Bound) -> FramePattern:
@@ -173,8 +218,11 @@ class Patterns:
         if isinstance(term, ast.Const):
             return Constant(term.nt)
         if term.name in self.frame_names:
-            raise self.error(term.pos, f"?{term.name} is a frame; it can only be a subject, a GRAPH "
-                                       f"name, or ?{term.name}.t in expressions")
+            raise self.error(
+                term.pos,
+                f"?{term.name} is a frame; it can only be a subject, a GRAPH "
+                f"name, or ?{term.name}.t in expressions",
+            )
         return bound.term(term.name, values)
 
     def _stream(self, stream, bound: _Bound) -> Slot:

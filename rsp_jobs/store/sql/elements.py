@@ -1,7 +1,10 @@
 """The SQL elements the generator needs that SQLite and PostgreSQL write differently. Each
 dialect module (``sqlite``, ``postgresql``) says how; SQLite's form is also the default
 dialect's, for printing a statement with no engine."""
+
 from __future__ import annotations
+
+from typing import ClassVar
 
 from sqlalchemy import Boolean, Double, Integer, Join, String, true
 from sqlalchemy.sql.functions import FunctionElement
@@ -33,7 +36,10 @@ class _Operation(FunctionElement):
     key (else one operation would reuse the SQL cached for another)."""
 
     inherit_cache = True
-    _traverse_internals = FunctionElement._traverse_internals + [("op", InternalTraversal.dp_string)]
+    _traverse_internals: ClassVar = [
+        *FunctionElement._traverse_internals,
+        ("op", InternalTraversal.dp_string),
+    ]
 
     def __init__(self, op: str, *args):
         self.op = op
@@ -88,8 +94,10 @@ QUOTE = "'\"'"
 
 def lexical_sql(text: str, first: str, last: str) -> str:
     """``Lexical`` of the SQL ``text``, given the SQL of where its first and last quotes are."""
-    return (f"CASE WHEN substr({text}, 1, 1) = {QUOTE} THEN substr({text}, {first} + 1, {last} - {first} - 1) "
-            f"ELSE substr({text}, 2, length({text}) - 2) END")
+    return (
+        f"CASE WHEN substr({text}, 1, 1) = {QUOTE} THEN substr({text}, {first} + 1, {last} - {first} - 1) "
+        f"ELSE substr({text}, 2, length({text}) - 2) END"
+    )
 
 
 class Position(FunctionElement):

@@ -11,6 +11,7 @@ double operand makes the value a double, computed on ``o_num`` (SPARQL 1.1 §17.
 value is NULL. Where both are known, comparisons use the exact values, and results are written
 from them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,11 +47,15 @@ class Value:
     num: Any = None
     time: Any = None
     plain_time: bool = False  # a string constant that is a date-time: it orders as a time
-    rank: Any = None  # num: the SPARQL numeric type rank of the value (0 integer .. 3 double), when known
+    rank: Any = (
+        None  # num: the SPARQL numeric type rank of the value (0 integer .. 3 double), when known
+    )
     # num: the value exactly (``Exact``) when it is an xsd:integer or xsd:decimal, NULL when not;
     # None when it never is one
     exact: Any = None
-    rounded: bool = False  # num: ``sql`` is the exact value rounded to the nearest double (a constant)
+    rounded: bool = (
+        False  # num: ``sql`` is the exact value rounded to the nearest double (a constant)
+    )
 
 
 class FrameColumns:
@@ -65,14 +70,18 @@ class Columns:
 
     def __init__(self):
         self.frames: dict[str, Any] = {}  # frame variable -> a frames alias or FrameColumns
-        self.times: dict[str, Any] = {}  # a variable bound to a frame's time (dsv:hasTimestamp) -> the time
+        self.times: dict[
+            str, Any
+        ] = {}  # a variable bound to a frame's time (dsv:hasTimestamp) -> the time
         self.bindings: dict[str, Binding] = {}
 
-    def read(self, columns: dict[str, tuple[str, dict]]) -> "Columns":
+    def read(self, columns: dict[str, tuple[str, dict]]) -> Columns:
         """The variables of solution columns ({var: (kind, {part: column})})."""
         for name, (kind, parts) in columns.items():
             if kind == "frame":
-                self.frames[name] = FrameColumns(parts["id"], parts["iri"], parts["ts"], parts["stream"])
+                self.frames[name] = FrameColumns(
+                    parts["id"], parts["iri"], parts["ts"], parts["stream"]
+                )
             elif kind == "time":
                 self.times[name] = parts["ts"]
             else:
@@ -138,7 +147,9 @@ class Columns:
                 rank = case((rank < 1, 1), else_=rank)
         exact_a, exact_b = exact_of(left), exact_of(right)
         exact = None if exact_a is None or exact_b is None else Exact(e.op, exact_a, exact_b)
-        return Value("num", result if result is not None else a / func.nullif(b, 0), rank=rank, exact=exact)
+        return Value(
+            "num", result if result is not None else a / func.nullif(b, 0), rank=rank, exact=exact
+        )
 
     def _compare(self, e: E.Compare) -> Value:
         a, b = self.value(e.left), self.value(e.right)
@@ -150,8 +161,10 @@ class Columns:
         values = [self.value(arg) for arg in e.args]
         if e.name == "bound":
             (value,) = values
-            column = {"term": value.text, "frame": value.sql.c.id if value.kind == "frame" else None}.get(
-                value.kind, value.sql)
+            column = {
+                "term": value.text,
+                "frame": value.sql.c.id if value.kind == "frame" else None,
+            }.get(value.kind, value.sql)
             return Value("bool", column.isnot(None))
         if e.name in E.NUMERIC_FUNCTIONS:
             return Value("num", getattr(func, e.name)(number(values[0])), rank=values[0].rank)
@@ -164,12 +177,16 @@ class Columns:
         if e.name == "strlen":
             return Value("num", func.length(texts[0]), rank=literal(0))
         if e.name in ("ucase", "lcase"):
-            return Value("term", text=_quoted((func.upper if e.name == "ucase" else func.lower)(texts[0])))
+            return Value(
+                "term", text=_quoted((func.upper if e.name == "ucase" else func.lower)(texts[0]))
+            )
         a, b = texts
         # by position, not LIKE: the data's % and _ are characters, not wildcards
-        test = {"contains": Position(a, b) > 0,
-                "strstarts": func.substr(a, 1, func.length(b)) == b,
-                "strends": func.substr(a, func.length(a) - func.length(b) + 1) == b}[e.name]
+        test = {
+            "contains": Position(a, b) > 0,
+            "strstarts": func.substr(a, 1, func.length(b)) == b,
+            "strends": func.substr(a, func.length(a) - func.length(b) + 1) == b,
+        }[e.name]
         return Value("bool", test)
 
     def _aggregate(self, agg: E.Aggregate) -> Value:
@@ -179,7 +196,13 @@ class Columns:
             return Value("int", func.count())
         value = self.value(agg.arg)
         if agg.name == "count":
-            column = value.text if value.kind == "term" else value.sql.c.id if value.kind == "frame" else value.sql
+            column = (
+                value.text
+                if value.kind == "term"
+                else value.sql.c.id
+                if value.kind == "frame"
+                else value.sql
+            )
             return Value("int", func.count(distinct(column) if agg.distinct else column))
         if agg.kind == "time":
             column = distinct(value.sql) if agg.distinct else value.sql
@@ -204,11 +227,22 @@ class Columns:
         return Value("num", result, rank=rank, exact=exact)
 
 
-_VALUES = {E.Number: Columns._number_constant, E.Time: Columns._time, E.Boolean: Columns._boolean,
-           E.Term: Columns._term, E.TermOf: Columns._term_of, E.FrameOf: Columns._frame_of,
-           E.TimeOf: Columns._time_of, E.FrameTime: Columns._frame_time, E.Logical: Columns._logical,
-           E.Negate: Columns._negate, E.Arithmetic: Columns._arithmetic, E.Compare: Columns._compare,
-           E.Function: Columns._function, E.Aggregate: Columns._aggregate}
+_VALUES = {
+    E.Number: Columns._number_constant,
+    E.Time: Columns._time,
+    E.Boolean: Columns._boolean,
+    E.Term: Columns._term,
+    E.TermOf: Columns._term_of,
+    E.FrameOf: Columns._frame_of,
+    E.TimeOf: Columns._time_of,
+    E.FrameTime: Columns._frame_time,
+    E.Logical: Columns._logical,
+    E.Negate: Columns._negate,
+    E.Arithmetic: Columns._arithmetic,
+    E.Compare: Columns._compare,
+    E.Function: Columns._function,
+    E.Aggregate: Columns._aggregate,
+}
 
 
 def _erring_member(agg: E.Aggregate, value: Value, operand):
@@ -258,8 +292,12 @@ def _by_terms(op: str, a: Value, b: Value):
     """Both sides numbers: by number; both times: by time; else = and != by term."""
     branches = []
     if a.num is not None and b.num is not None:
-        branches.append((and_(a.num.isnot(None), b.num.isnot(None)),
-                         numeric_comparison(op, a.num, b.num, exact_of(a), exact_of(b), True)))
+        branches.append(
+            (
+                and_(a.num.isnot(None), b.num.isnot(None)),
+                numeric_comparison(op, a.num, b.num, exact_of(a), exact_of(b), True),
+            )
+        )
     ordering_by_time = op in E.ORDERING or not (a.plain_time or b.plain_time)
     if a.time is not None and b.time is not None and ordering_by_time:
         branches.append((and_(a.time.isnot(None), b.time.isnot(None)), apply(op, a.time, b.time)))
@@ -283,15 +321,18 @@ def _by_term_number(op: str, a: Value, b: Value):
     term, other, flip = _term_and_other(a, b)
     pairs = ((other.sql, exact_of(other)), (term.num, exact_of(term)))
     (a_num, a_exact), (b_num, b_exact) = pairs if flip else pairs[::-1]
-    return case((is_nan(term.text), literal(op == "!=")),
-                else_=numeric_comparison(op, a_num, b_num, a_exact, b_exact, rounded(other)))
+    return case(
+        (is_nan(term.text), literal(op == "!=")),
+        else_=numeric_comparison(op, a_num, b_num, a_exact, b_exact, rounded(other)),
+    )
 
 
 _COMPARISONS = {
     "boolean": lambda op, a, b: apply(op, a.sql, b.sql),
     "time": lambda op, a, b: apply(op, a.sql, b.sql),
-    "numeric": lambda op, a, b: numeric_comparison(op, a.sql, b.sql, exact_of(a), exact_of(b),
-                                                   rounded(a) and rounded(b)),
+    "numeric": lambda op, a, b: numeric_comparison(
+        op, a.sql, b.sql, exact_of(a), exact_of(b), rounded(a) and rounded(b)
+    ),
     "epoch": lambda op, a, b: apply(op, number(a), number(b)),
     "terms": _by_terms,
     "term-time": _by_term_time,
@@ -304,7 +345,9 @@ _COMPARISONS = {
 
 def exact_of(value: Value):
     """A numeric value's exact value (see ``Value.exact``)."""
-    if value.kind == "term":  # read only where the store holds a number: most rows of a scan hold none
+    if (
+        value.kind == "term"
+    ):  # read only where the store holds a number: most rows of a scan hold none
         return None if value.num is None else case((value.num.isnot(None), Exact("of", value.text)))
     if value.kind == "int":
         return Exact("const", value.sql)
@@ -336,22 +379,31 @@ def exact_aggregate(agg: E.Aggregate, exact, number_column):
     if agg.name in ("min", "max"):
         return case((every, Exact(agg.name, exact)))
     if agg.distinct:  # duplicates by value, 1 and 1.0 alike (PostgreSQL's DISTINCT on NUMERIC)
-        total, count = Exact("sum distinct", Exact("value", exact)), func.count(distinct(Exact("value", exact)))
+        total, count = (
+            Exact("sum distinct", Exact("value", exact)),
+            func.count(distinct(Exact("value", exact))),
+        )
         # which of equal members is kept is arbitrary: the sum is a decimal when a member is (§17.3)
-        total = case((Exact("any decimal", exact), Exact("+", total, Exact("const", literal("0.0")))),
-                     else_=total)
+        total = case(
+            (Exact("any decimal", exact), Exact("+", total, Exact("const", literal("0.0")))),
+            else_=total,
+        )
     else:
         total, count = Exact("sum", exact), func.count(exact)
     if agg.name == "sum":
         return case((every, func.coalesce(total, 0)))
     # AVG; Avg({}) = 0, an integer (§18.5.1.4)
-    return case((func.count(number_column) == 0, 0), (every, Exact("/", total, Exact("const", count))))
+    return case(
+        (func.count(number_column) == 0, 0), (every, Exact("/", total, Exact("const", count)))
+    )
 
 
 def numeric_rank(text):
     """SPARQL's numeric type rank (0 integer, 1 decimal, 2 float, 3 double) of a term's
     N-Triples text, from its datatype."""
+
     def typed(datatype: str):
         return text.like(f"%^^<{datatype}>")
+
     integer = or_(*(typed(t) for t in sorted(INTEGER_TYPES)))
     return case((integer, 0), (typed(XSD_DECIMAL), 1), (typed(XSD + "float"), 2), else_=3)

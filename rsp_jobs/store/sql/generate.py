@@ -9,12 +9,27 @@ unbound) joined, left-joined and unioned: SPARQL 1.1 §18.5's algebra in SQL. Us
 the database only as bound parameters. Each dialect's SQL for what the dialects write
 differently is in ``sqlite`` and ``postgresql``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Double, Integer, Select, String, and_, cast, func, literal, null, or_, select, true, union_all
+from sqlalchemy import (
+    Double,
+    Integer,
+    Select,
+    String,
+    and_,
+    cast,
+    func,
+    literal,
+    null,
+    or_,
+    select,
+    true,
+    union_all,
+)
 
 from rsp_jobs.algebra.tasparql import nodes as N
 from rsp_jobs.algebra.tasparql.expressions import Time
@@ -33,8 +48,15 @@ MAX_TABLES = 64
 # the columns of a variable in a solution table, by kind, and the one compatibility compares
 PARTS = {"frame": ("id", "iri", "ts", "stream"), "time": ("ts",), "term": ("text", "num", "time")}
 KEY_PART = {"frame": "id", "time": "ts", "term": "text"}
-PART_TYPES = {"id": Integer, "iri": String, "ts": UTCDateTime, "stream": Integer, "text": String, "num": Double,
-              "time": UTCDateTime}
+PART_TYPES = {
+    "id": Integer,
+    "iri": String,
+    "ts": UTCDateTime,
+    "stream": Integer,
+    "text": String,
+    "num": Double,
+    "time": UTCDateTime,
+}
 _UNIT = select(literal(1).label("unit"))  # one solution binding nothing
 
 
@@ -83,8 +105,11 @@ class _Generator:
             outputs.append((item.name, kind, value.exact is not None))
         ranked = any(rank is not None for rank in ranks)
         exact = any(e is not None for e in exacts)
-        statement = select(*selected, *(_labelled_or_null(ranks, "r") if ranked else []),
-                           *(_labelled_or_null(exacts, "e") if exact else []))
+        statement = select(
+            *selected,
+            *(_labelled_or_null(ranks, "r") if ranked else []),
+            *(_labelled_or_null(exacts, "e") if exact else []),
+        )
         statement = statement.select_from(from_clause)
         if where:
             statement = statement.where(and_(*where))
@@ -107,12 +132,23 @@ class _Generator:
     def _frames(self, node: N.Frames, columns: Columns, where: list):
         """FROM: each frame alias, its triple aliases joined to it, streams where named by a
         variable. Frames join with no condition (FILTERs link them), in the plan's order."""
-        tables = (len(node.scans) + sum(len(scan.patterns) for scan in node.scans) + 2 * len(node.links)
-                  + len(node.invariants)
-                  + sum(not isinstance(stream, N.Constant) for scan in node.scans for stream in scan.streams))
+        tables = (
+            len(node.scans)
+            + sum(len(scan.patterns) for scan in node.scans)
+            + 2 * len(node.links)
+            + len(node.invariants)
+            + sum(
+                not isinstance(stream, N.Constant) for scan in node.scans for stream in scan.streams
+            )
+        )
         if tables > MAX_TABLES:
-            raise QuerySyntaxError(self.source, 1, 1, f"the query joins {tables} tables in one group; the limit is "
-                                                      f"{MAX_TABLES} (SQLite's, kept on every backend): split it")
+            raise QuerySyntaxError(
+                self.source,
+                1,
+                1,
+                f"the query joins {tables} tables in one group; the limit is "
+                f"{MAX_TABLES} (SQLite's, kept on every backend): split it",
+            )
         from_clause = None
         for index, scan in enumerate(node.scans):
             frame = FRAMES.alias(f"f{index}")
@@ -123,7 +159,11 @@ class _Generator:
             for number, pattern in enumerate(scan.patterns):
                 alias = self._frame_statements(pattern).alias(f"f{index}t{number}")
                 on = [alias.c.frame_id == frame.c.id]
-                for slot, column in ((pattern.subject, "s"), (pattern.predicate, "p"), (pattern.object, "o")):
+                for slot, column in (
+                    (pattern.subject, "s"),
+                    (pattern.predicate, "p"),
+                    (pattern.object, "o"),
+                ):
                     on += _slot(slot, alias, column, columns)
                 from_clause = from_clause.join(alias, and_(*on))
             for stamp in scan.stamps:
@@ -134,14 +174,22 @@ class _Generator:
             stream, alias = STREAMS.alias(f"l{number}s"), INVARIANT.alias(f"l{number}")
             from_clause = from_clause.join(stream, stream.c.id == frame.c.stream_id)
             on = [alias.c.o == _iri_text(stream.c.iri)]
-            on += _slot(link.subject, alias, "s", columns) + _slot(link.predicate, alias, "p", columns)
+            on += _slot(link.subject, alias, "s", columns) + _slot(
+                link.predicate, alias, "p", columns
+            )
             from_clause = from_clause.join(alias, and_(*on))
         for number, pattern in enumerate(node.invariants):
             alias = INVARIANT.alias(f"i{number}")
             on = []
-            for slot, column in ((pattern.subject, "s"), (pattern.predicate, "p"), (pattern.object, "o")):
+            for slot, column in (
+                (pattern.subject, "s"),
+                (pattern.predicate, "p"),
+                (pattern.object, "o"),
+            ):
                 on += _slot(slot, alias, column, columns)
-            from_clause = alias if from_clause is None else from_clause.join(alias, and_(true(), *on))
+            from_clause = (
+                alias if from_clause is None else from_clause.join(alias, and_(true(), *on))
+            )
             if from_clause is alias:
                 where += on
         return from_clause
@@ -156,15 +204,33 @@ class _Generator:
         wanted = self.stream_predicates & {predicate.nt} if constant else self.stream_predicates
         if pattern.subject is not None or not wanted:
             return TRIPLES
-        stated = select(TRIPLES.c.frame_id, TRIPLES.c.s, TRIPLES.c.p, TRIPLES.c.o, TRIPLES.c.o_num, TRIPLES.c.o_time)
+        stated = select(
+            TRIPLES.c.frame_id,
+            TRIPLES.c.s,
+            TRIPLES.c.p,
+            TRIPLES.c.o,
+            TRIPLES.c.o_num,
+            TRIPLES.c.o_time,
+        )
         if constant:
             stated = stated.where(TRIPLES.c.p == predicate.nt)
         frames, streams = FRAMES.alias(), STREAMS.alias()
-        invariant = (select(frames.c.id, INVARIANT.c.s, INVARIANT.c.p, INVARIANT.c.o, INVARIANT.c.o_num,
-                            INVARIANT.c.o_time)
-                     .select_from(frames.join(streams, streams.c.id == frames.c.stream_id)
-                                  .join(INVARIANT, INVARIANT.c.s == _iri_text(streams.c.iri)))
-                     .where(INVARIANT.c.p.in_(sorted(wanted))))
+        invariant = (
+            select(
+                frames.c.id,
+                INVARIANT.c.s,
+                INVARIANT.c.p,
+                INVARIANT.c.o,
+                INVARIANT.c.o_num,
+                INVARIANT.c.o_time,
+            )
+            .select_from(
+                frames.join(streams, streams.c.id == frames.c.stream_id).join(
+                    INVARIANT, INVARIANT.c.s == _iri_text(streams.c.iri)
+                )
+            )
+            .where(INVARIANT.c.p.in_(sorted(wanted)))
+        )
         return stated.union_all(invariant).subquery()
 
     # -------------------------------------------------------------------- solution tables
@@ -217,7 +283,9 @@ class _Generator:
         if outer:
             scope = Columns().read(merged)
             on += [scope.condition(c) for c in node.filters]
-        return select(*self._labelled(merged)).select_from(a.join(b, and_(true(), *on), isouter=outer))
+        return select(*self._labelled(merged)).select_from(
+            a.join(b, and_(true(), *on), isouter=outer)
+        )
 
     def _union(self, node: N.Union_):
         """UNION: each branch's solutions, a variable a branch does not bind left unbound."""
@@ -226,8 +294,11 @@ class _Generator:
         for branch, table in zip(node.branches, tables):
             sub = table.subquery()
             columns = self._columns(sub, branch.schema)
-            full = {name: columns.get(name) or (kind, {p: cast(null(), PART_TYPES[p]) for p in PARTS[kind]})
-                    for name, kind in node.schema}
+            full = {
+                name: columns.get(name)
+                or (kind, {p: cast(null(), PART_TYPES[p]) for p in PARTS[kind]})
+                for name, kind in node.schema
+            }
             selects.append(select(*self._labelled(full)).select_from(sub))
         return union_all(*selects)
 
@@ -235,8 +306,11 @@ class _Generator:
         sub = self._table(node.input).subquery()
         columns = self._columns(sub, node.input.schema)
         scope = Columns().read(columns)
-        return (select(*self._labelled(columns)).select_from(sub)
-                .where(and_(*[scope.condition(c) for c in node.conditions])))
+        return (
+            select(*self._labelled(columns))
+            .select_from(sub)
+            .where(and_(*[scope.condition(c) for c in node.conditions]))
+        )
 
     def _label(self, name: str, part: str) -> str:
         """A variable's column in solution tables: v<n>_<part>, n its number in this query
@@ -244,13 +318,20 @@ class _Generator:
         return f"v{self.names.setdefault(name, len(self.names))}_{part}"
 
     def _labelled(self, columns: dict[str, tuple[str, dict]]) -> list:
-        labelled = [(parts[part] if parts[part] is not None else cast(null(), PART_TYPES[part])).label(
-            self._label(name, part)) for name, (kind, parts) in columns.items() for part in PARTS[kind]]
+        labelled = [
+            (parts[part] if parts[part] is not None else cast(null(), PART_TYPES[part])).label(
+                self._label(name, part)
+            )
+            for name, (kind, parts) in columns.items()
+            for part in PARTS[kind]
+        ]
         return labelled or [literal(1).label("unit")]
 
     def _columns(self, table, schema) -> dict[str, tuple[str, dict]]:
-        return {name: (kind, {part: table.c[self._label(name, part)] for part in PARTS[kind]})
-                for name, kind in schema}
+        return {
+            name: (kind, {part: table.c[self._label(name, part)] for part in PARTS[kind]})
+            for name, kind in schema
+        }
 
 
 # ------------------------------------------------------------------------- frame scans
@@ -299,12 +380,21 @@ def _selector(scan: N.FrameScan, frame) -> list:
         start, end = selector.start, selector.end
         if start == end and selector.end_included:
             return [frame.c.ts == start]
-        return [frame.c.ts >= start, frame.c.ts <= end if selector.end_included else frame.c.ts < end]
+        return [
+            frame.c.ts >= start,
+            frame.c.ts <= end if selector.end_included else frame.c.ts < end,
+        ]
     # FIRST, LAST: per stream, by the (stream_id, ts) index, one look-up per stream
     inner, streams = FRAMES.alias(), STREAMS.alias()
     ts = inner.c.ts.desc() if isinstance(selector, N.Last) else inner.c.ts.asc()
-    pick = (select(inner.c.id).where(inner.c.stream_id == streams.c.id).order_by(ts).limit(1)
-            .correlate(streams).scalar_subquery())
+    pick = (
+        select(inner.c.id)
+        .where(inner.c.stream_id == streams.c.id)
+        .order_by(ts)
+        .limit(1)
+        .correlate(streams)
+        .scalar_subquery()
+    )
     ids = select(pick).select_from(streams)
     named = [stream.nt[1:-1] for stream in scan.streams if isinstance(stream, N.Constant)]
     if named:
@@ -336,7 +426,12 @@ def _parts(name: str, kind: str, columns: Columns) -> dict[str, Any]:
     """A variable's columns in a solution table, from a FROM clause's."""
     if kind == "frame":
         frame = columns.frames[name]
-        return {"id": frame.c.id, "iri": frame.c.frame_iri, "ts": frame.c.ts, "stream": frame.c.stream_id}
+        return {
+            "id": frame.c.id,
+            "iri": frame.c.frame_iri,
+            "ts": frame.c.ts,
+            "stream": frame.c.stream_id,
+        }
     if kind == "time":
         return {"ts": columns.times[name]}
     binding = columns.bindings[name]
@@ -355,7 +450,10 @@ def _output_column(value: Value) -> tuple[str, Any]:
 
 
 def _labelled_or_null(values: list, prefix: str) -> list:
-    return [(value if value is not None else null()).label(f"{prefix}{i}") for i, value in enumerate(values)]
+    return [
+        (value if value is not None else null()).label(f"{prefix}{i}")
+        for i, value in enumerate(values)
+    ]
 
 
 def _group_columns(keys, columns: Columns) -> list:

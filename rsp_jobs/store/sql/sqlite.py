@@ -6,18 +6,33 @@ Python ``Decimal``, computed by functions and aggregates registered on each conn
 (XSD 1.0 Part 2 §3.2.3, §3.3.13; SPARQL 1.1 §18.5.1.3-4). Times are kept by ``UTCDateTime``
 as 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC.
 """
+
 from __future__ import annotations
 
 import decimal
 import itertools
 from decimal import Decimal
-from typing import Optional
 
 from sqlalchemy.ext.compiler import compiles
 
-from rsp_jobs.algebra.tasparql.exact import DECIMAL_DIGITS, EXACT, exact_text, term_exact, value_text
-from rsp_jobs.store.sql.elements import (QUOTE, EpochMs, Exact, ExactComparison, FrameJoin, Lexical, Position,
-                                       TimePart, lexical_sql)
+from rsp_jobs.algebra.tasparql.exact import (
+    DECIMAL_DIGITS,
+    EXACT,
+    exact_text,
+    term_exact,
+    value_text,
+)
+from rsp_jobs.store.sql.elements import (
+    QUOTE,
+    EpochMs,
+    Exact,
+    ExactComparison,
+    FrameJoin,
+    Lexical,
+    Position,
+    TimePart,
+    lexical_sql,
+)
 from rsp_jobs.terms import XSD
 
 # doubles and floats (most numbers of a stream) skip the call into Python
@@ -38,7 +53,14 @@ EXACT_SQL = {
     "min": "rsp_decimal_min({0})",
     "max": "rsp_decimal_max({0})",
 }
-_TIME_FORMATS = {"year": "%Y", "month": "%m", "day": "%d", "hour": "%H", "minute": "%M", "second": "%S"}
+_TIME_FORMATS = {
+    "year": "%Y",
+    "month": "%m",
+    "day": "%d",
+    "hour": "%H",
+    "minute": "%M",
+    "second": "%S",
+}
 
 
 def _sql(compiler, element, **kw) -> list[str]:
@@ -57,7 +79,9 @@ def _epoch_ms(element, compiler, **kw):
 @compiles(FrameJoin, "sqlite")
 def _frame_join(join, compiler, asfrom=False, from_linter=None, **kw):
     if from_linter:
-        from_linter.edges.update(itertools.product(join.left._from_objects, join.right._from_objects))
+        from_linter.edges.update(
+            itertools.product(join.left._from_objects, join.right._from_objects)
+        )
     left = join.left._compiler_dispatch(compiler, asfrom=True, from_linter=from_linter, **kw)
     right = join.right._compiler_dispatch(compiler, asfrom=True, from_linter=from_linter, **kw)
     return f"{left} CROSS JOIN {right}"
@@ -81,7 +105,9 @@ def _exact_comparison(element, compiler, **kw):
 def _lexical(element, compiler, **kw):
     """SQLite has no reverse(): the closing quote is the last one, before the suffix."""
     (text,) = _sql(compiler, element, **kw)
-    return lexical_sql(text, f"instr({text}, {QUOTE})", f"length(rtrim({text}, replace({text}, {QUOTE}, '')))")
+    return lexical_sql(
+        text, f"instr({text}, {QUOTE})", f"length(rtrim({text}, replace({text}, {QUOTE}, '')))"
+    )
 
 
 @compiles(Position)
@@ -117,23 +143,27 @@ def with_exact_functions(conn) -> None:
     conn.connection.info["rsp_decimal"] = True
 
 
-def divide(a: Decimal, b: Decimal) -> Optional[Decimal]:
+def divide(a: Decimal, b: Decimal) -> Decimal | None:
     """a / b to DECIMAL_DIGITS after the point, rounded half up (as PostgreSQL's round); None (an
     error, FOAR0001) when b is 0. Rounded from the quotient truncated one digit further, which
     decides half up alike (that digit is 5 or more exactly when the rest is half a unit or more)."""
     if b.is_zero():
         return None
-    truncated = EXACT.scaleb(EXACT.divide_int(EXACT.scaleb(a, DECIMAL_DIGITS + 1), b), -DECIMAL_DIGITS - 1)
+    truncated = EXACT.scaleb(
+        EXACT.divide_int(EXACT.scaleb(a, DECIMAL_DIGITS + 1), b), -DECIMAL_DIGITS - 1
+    )
     return truncated.quantize(Decimal(1).scaleb(-DECIMAL_DIGITS), decimal.ROUND_HALF_UP, EXACT)
 
 
 def _on_text(operation, written=exact_text):
     """A SQLite function of exact values (text or integers), NULL when one is."""
+
     def apply(*values):
         if any(v is None for v in values):
             return None
         result = operation(*(Decimal(v) for v in values))
         return None if result is None else written(result)
+
     return apply
 
 

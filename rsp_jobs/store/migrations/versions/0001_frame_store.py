@@ -7,15 +7,16 @@ Create Date: 2026-11-22
 
 Forward only: the frame store is the system of record, so a mistake is fixed by a new revision.
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0001"
-down_revision: Union[str, Sequence[str], None] = None
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = None
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 UTC = sa.DateTime(timezone=True)
@@ -30,7 +31,9 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("query_iri", sa.Text(), nullable=True),
         sa.Column("watermark", UTC, nullable=True),
-        sa.Column("allowed_lateness_ms", sa.BigInteger(), server_default=sa.text("0"), nullable=False),
+        sa.Column(
+            "allowed_lateness_ms", sa.BigInteger(), server_default=sa.text("0"), nullable=False
+        ),
         sa.Column("created_at", UTC, nullable=False),
         sa.CheckConstraint("kind IN ('input', 'derived')", name=op.f("ck_streams_kind")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_streams")),
@@ -44,7 +47,9 @@ def upgrade() -> None:
         sa.Column("frame_iri", sa.Text(), nullable=False),
         sa.Column("triple_count", sa.Integer(), nullable=False),
         sa.Column("checksum", sa.String(length=64), nullable=False),
-        sa.ForeignKeyConstraint(["stream_id"], ["streams.id"], name=op.f("fk_frames_stream_id_streams")),
+        sa.ForeignKeyConstraint(
+            ["stream_id"], ["streams.id"], name=op.f("fk_frames_stream_id_streams")
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_frames")),
         sa.UniqueConstraint("frame_iri", name=op.f("uq_frames_frame_iri")),
         sa.UniqueConstraint("stream_id", "ts", name=op.f("uq_frames_stream_id_ts")),
@@ -58,8 +63,12 @@ def upgrade() -> None:
         sa.Column("o", sa.Text(), nullable=False),
         sa.Column("o_num", sa.Double(), nullable=True),
         sa.Column("o_time", UTC, nullable=True),
-        sa.ForeignKeyConstraint(["frame_id"], ["frames.id"], name=op.f("fk_frame_triples_frame_id_frames"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["frame_id"],
+            ["frames.id"],
+            name=op.f("fk_frame_triples_frame_id_frames"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_frame_triples")),
     )
     op.create_index(op.f("ix_frame_triples_frame_id"), "frame_triples", ["frame_id"])
@@ -73,11 +82,19 @@ def upgrade() -> None:
         sa.Column("payload", sa.JSON(), nullable=False),
         sa.Column("row_count", sa.Integer(), nullable=False),
         sa.Column("frame_id", ID, nullable=True),
-        sa.CheckConstraint("form IN ('SELECT', 'CONSTRUCT', 'ASK')", name=op.f("ck_window_results_form")),
-        sa.ForeignKeyConstraint(["frame_id"], ["frames.id"], name=op.f("fk_window_results_frame_id_frames"),
-                                ondelete="SET NULL"),
+        sa.CheckConstraint(
+            "form IN ('SELECT', 'CONSTRUCT', 'ASK')", name=op.f("ck_window_results_form")
+        ),
+        sa.ForeignKeyConstraint(
+            ["frame_id"],
+            ["frames.id"],
+            name=op.f("fk_window_results_frame_id_frames"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_window_results")),
-        sa.UniqueConstraint("query_iri", "window_close", name=op.f("uq_window_results_query_iri_window_close")),
+        sa.UniqueConstraint(
+            "query_iri", "window_close", name=op.f("uq_window_results_query_iri_window_close")
+        ),
     )
     op.create_table(
         "activities",
@@ -97,9 +114,13 @@ def upgrade() -> None:
         sa.Column("started_at", UTC, nullable=False),
         sa.Column("ended_at", UTC, nullable=True),
         sa.Column("status", sa.String(length=16), nullable=False),
-        sa.CheckConstraint("kind IN ('ingest', 'window_evaluation', 'pattern_match', 'quality_check', 'alert')",
-                           name=op.f("ck_activities_kind")),
-        sa.CheckConstraint("status IN ('running', 'success', 'failed')", name=op.f("ck_activities_status")),
+        sa.CheckConstraint(
+            "kind IN ('ingest', 'window_evaluation', 'pattern_match', 'quality_check', 'alert')",
+            name=op.f("ck_activities_kind"),
+        ),
+        sa.CheckConstraint(
+            "status IN ('running', 'success', 'failed')", name=op.f("ck_activities_status")
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_activities")),
         sa.UniqueConstraint("iri", name=op.f("uq_activities_iri")),
     )
@@ -112,8 +133,12 @@ def upgrade() -> None:
             sa.Column("entity_kind", sa.String(length=16), nullable=False),
             sa.Column("checksum", sa.String(length=64), nullable=True),
             sa.CheckConstraint(ENTITY_KINDS, name=op.f(f"ck_{table}_entity_kind")),
-            sa.ForeignKeyConstraint(["activity_id"], ["activities.id"], name=op.f(f"fk_{table}_activity_id_activities"),
-                                    ondelete="CASCADE"),
+            sa.ForeignKeyConstraint(
+                ["activity_id"],
+                ["activities.id"],
+                name=op.f(f"fk_{table}_activity_id_activities"),
+                ondelete="CASCADE",
+            ),
             sa.PrimaryKeyConstraint("activity_id", "entity_iri", name=op.f(f"pk_{table}")),
         )
         op.create_index(op.f(f"ix_{table}_entity_iri"), table, ["entity_iri"])
@@ -126,8 +151,12 @@ def upgrade() -> None:
         sa.Column("success", sa.Boolean(), nullable=False),
         sa.Column("details", sa.JSON(none_as_null=True), nullable=True),
         sa.Column("created_at", UTC, nullable=False),
-        sa.ForeignKeyConstraint(["activity_id"], ["activities.id"],
-                                name=op.f("fk_quality_results_activity_id_activities"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["activity_id"],
+            ["activities.id"],
+            name=op.f("fk_quality_results_activity_id_activities"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_quality_results")),
     )
     op.create_index(op.f("ix_quality_results_activity_id"), "quality_results", ["activity_id"])
@@ -142,9 +171,17 @@ def upgrade() -> None:
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("activity_id", ID, nullable=True),
         sa.Column("created_at", UTC, nullable=False),
-        sa.ForeignKeyConstraint(["activity_id"], ["activities.id"], name=op.f("fk_quarantine_activity_id_activities"),
-                                ondelete="SET NULL"),
-        sa.ForeignKeyConstraint(["stream_id"], ["streams.id"], name=op.f("fk_quarantine_stream_id_streams")),
+        sa.ForeignKeyConstraint(
+            ["activity_id"],
+            ["activities.id"],
+            name=op.f("fk_quarantine_activity_id_activities"),
+            ondelete="SET NULL",
+        ),
+        sa.ForeignKeyConstraint(
+            ["stream_id"], ["streams.id"], name=op.f("fk_quarantine_stream_id_streams")
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_quarantine")),
     )
-    op.create_index(op.f("ix_quarantine_stream_id_source_file"), "quarantine", ["stream_id", "source_file"])
+    op.create_index(
+        op.f("ix_quarantine_stream_id_source_file"), "quarantine", ["stream_id", "source_file"]
+    )

@@ -4,15 +4,16 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-22
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0004"
-down_revision: Union[str, Sequence[str], None] = "0003"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 UTC = sa.DateTime(timezone=True)
@@ -28,7 +29,12 @@ def upgrade() -> None:
         sa.Column("match_time", UTC, nullable=False),
         sa.Column("activity_iri", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_consumed_facts")),
-        sa.UniqueConstraint("query_iri", "fact_key", name=op.f("uq_consumed_facts_query_iri_fact_key")),
+        sa.UniqueConstraint(
+            "query_iri", "fact_key", name=op.f("uq_consumed_facts_query_iri_fact_key")
+        ),
     )
-    op.create_index(op.f("ix_consumed_facts_query_iri_match_time"), "consumed_facts", ["query_iri", "match_time"])
-
+    op.create_index(
+        op.f("ix_consumed_facts_query_iri_match_time"),
+        "consumed_facts",
+        ["query_iri", "match_time"],
+    )

@@ -5,15 +5,16 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-11-22
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0005"
-down_revision: Union[str, Sequence[str], None] = "0004"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0004"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 UTC = sa.DateTime(timezone=True)
@@ -34,8 +35,9 @@ def upgrade() -> None:
         sa.Column("frame_id", ID, nullable=True),
         sa.Column("activity_iri", sa.Text(), nullable=True),
         sa.Column("notified_at", UTC, nullable=True),
-        sa.ForeignKeyConstraint(["frame_id"], ["frames.id"], name=op.f("fk_alerts_frame_id_frames"),
-                                ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["frame_id"], ["frames.id"], name=op.f("fk_alerts_frame_id_frames"), ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_alerts")),
         sa.UniqueConstraint("alert_iri", name=op.f("uq_alerts_alert_iri")),
     )

@@ -5,15 +5,16 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-24
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0008"
-down_revision: Union[str, Sequence[str], None] = "0007"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0007"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 

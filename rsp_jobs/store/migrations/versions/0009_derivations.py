@@ -6,15 +6,16 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-27
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0009"
-down_revision: Union[str, Sequence[str], None] = "0008"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0008"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
@@ -25,11 +26,19 @@ def upgrade() -> None:
         sa.Column("activity_id", ID, nullable=False),
         sa.Column("entity_iri", sa.Text(), nullable=False),
         sa.Column("source_iri", sa.Text(), nullable=False),
-        sa.ForeignKeyConstraint(["activity_id"], ["activities.id"],
-                                name=op.f("fk_activity_derivations_activity_id_activities"), ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("activity_id", "entity_iri", "source_iri", name=op.f("pk_activity_derivations")),
+        sa.ForeignKeyConstraint(
+            ["activity_id"],
+            ["activities.id"],
+            name=op.f("fk_activity_derivations_activity_id_activities"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint(
+            "activity_id", "entity_iri", "source_iri", name=op.f("pk_activity_derivations")
+        ),
     )
-    op.create_index(op.f("ix_activity_derivations_entity_iri"), "activity_derivations", ["entity_iri"])
+    op.create_index(
+        op.f("ix_activity_derivations_entity_iri"), "activity_derivations", ["entity_iri"]
+    )
 
 
 def downgrade() -> None:

@@ -7,15 +7,16 @@ Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-27
 """
-from typing import Sequence, Union
 
-from alembic import op
+from collections.abc import Sequence
+
 import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0010"
-down_revision: Union[str, Sequence[str], None] = "0009"
-branch_labels: Union[str, Sequence[str], None] = None
-depends_on: Union[str, Sequence[str], None] = None
+down_revision: str | Sequence[str] | None = "0009"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
 
 BEFORE = "entity_kind IN ('frame', 'lake_file', 'query', 'result')"
 AFTER = "entity_kind IN ('frame', 'lake_file', 'query', 'result', 'background')"
