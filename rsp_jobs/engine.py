@@ -253,7 +253,7 @@ def match_rules(
     """``match`` for every DOTR rule of a set (``compiler.compile_rule_set``) in one
     evaluation: one read of their streams, one pass over each group's instants (an event SELECT
     several rules ask for is evaluated once), one job for all facts and one collect for all
-    candidates (``spark.rules.evaluate_rules``). Returns each rule's
+    candidates (``spark.dotr.evaluate_rules``). Returns each rule's
     matches and newly consumed facts, in the set's order; ``consumed`` is per rule, as each
     rule consumes only for itself. A DOTR rule entails inside ``evaluate_rules``, with its own
     regime and its Datalog rules (what those derive is entailed too: DOTR §3's ontological part
@@ -268,7 +268,7 @@ def match_rules(
     ):
         elements = _events(lake, streams, start, end).cache()  # planned under the batch's settings
         try:
-            from rsp_jobs.spark.rules import evaluate_rules
+            from rsp_jobs.spark.dotr import evaluate_rules
 
             return evaluate_rules(
                 rules, elements, backgrounds, interval.after, interval.until, consumed, entailment

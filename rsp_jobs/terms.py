@@ -83,22 +83,6 @@ def _special_float(term: Literal):
     return None
 
 
-def ast_to_rdflib(term) -> Node:
-    """``rsp_jobs.language.ast.to_rdflib``, by the name ``rsp_jobs.spark.rules`` still calls; it
-    is being rewritten, and this goes once it calls the language's own function (terms are below
-    the language and do not otherwise import it)."""
-    from rsp_jobs.language import ast
-
-    return ast.to_rdflib(term)
-
-
-def ast_to_nt(term) -> str:
-    """``rsp_jobs.language.ast.to_nt``, kept for the same modules as ``ast_to_rdflib``."""
-    from rsp_jobs.language import ast
-
-    return ast.to_nt(term)
-
-
 def numeric_value(term: Node) -> float | None:
     """The value of a numeric literal as a double, else None (the lake's ``o_num``)."""
     if (

@@ -76,17 +76,9 @@ LEAVES = {"rsp_jobs.times": {"rsp_jobs.errors"},
           "rsp_jobs.namespaces": set()}
 
 # (module, what it imports) -> why the backwards import stays for now
-PENDING = {
-    ("rsp_jobs.terms", "rsp_jobs.language.ast"):
-        "terms.ast_to_nt and ast_to_rdflib (deferred imports) for rsp_jobs.spark.rules, being rewritten; "
-        "it is to call rsp_jobs.language.ast.to_nt",
-    ("rsp_jobs.reasoning.entailment", "rsp_jobs.spark.entailment"):
-        "reasoning.entailment.entail (a deferred import) for rsp_jobs.spark.rules, being rewritten; "
-        "it is to import rsp_jobs.spark.entailment.entail",
-}
+PENDING: dict[tuple[str, str], str] = {}
 # a module's former name -> the only modules that may still import it (they are being rewritten)
-FORMER_NAMES = {"rsp_jobs.language.rules": {"rsp_jobs.spark.rules"},  # now rsp_jobs.language.dotr
-                "rsp_jobs.algebra.rules": {"rsp_jobs.spark.rules"}}  # now rsp_jobs.algebra.dotr
+FORMER_NAMES: dict[str, set[str]] = {}
 # modules that must stay independent of the engine they check: the foundation only
 INDEPENDENT = {"rsp_jobs.bench.reference": {"foundation"}}
 

@@ -104,7 +104,7 @@ class RuleSetPlan:
 
 
 def instants_key(rule: RulePlan) -> tuple:
-    """What a rule's instants depend on (``spark/rules.facts_frame``): its streams, entailment
+    """What a rule's instants depend on (``spark/dotr.facts_frame``): its streams, entailment
     regime, Datalog program and background graphs. Rules alike in all four read the same
     instant graphs."""
     return (

@@ -269,11 +269,3 @@ def frame_closure(edges, transitive, background_triples, background_same):
                     if (x, prop, y) not in bg and (x, prop, y) not in stated
                 }
     return out
-
-
-def entail(*args, **kwargs):
-    """``rsp_jobs.spark.entailment.entail``, by the name ``rsp_jobs.spark.rules`` still imports
-    while it is rewritten; this goes once it imports the Spark layer's own."""
-    from rsp_jobs.spark import entailment
-
-    return entailment.entail(*args, **kwargs)

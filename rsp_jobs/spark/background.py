@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rdflib import Graph
 
@@ -20,6 +21,9 @@ from rsp_jobs.errors import QueryError
 from rsp_jobs.language import ast
 from rsp_jobs.rdf_files import background_spec, load_rdf_file
 from rsp_jobs.spark.local import LOCAL_ROWS, local_frame
+
+if TYPE_CHECKING:
+    from rsp_jobs.reasoning.entailment import Schema
 
 _FRAMES: dict[tuple, tuple[list, object]] = {}  # Background.frame's, by session and graph objects
 _SELECTED: dict[
@@ -148,7 +152,7 @@ class Background:
             )
         return self._frame
 
-    def closed(self, regime: str) -> tuple[Background, object]:
+    def closed(self, regime: str) -> tuple[Background, Schema]:
         """This background under an entailment regime (each graph closed once per content, see
         ``rsp_jobs.reasoning``), and the schema that entails stream triples."""
         from rsp_jobs.reasoning.entailment import Schema, closed, merged

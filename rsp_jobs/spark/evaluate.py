@@ -19,7 +19,7 @@ A variable ``?x`` is the string column ``v_x`` holding N-Triples text, NULL when
 Every frame's columns follow from its ``Solutions``: ``_win`` in the window rows (``dep``),
 the variables' columns, ``_rank`` when ``ranked``. The evaluator knows them from that and never
 asks Spark: on a Spark Connect session each ``DataFrame.columns`` is a round trip that analyses
-the whole plan so far (CSRBench's queries asked 274 times, 14 of their 38 s).
+the whole plan so far.
 """
 
 from __future__ import annotations
@@ -35,14 +35,12 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from rsp_jobs import terms
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.plan import var_name
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.ingest.lake import Vocabulary
 from rsp_jobs.language import ast
-from rsp_jobs.spark import decimals as D
-from rsp_jobs.spark import r2r
+from rsp_jobs.spark import aggregates, r2r
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
@@ -293,8 +291,8 @@ class Evaluator:
         ``optimize.order_joins`` joins the most selective patterns first, so these are fewer
         than one pattern's matches (a day of CityBench: 9 thousand against 45 thousand a
         pattern). Where the two sides share a variable, buckets are wide (two copies, not
-        three): a day of CityBench's congestion_by_segment 1.88 s -> 1.74 s, eight days
-        6.0 s -> 5.8 s (medians of four, alternating). Under tumbling windows a
+        three), since a variable to match on keeps the wider stretch's extra pairs from becoming
+        candidates (``Spans.near``). Under tumbling windows a
         solution's times all lie in one window, so both sides are keyed by that window and
         nothing is copied (one that straddles two windows is in none: ``_into_windows``)."""
         if self.spans.tumbling:
@@ -531,13 +529,13 @@ class Evaluator:
             if table is not None:
                 ranks[f"_a{i}"] = (vcol(agg.arg.name), table)
             elif agg.arg is not None:
-                extra.update(aggregate_arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
+                extra.update(aggregates.arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
         frame = self._to_dep_with(
             inner, extra, {name + "_k": ranked for name, ranked in ranks.items()}
         )
         aggs, renders, defaults, numbers = [], [], {}, {}
         for i, (agg, var) in enumerate(node.aggregates):
-            columns, render, default = _aggregate(
+            columns, render, default = aggregates.aggregate(
                 agg, f"_a{i}", inner.vars, self.query.source, ranked=f"_a{i}" in ranks
             )
             aggs += columns
@@ -599,11 +597,13 @@ class Evaluator:
         name = next(self._names)
         arguments = {}
         if node.aggregate.arg is not None:
-            arguments = aggregate_arguments(
+            arguments = aggregates.arguments(
                 node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)), name
             )
             frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
-        columns, render, _ = _aggregate(node.aggregate, name, inner.vars, self.query.source)
+        columns, render, _ = aggregates.aggregate(
+            node.aggregate, name, inner.vars, self.query.source
+        )
         grouped = (
             frame.groupBy(WIN, *keys)
             .agg(*columns)
@@ -716,122 +716,6 @@ def rank_terms(
         found.update(slice_terms[place])
         found.update(background.terms(place.position, place.predicate))
     return ST.ranks(spark, found) if len(found) <= LOCAL_ROWS else None
-
-
-def aggregate_arguments(agg: ast.Aggregate, value, name: str) -> dict[str, Column]:
-    """The per-solution columns ``_aggregate`` reads for ``agg`` over ``value`` (a compiled
-    expression), named ``name`` + suffix: only what that aggregate reads, so that the rows
-    copied into every window holding their solution (RANGE/STEP copies under sliding windows)
-    and sorted or hashed by the aggregation carry no term they do not need (a COUNT's IRIs,
-    the values an AVG has as numbers)."""
-    term = value.term
-    # An unbound variable adds nothing to a group, but an argument expression that is an error
-    # for one solution makes the aggregate an error, unbound (SPARQL 1.1 18.5.1: ListEval keeps
-    # the error in the list the set function receives; docs/semantics/numbers.md, "Aggregates")
-    expression = not isinstance(agg.arg, ast.Var)
-    if agg.name == "count" and not agg.distinct:
-        return {name + "_t": F.when(term.isNotNull(), F.lit(True))}  # counted where bound
-    if agg.name in ("sum", "avg"):
-        # a computed number (``?w * ?mean``) is never a bound non-number: its term is rendered
-        # from it, so asking would render every solution's term for nothing
-        number, rank, exact = value.number(), value.number_rank(), value.exact_number()
-        # an integer or decimal member out of the exact range would make the sum another number
-        wrong = number.isNull() | ((rank <= 1) & exact.isNull())
-        if expression:
-            bad = F.when(wrong, 1).otherwise(0)
-        elif value.num is not None:
-            bad = F.lit(0)
-        else:
-            bad = F.when(term.isNotNull() & wrong, 1).otherwise(0)
-        return {name + "_n": number, name + "_r": rank, name + "_e": exact, name + "_bad": bad}
-    if agg.name in ("min", "max"):  # the term is a field of its key
-        key = (
-            ST.order_struct(term)
-            if value.num is None
-            else ST.number_order_struct(value.num, value.exact_number(), term)
-        )
-        columns = {name + "_k": F.when(term.isNotNull(), key)}
-        if expression:
-            columns[name + "_bad"] = F.when(term.isNull(), 1).otherwise(0)
-        return columns
-    return {name + "_t": term}
-
-
-def _aggregate(
-    agg: ast.Aggregate, name: str, vars_: tuple[str, ...], source: str, ranked: bool = False
-) -> tuple[list[Column], Column, str | None]:
-    """An aggregate (SPARQL 18.5.1) over the pre-computed columns of ``aggregate_arguments``:
-    ``<name>_t`` (term; for COUNT without DISTINCT, true where bound), ``_n`` (number), ``_r``
-    (numeric rank), ``_bad`` (1 where bound but not a number) and, for MIN and MAX, ``_k``
-    (the term's ORDER BY key with the term in it, NULL when unbound): the Spark aggregate
-    columns, the column that renders their result as a term, and the value over an empty
-    group (COUNT and SUM are 0, AVG is 0 as 18.5.1.4 defines, GROUP_CONCAT is ""). ``ranked``:
-    a MIN or MAX whose ``_k`` is its term's rank (``Evaluator._ranks``), and whose term the
-    caller joins back from the least or greatest (``_v``) as ``_term``."""
-    zero = f'"0"^^<{terms.XSD_INTEGER}>'
-    term, num, rank = F.col(name + "_t"), F.col(name + "_n"), F.col(name + "_r")
-    c = lambda suffix: F.col(name + suffix)  # noqa: E731 - the aggregated columns by suffix
-    if agg.name == "count":
-        if agg.arg is None:
-            row = F.struct(*[F.col(vcol(v)) for v in vars_]) if vars_ else F.lit(1)
-            count = F.size(F.collect_set(row)) if agg.distinct else F.count(F.lit(1))
-        else:
-            count = F.size(F.collect_set(term)) if agg.distinct else F.count(term)
-        return [count.cast("double").alias(name + "_c")], ST.count_literal(c("_c")), zero
-    if agg.name in ("sum", "avg"):
-        # the exact sum of the integers and decimals, the doubles' where a float or double is a member
-        sum_, count_ = (F.sum_distinct, F.count_distinct) if agg.distinct else (F.sum, F.count)
-        columns = [
-            sum_(num).alias(name + "_s"),
-            sum_(c("_e")).cast(D.EXACT).alias(name + "_x"),
-            count_(num).alias(name + "_c"),
-            F.max(rank).alias(name + "_r"),
-            F.max(c("_bad")).alias(name + "_bad"),
-        ]
-        ok, some = c("_bad") == 0, c("_c") > 0
-        total, exact = F.coalesce(c("_s"), F.lit(0.0)), F.coalesce(c("_x"), F.lit(0).cast(D.EXACT))
-        if agg.name == "sum":
-            rank = F.coalesce(c("_r"), F.lit(0))
-        else:
-            rank = F.when(some, F.greatest(c("_r"), F.lit(1))).otherwise(F.lit(0))
-            # a count is a divisor with no digits after the point: the quotient is exact to 18 (``D.divide``)
-            total = F.when(some, total / c("_c")).otherwise(F.lit(0.0))
-            exact = F.when(some, (c("_x") / c("_c").cast("decimal(20,0)")).cast(D.EXACT)).otherwise(
-                exact
-            )
-        bound = ok & ((rank >= 2) | (some & c("_x").isNotNull()) | ~some)
-        render = F.when(bound, ST.numeric_literal(total, rank, exact))
-        return columns, render, zero
-    if agg.name in ("min", "max") and ranked:  # a number: Spark hashes it
-        pick = F.min if agg.name == "min" else F.max
-        return [pick(c("_k")).alias(name + "_v")], c("_term"), None
-    if agg.name in ("min", "max"):
-        # The least or greatest ORDER BY key (a struct, the term its last field): Spark has no
-        # hash aggregate over a struct, so the aggregation sorts by its groups. Measured on
-        # CityBench (congestion_by_segment, 8 days): 6.0 s, against 8.3 s when the key was the
-        # greatest of the group's ``collect_list`` (an object hash aggregate holding every key
-        # of every group until the end of the task); the same at one day and at a 15-minute
-        # micro-batch (issue 17).
-        pick = F.min if agg.name == "min" else F.max
-        columns, render = [pick(c("_k")).alias(name + "_v")], c("_v").getField(ST.ORDER_TERM)
-        if not isinstance(agg.arg, ast.Var):  # an expression that was an error for a solution
-            columns.append(F.max(c("_bad")).alias(name + "_bad"))
-            render = F.when(c("_bad") == 0, render)
-        return columns, render, None
-    if agg.name == "sample":
-        return [F.min(term).alias(name + "_v")], c("_v"), None
-    if agg.name == "group_concat":
-        sep = " " if agg.separator is None else agg.separator
-        text = F.when(ST.is_literal(term), ST.lexical(term)).when(
-            ST.is_iri(term), F.regexp_extract(term, r"^<(.*)>$", 1)
-        )
-        items = F.collect_set(text) if agg.distinct else F.collect_list(text)
-        return (
-            [F.array_join(F.array_sort(items), sep).alias(name + "_v")],
-            ST.string_literal(c("_v")),
-            '""',
-        )
-    raise UnsupportedConstruct(source, f"aggregate {agg.name.upper()}")
 
 
 def _constant(term) -> str | None:

@@ -1,5 +1,5 @@
 """A brute-force DOTR/TESLA rule evaluator in plain Python, the reference for
-``rsp_jobs.spark.rules``: it enumerates, for every trigger fact in time order, every fact of
+``rsp_jobs.spark.dotr``: it enumerates, for every trigger fact in time order, every fact of
 every event in its scope and applies the definitions directly.
 
 - scope of ``X within d from R``: ``t_R - d <= t_X < t_R``;

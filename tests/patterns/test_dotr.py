@@ -18,7 +18,7 @@ from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.language.dotr import parse_rule
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.rules import evaluate_rule, evaluate_rules
+from rsp_jobs.spark.dotr import evaluate_rule, evaluate_rules
 from tests.patterns import dotr_reference as ref
 from tests.support.batches import as_a_batch
 

@@ -1,4 +1,4 @@
-"""Tests that call a Spark stage directly (``spark.rules``, ``spark.events``) run it under the
+"""Tests that call a Spark stage directly (``spark.dotr``, ``spark.events``) run it under the
 settings the engine gives a batch of as many stream rows (``session.batch_settings``: a small
 batch interpreted, on two partitions), as ``engine.match`` and ``engine.match_rules`` do."""
 from __future__ import annotations

@@ -353,7 +353,7 @@ def test_segment_silent_reports_each_silence_once_at_its_first_instant(silent):
 # ------------------------------------------------------------------------ engine: equi-join keys
 
 def test_rule_conditions_equating_two_events_match_sparql_term_equality(spark, tmp_path):
-    """``S.?v = T.?v`` lets the rule engine hash-join on a key of the terms (spark/rules.py,
+    """``S.?v = T.?v`` lets the rule engine hash-join on a key of the terms (spark/dotr.py,
     ``_join_key``). The key must keep every pair SPARQL calls equal: literals equal in value
     but not in text (1 and 1.0) match, IRIs only when identical."""
     ex, stream = "http://ex.org/eq#", "http://ex.org/eq/stream"

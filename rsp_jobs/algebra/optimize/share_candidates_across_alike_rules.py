@@ -4,7 +4,7 @@ consumption may differ) have their candidates computed by one plan over their fa
 a fact belongs to part of every join: DOTR's ten benchmark rules, each "an E(i+1) after an Ei
 in the same area within 30 s", are one join of trigger facts with the facts before them, where
 each rule alone was a plan, a broadcast and a Spark job of its own. Which candidates a rule
-selects and what it consumes stay its own (``spark/rules._select``, DOTR §3)."""
+selects and what it consumes stay its own (``spark/dotr._select``, DOTR §3)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def share_candidates_across_alike_rules(plan: RuleSetPlan) -> RuleSetPlan:
 
 
 def candidates_key(rule: RulePlan) -> tuple:
-    """What ``spark/rules._candidates`` reads of a rule (where a condition stands in the text
+    """What ``spark/dotr._candidates`` reads of a rule (where a condition stands in the text
     does not matter)."""
     return (
         tuple((p.label, p.kind, p.within, p.between) for p in rule.predicates),

@@ -18,7 +18,7 @@ from rdflib import Graph
 from rsp_jobs.algebra.dotr import RulePlan as Rule
 from rsp_jobs.compiler import compile
 from rsp_jobs.spark.background import Background
-from rsp_jobs.spark.rules import evaluate_rule
+from rsp_jobs.spark.dotr import evaluate_rule
 from rsp_jobs.terms import to_nt
 from tests.support.batches import as_a_batch
 from rsp_jobs.spark.local import local_frame

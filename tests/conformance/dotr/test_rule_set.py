@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from rsp_jobs.compiler import compile_rule_set
-from rsp_jobs.spark.rules import evaluate_rules
+from rsp_jobs.spark.dotr import evaluate_rules
 from tests.conformance.dotr import brute_force as ref
 from tests.conformance.dotr.support import at, background, elements, instants, outputs, rule
 from tests.conformance.dotr.test_batches import RULE, SENSORS, stream

@@ -28,7 +28,7 @@ extracted events in time. Here:
    the ``consuming`` events become consumed once its trigger has been processed. Selection
    happens before negation and aggregate conditions are checked (T-Rex's order: the selected
    sequence is then tested). A ``not`` or aggregate scope is ``within d from R`` or ``between
-   X and Y`` (``language.rules.Between``).
+   X and Y`` (``language.dotr.Between``).
 
 Each match instantiates the ``define`` template, with a fresh IRI per match for its blank
 nodes and unassigned variables, and is timestamped with its trigger's time.
@@ -53,18 +53,20 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
+from rsp_jobs.algebra.dotr import FactGroup, RulePlan, RuleSetPlan
 from rsp_jobs.algebra.regimes import REGIMES, check_regime
-from rsp_jobs.algebra.rules import FactGroup, RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.language import ast
-from rsp_jobs.language.rules import SEP, Between, Within, expr_vars, split_qualified
-from rsp_jobs.reasoning.entailment import entail
+from rsp_jobs.language.dotr import SEP, Between, Within, expr_vars, split_qualified
 from rsp_jobs.results import RuleMatch
+from rsp_jobs.spark import aggregates
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.datalog import reason_per_instant
-from rsp_jobs.spark.evaluate import WIN, Evaluator, _aggregate, aggregate_arguments, vcol
+from rsp_jobs.spark.entailment import entail
+from rsp_jobs.spark.evaluate import Evaluator
 from rsp_jobs.spark.expressions import Scope, Value, compile_expr
 from rsp_jobs.spark.local import materialized, release
+from rsp_jobs.spark.r2r import WIN, vcol
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, settings_while
 
 __all__ = ["evaluate_rule", "evaluate_rules", "fact_key", "facts_frame"]
@@ -512,10 +514,13 @@ def _attach_aggregate(
         .where(_test(rule, exprs, cache))
         .select(
             "_id",
-            *[column.alias(c) for c, column in aggregate_arguments(aggregate, value, name).items()],
+            *[
+                column.alias(c)
+                for c, column in aggregates.arguments(aggregate, value, name).items()
+            ],
         )
     )
-    columns, render, default = _aggregate(aggregate, name, ("x",), rule.source)
+    columns, render, default = aggregates.aggregate(aggregate, name, ("x",), rule.source)
     values = (
         joined.groupBy("_id")
         .agg(*columns)
@@ -599,7 +604,7 @@ def _match(rule: RulePlan, order: list[str], row) -> RuleMatch:
             if t.name in outputs:
                 return outputs[t.name]
             return f"<{fresh}/{t.name}>"
-        return terms.ast_to_nt(t)
+        return ast.to_nt(t)
 
     lines = terms.template_lines(rule.template, term)
     time_us = row[_c(order[0], "ts")]
