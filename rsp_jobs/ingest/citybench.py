@@ -137,6 +137,10 @@ def observed_properties(repository: Path) -> dict[tuple[str, str], URIRef]:
             continue
         for cls in graph.objects(prop, RDF.type):
             if str(cls).startswith(str(CT)):
+                if not isinstance(prop, URIRef):  # observations name their property by IRI
+                    raise InputError(
+                        f"{repository}: {sensor} observes {prop.n3()}, which is not an IRI"
+                    )
                 key = (str(sensor)[len(SES) :], str(cls)[len(CT) :])
                 properties[key] = min(properties.get(key, prop), prop)  # deterministic if several
     return properties
@@ -191,7 +195,8 @@ def _traffic(fields: dict[str, str], stream: _Stream, problems: list[str]):
 
 def _pollution(fields: dict[str, str], stream: _Stream, problems: list[str]):
     levels = [_number(fields, column, problems) for column in POLLUTANTS]
-    return stream.name, [("API", None if None in levels else max(levels))]
+    known = [level for level in levels if level is not None]
+    return stream.name, [("API", max(known) if len(known) == len(levels) else None)]
 
 
 def _parking(fields: dict[str, str], stream: _Stream, problems: list[str]):
@@ -216,8 +221,9 @@ def _location(fields: dict[str, str], stream: _Stream, problems: list[str]):
     user_ok = bool(_IRI.fullmatch(user))
     if not user_ok:
         problems.append(f"user: not an IRI: {user!r}")
-    valid = user_ok and lat is not None and lng is not None
-    return stream.name, [("Location", _Location(user, lat, lng) if valid else None)]
+    if not user_ok or lat is None or lng is None:
+        return stream.name, [("Location", None)]
+    return stream.name, [("Location", _Location(user, lat, lng))]
 
 
 # Stream kind by file-name prefix.
@@ -301,6 +307,8 @@ def _rows(
         missing = [column for column in kind.columns if column not in header]
         if missing:
             raise InputError(f"{path}:1: header lacks column(s) {', '.join(missing)}")
+        if kind.time_column is None:  # only the headerless kind (read above) has none
+            raise ValueError(f"{path}: a CityBench kind with a header names its time column")
         time_index = header.index(kind.time_column)
         for row in reader:
             report.rows_read += 1
@@ -325,7 +333,7 @@ def _rows(
 
 def _observation(sensor: URIRef, cls: str, time: str, prop: URIRef, value: float | _Location):
     obs = URIRef(f"{sensor}/obs/{time}/{cls}")
-    triples = [
+    triples: list[tuple[URIRef, URIRef, URIRef | Literal]] = [
         (obs, _A, _OBSERVATION),
         (obs, _OBSERVED_BY, sensor),
         (obs, _OBSERVED_PROPERTY, prop),

@@ -144,7 +144,8 @@ def _parse(fields: list[str]) -> tuple[datetime, int, float]:
     if len(fields[0]) != 4:
         raise ValueError(f"year: expected 4 digits, found {fields[0]!r}")
     try:
-        moment = datetime(*numbers[:6], tzinfo=UTC)
+        year, month, day, hour, minute, second = numbers[:6]
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError as exc:
         raise ValueError(f"impossible date or time {' '.join(fields[:6])!r} ({exc})") from None
     if numbers[6] not in SAMPLE_TYPES:
@@ -234,7 +235,7 @@ def map_station(
         sample_type, _, height_text, _ = kept[moment]
         iri = URIRef(frame_iri(station, moment))
         frames.append(Frame(iri, moment, observation(station, moment, sample_type, height_text)))
-    report.rejected.sort(key=lambda r: r.line)
+    report.rejected.sort(key=lambda r: -1 if r.line is None else r.line)
     report.frames = len(frames)
     return URIRef(stream_iri(station)), frames, report
 
@@ -274,7 +275,8 @@ def stations(path: str | Path | None = None) -> dict[str, Station]:
     graph = Graph()
     graph.parse(path, format="turtle")
     found = {}
-    for sensor in sorted(graph.subjects(RDF.type, SOSA.Sensor)):
+    sensors = (s for s in graph.subjects(RDF.type, SOSA.Sensor) if isinstance(s, URIRef))
+    for sensor in sorted(sensors):  # a blank node would not match the sensor IRI pattern
         match = _SENSOR.fullmatch(str(sensor))
         if not match:
             continue
@@ -293,11 +295,14 @@ def stations(path: str | Path | None = None) -> dict[str, Station]:
                 f"{path}: sensor <{sensor}> needs sosa:isHostedBy a platform with "
                 f"{', '.join(lacking or ['rdfs:label', 'geo:lat', 'geo:long'])}"
             )
+        lat, lon = values["geo:lat"], values["geo:long"]
+        if not isinstance(platform, URIRef):
+            raise InputError(f"{path}: sensor <{sensor}> is hosted by {platform.n3()}, not an IRI")
+        if not isinstance(lat, Literal) or not isinstance(lon, Literal):
+            raise InputError(
+                f"{path}: platform <{platform}> has a geo:lat or geo:long that is no number"
+            )
         found[match.group(1)] = Station(
-            str(values["rdfs:label"]),
-            float(values["geo:lat"]),
-            float(values["geo:long"]),
-            platform,
-            sensor,
+            str(values["rdfs:label"]), float(lat), float(lon), platform, sensor
         )
     return found

@@ -423,7 +423,8 @@ def load_files(
     and written in batches of whole frames (``read_stream_chunks``), each handed to ``each``
     (path, batch) once it is in the lake, so that no file is held whole."""
     known: dict[str, dict] = {}  # per stream: time -> frame IRI
-    loads, delivered = [], Counter()
+    loads: list[FileLoad] = []
+    delivered: Counter[str] = Counter()
     for iri, path in files:
         mine = known.setdefault(iri, {})
         base = hashlib.sha1(f"{iri}|{Path(path)}".encode()).hexdigest()[:16]

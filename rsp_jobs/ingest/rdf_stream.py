@@ -44,6 +44,7 @@ from rdflib.exceptions import ParserError
 from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink
 from rdflib.plugins.parsers.ntriples import W3CNTriplesParser, r_nodeid, r_tail, r_wspace
 from rdflib.plugins.parsers.trig import TrigSinkParser
+from rdflib.term import Node
 
 from rsp_jobs import settings
 from rsp_jobs.errors import InputError
@@ -230,6 +231,10 @@ NO_TIME = -(
     1 << 63
 )  # a graph's time when it has none, or several  # tokens a chunked read keeps parsed; past it they are parsed again
 
+# what a chunked read gathers a graph's statements under: its frame's time (µs), or the graph
+# alone when it has no time
+_Group = int | tuple[str, Node]
+
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """(number, text) of each line, as ``text.splitlines()`` of the decoded file numbers them;
@@ -298,7 +303,7 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
 
     # first reading: each graph's last position, and the frame times the default graph states
     # (as µs; NO_TIME when not one xsd:dateTime): a few small values per frame
-    last: dict[object, int] = {}
+    last: dict[Node, int] = {}
     stamps: dict[object, int] = {}  # subject -> its time
     stamped: dict[object, int] = {}  # subject -> where its last time was stated
     for pos, st, _ in statements(StreamBatch(stream_iri, source)):
@@ -308,17 +313,17 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
             ts = time_value(st.o) if isinstance(st.o, Literal) else None
             stamps[st.s] = NO_TIME if ts is None or st.s in stamps else to_us(ts)
             stamped[st.s] = pos
-    group_of: dict[object, object] = {}  # graph -> its frame's time (or ("graph", graph): alone)
-    closes: dict[object, int] = {}  # frame time -> where its last statement is
+    group_of: dict[Node, _Group] = {}  # graph -> its frame's time (or ("graph", graph): alone)
+    closes: dict[_Group, int] = {}  # frame time -> where its last statement is
     while last:
         graph, end = last.popitem()
         if isinstance(graph, Literal):
-            ts = time_value(graph)
-            ts = NO_TIME if ts is None else to_us(ts)
+            label_time = time_value(graph)
+            time_us = NO_TIME if label_time is None else to_us(label_time)
         else:
-            ts = stamps.get(graph, NO_TIME)
+            time_us = stamps.get(graph, NO_TIME)
             end = max(end, stamped.get(graph, end))
-        group = ts if ts != NO_TIME else ("graph", graph)
+        group: _Group = time_us if time_us != NO_TIME else ("graph", graph)
         group_of[graph] = group
         closes[group] = max(closes.get(group, -1), end)
     del stamps, stamped
@@ -328,10 +333,10 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
         stream_iri, source
     )  # what the reading rejects, handed on with the next batch
     batch = StreamBatch(stream_iri, source, order=order, sha256=digest)
-    pending: dict[tuple, list[tuple[int, Statement]]] = {}
+    pending: dict[_Group, list[tuple[int, Statement]]] = {}
     ready: list[tuple[int, Statement]] = []
     ready_bytes, outside, first_outside = 0, 0, None
-    sizes: dict[tuple, int] = {}
+    sizes: dict[_Group, int] = {}
     for pos, st, size in statements(found):
         if st.graph is not None:
             group = group_of[st.graph]
@@ -409,7 +414,12 @@ def _keep(st: Statement, batch: StreamBatch, limit: int) -> bool:
     """Whether the store can keep ``st`` (see ``_storable``); if not, it is rejected in ``batch``."""
     s, p, o = st.nt  # N-Triples keeps U+0000 as it is (only \\, ", \n and \r are escaped)
     reason = None
-    if "\x00" in s or "\x00" in p or "\x00" in o or (st.graph is not None and "\x00" in st.graph):
+    if (
+        "\x00" in s
+        or "\x00" in p
+        or "\x00" in o
+        or (st.graph is not None and "\x00" in str(st.graph))
+    ):
         reason = NUL_TERM
     elif (
         isinstance(st.o, Literal)
@@ -429,21 +439,22 @@ class Statement:
     """A parsed statement: ``graph`` None (default graph), an IRI or blank node, or the
     timestamp literal of C-SPARQL's N-Quads form. ``nt``: the N-Triples text of ``s p o``, and
     ``values``: the object's numeric and time values (the lake's ``o_num``, ``o_time``); a
-    reader that has them already passes them, else they are computed from the terms."""
+    reader that has them already passes them, else ``of`` computes them from the terms."""
 
-    graph: object
-    s: object
-    p: object
-    o: object
+    graph: Node | None
+    s: Node
+    p: Node
+    o: Node
     line: int | None
-    nt: tuple[str, str, str] | None = None
-    values: tuple[float | None, datetime | None] | None = None
+    nt: tuple[str, str, str]
+    values: tuple[float | None, datetime | None]
 
-    def __post_init__(self):
-        if self.nt is None:
-            self.nt = (to_nt(self.s), to_nt(self.p), to_nt(self.o))
-        if self.values is None:
-            self.values = (numeric_value(self.o), time_value(self.o))
+    @classmethod
+    def of(cls, graph: Node | None, s: Node, p: Node, o: Node, line: int | None) -> Statement:
+        """The statement of these terms, its N-Triples text and values computed."""
+        return cls(
+            graph, s, p, o, line, (to_nt(s), to_nt(p), to_nt(o)), (numeric_value(o), time_value(o))
+        )
 
 
 class _QuadLine(W3CNTriplesParser):
@@ -476,30 +487,32 @@ class _QuadLine(W3CNTriplesParser):
         plain = _PLAIN_QUAD.match(line)
         if plain is not None:
             known, term = self.known, self._term
-            s, p, o, g = plain.groups()
-            s, p, o = known.get(s) or term(s), known.get(p) or term(p), known.get(o) or term(o)
-            g = g and (known.get(g) or term(g))[0]
-            return Statement(g, s[0], p[0], o[0], number, (s[1], p[1], o[1]), o[2])
+            s_token, p_token, o_token, g_token = plain.groups()
+            s = known.get(s_token) or term(s_token)
+            p = known.get(p_token) or term(p_token)
+            o = known.get(o_token) or term(o_token)
+            graph = None if g_token is None else (known.get(g_token) or term(g_token))[0]
+            return Statement(graph, s[0], p[0], o[0], number, (s[1], p[1], o[1]), o[2])
         self.line = line
         self.eat(r_wspace)
         if not self.line or self.line.startswith("#"):
             return None
-        s = self.subject()
+        subject = self.subject()
         self.eat(r_wspace)
-        p = self.predicate()
+        predicate = self.predicate()
         self.eat(r_wspace)
-        o = self.object()
+        obj = self.object()
         self.eat(r_wspace)
         graph = None  # an empty literal is falsy: test for "no match" (False), not truth
         for read in (self.uriref, self.nodeid, self.literal):
-            term = read()
-            if term is not False and term is not None:
-                graph = term
+            label = read()
+            if label is not False and label is not None:
+                graph = label
                 break
         self.eat(r_tail)
         if self.line:
             raise ParserError(f"trailing garbage: {self.line[:60]}")
-        return Statement(graph, s, p, o, number)
+        return Statement.of(graph, subject, predicate, obj, number)
 
     def _checked(self, token: str) -> tuple | None:
         """``_term`` of a token the split found, if it is one whole plain token (else None: the
@@ -518,7 +531,10 @@ class _QuadLine(W3CNTriplesParser):
                 node = BNode(f"b{self.salt}{token[2:]}")
                 found = (node, f"_:{node}", _NO_VALUES)
             else:
-                lexical, lang, datatype = _PLAIN_LITERAL.fullmatch(token).groups()
+                literal = _PLAIN_LITERAL.fullmatch(token)
+                if literal is None:  # callers pass the tokens _PLAIN_TOKEN or _PLAIN_QUAD found
+                    raise ParserError(f"not a plain token: {token[:60]}")
+                lexical, lang, datatype = literal.groups()
                 term = Literal(
                     lexical, lang or None, self._term(f"<{datatype}>")[0] if datatype else None
                 )
@@ -586,6 +602,8 @@ class _RecordingSink(RDFSink):
         self.statements: list[Statement] = []
 
     def makeStatement(self, quadruple, why=None) -> None:
+        if self.parser is None:
+            raise RuntimeError("_RecordingSink.parser is set before the parser states anything")
         f, p, s, o = quadruple
         graph = (
             None
@@ -593,7 +611,7 @@ class _RecordingSink(RDFSink):
             else f.identifier
         )
         self.statements.append(
-            Statement(
+            Statement.of(
                 graph,
                 self.normalise(f, s),
                 self.normalise(f, p),
@@ -616,7 +634,9 @@ def _trig(text: str, path: Path, salt: str, batch: StreamBatch) -> list[Statemen
         return _parse_trig(text, path, salt)
     except _TRIG_ERRORS as exc:
         whole = exc
-    statements, parsed, directives = [], 0, []
+    statements: list[Statement] = []
+    parsed = 0
+    directives: list[str] = []
     for number, (line, chunk) in enumerate(_trig_parts(text)):
         # the directives so far on line 1, the part on its own line: its line numbers stay the file's
         prefix = " ".join(directives)
@@ -698,7 +718,6 @@ def _trig_parts(text: str) -> Iterator[tuple[int, str]]:
 
 @dataclass
 class _Part:
-    graph: str
     line: int | None
     statements: list[tuple[int, Statement]] = field(default_factory=list)  # (position, statement)
 
@@ -716,7 +735,7 @@ def _to_frames(
     collect = outside
     stamps: dict[object, list] = {}
     outside = []
-    parts: dict[object, _Part] = {}
+    parts: dict[Node, _Part] = {}
     for pos, st in zip(positions, statements) if positions is not None else enumerate(statements):
         if st.graph is None:
             if st.p == PROV_GENERATED_AT:
@@ -726,10 +745,9 @@ def _to_frames(
             continue
         part = parts.get(st.graph)
         if part is None:
-            name = str(st.graph) if not isinstance(st.graph, Literal) else None
-            part = parts[st.graph] = _Part(name, st.line)
+            part = parts[st.graph] = _Part(st.line)
         part.statements.append((pos, st))
-    timed: list[tuple[datetime, object, _Part]] = []
+    timed: list[tuple[datetime, int, str, _Part]] = []  # time, position, the part's graph IRI
     horizon = future_horizon()
     for key, part in parts.items():
         if isinstance(key, Literal):
@@ -745,7 +763,7 @@ def _to_frames(
                     )
                 )
                 continue
-            part.graph = f"{batch.stream}/frame/{datetime_lexical(ts)}"
+            graph = f"{batch.stream}/frame/{datetime_lexical(ts)}"
         else:
             reason = _frame_time_problem(key, stamps.get(key, []))
             if reason:
@@ -753,7 +771,10 @@ def _to_frames(
                     Rejection(batch.source, part.line, reason, len(part.statements))
                 )
                 continue
+            graph = str(key)
             ts = time_value(stamps[key][0])
+            if ts is None:
+                raise AssertionError(f"frame <{key}>: _frame_time_problem passed a non-time")
         if ts > horizon:  # a wrong clock or a typo: it must not move the stream's watermark
             batch.rejections.append(
                 Rejection(
@@ -764,18 +785,18 @@ def _to_frames(
                 )
             )
             continue
-        timed.append((ts, part.statements[0][0], part))
+        timed.append((ts, part.statements[0][0], graph, part))
     # the frame of a time is named by its first part in the file; frames leave in time order
     frame_of: dict[datetime, str] = {}
     seen: dict[str, set] = {}
-    for ts, _, part in sorted(timed, key=lambda item: (item[0], item[1])):
-        frame = frame_of.setdefault(ts, part.graph)
+    for ts, _, graph, part in sorted(timed, key=lambda item: (item[0], item[1])):
+        frame = frame_of.setdefault(ts, graph)
         triples = seen.setdefault(frame, set())
         batch.parts.append(
             Part(
                 frame,
                 ts,
-                part.graph,
+                graph,
                 batch.source,
                 part.line,
                 len(part.statements),

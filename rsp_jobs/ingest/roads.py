@@ -53,6 +53,7 @@ from pathlib import Path
 from statistics import fmean
 
 from rdflib import RDF, RDFS, XSD, Graph, Literal, Namespace, URIRef
+from rdflib.term import Node
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.citybench import SES, SSN, sensor_repository_path, traffic_metadata_path
@@ -137,11 +138,17 @@ def features_of_interest(repository: Path) -> dict[URIRef, URIRef]:
 
 def sensor_features(repository: Graph) -> dict[URIRef, URIRef]:
     """{sensor: its feature of interest} for the sensors whose observed properties all belong to
-    one feature (every traffic sensor in CityBench's repository)."""
-    features: dict[URIRef, set] = {}
+    one feature (every traffic sensor in CityBench's repository), both IRIs: the feature names
+    a road segment."""
+    features: dict[Node, set[Node]] = {}
     for sensor, prop in repository.subject_objects(SSN.observes):
         features.setdefault(sensor, set()).update(repository.objects(prop, SSN.isPropertyOf))
-    return {sensor: next(iter(found)) for sensor, found in features.items() if len(found) == 1}
+    out: dict[URIRef, URIRef] = {}
+    for sensor, found in features.items():
+        feature = next(iter(found)) if len(found) == 1 else None
+        if isinstance(sensor, URIRef) and isinstance(feature, URIRef):
+            out[sensor] = feature
+    return out
 
 
 def _double(value: float) -> Literal:
@@ -239,7 +246,7 @@ def read_roads(
                 problems.append(
                     f"duplicate of line {first_line[report_id]} (same REPORT_ID {report_id})"
                 )
-            if problems:
+            if problems or start is None or end is None or length is None:  # None: a problem
                 reject(line, "; ".join(problems) + "; row skipped")
                 continue
             first_line[report_id] = line

@@ -47,7 +47,7 @@ def raw_suffixes(name: str | None) -> tuple[str, ...]:
 def to_stream_file(path: Path, name: str | None, stream: str) -> tuple[Path, list[Rejection]]:
     """``path`` itself when it is a stream file; a raw file of format ``name`` mapped to
     ``<its folder>/mapped/<its stem>.trig``, with the mapping's rejections."""
-    if path.suffix.lower() not in raw_suffixes(name):
+    if name is None or path.suffix.lower() not in raw_suffixes(name):
         return path, []
     module, function = RAW_FORMATS[name].mapper.split(":")
     out = path.parent / MAPPED_DIR / f"{path.stem}.trig"

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rdflib import Literal, URIRef
 from rdflib.namespace import RDF
+from rdflib.term import Node
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (
@@ -158,13 +159,13 @@ class _Reader:
         result = TardfFile(
             self.source, {s: StreamBatch(stream=s, source=self.source) for s in streams}
         )
-        timed = {f: (s, t) for f, (s, t) in frames.items() if t != NIL}
+        timed = {f: (s, t) for f, (s, t) in frames.items() if isinstance(t, datetime)}  # not NIL
         names = self._frame_names(timed)
-        content: dict[object, list[tuple[int, Statement, tuple]]] = defaultdict(
+        content: dict[Node, list[tuple[int, Statement, tuple]]] = defaultdict(
             list
         )  # frame -> statements
-        in_graph: dict[object, set] = defaultdict(set)
-        strays: dict[object, list[Statement]] = {}  # named graphs that are no frame
+        in_graph: dict[Node, set] = defaultdict(set)
+        strays: dict[Node, list[Statement]] = {}  # named graphs that are no frame
         for pos, st in enumerate(self.statements):
             if st.graph is not None:
                 if st.graph in self.problems:
@@ -221,10 +222,12 @@ class _Reader:
 
     # ----------------------------------------------------------------------------- frames
 
-    def _frames(self) -> dict[object, tuple[URIRef, datetime | str]]:
+    def _frames(self) -> dict[Node, tuple[URIRef, datetime | str]]:
         """Frame resource → (stream, time or NIL), after TA-RDF restriction 2."""
-        streams, stamps, generated = defaultdict(set), defaultdict(set), defaultdict(set)
-        lines: dict[object, int | None] = {}
+        streams: defaultdict[Node, set[Node]] = defaultdict(set)
+        stamps: defaultdict[Node, set[Node]] = defaultdict(set)
+        generated: defaultdict[Node, set[Node]] = defaultdict(set)
+        lines: dict[Node, int | None] = {}
         for st in self.statements:
             if st.graph is not None:
                 continue
@@ -235,24 +238,26 @@ class _Reader:
                 stamps[st.s].add(st.o)
             elif st.p == PROV_GENERATED_AT:
                 generated[st.s].add(st.o)
-        frames, problems = {}, {}
+        frames: dict[Node, tuple[URIRef, datetime | str]] = {}
+        problems: dict[Node, str] = {}
         horizon = future_horizon()
         for frame, owners in streams.items():
             name = to_nt(frame)
             values = stamps.get(frame) or generated.get(frame) or set()
             times = {frame_time(v) for v in values}
+            owner, when = next(iter(owners)), next(iter(times), None)
             if len(owners) > 1:
                 problems[frame] = (
                     f"frame {name} dsv:belongsTo {' and '.join(sorted(map(to_nt, owners)))} "
                     "(TA-RDF restriction 2(ii): a frame belongs to one stream)"
                 )
-            elif any(not isinstance(o, URIRef) for o in owners):
+            elif not isinstance(owner, URIRef):
                 problems[frame] = (
-                    f"frame {name} dsv:belongsTo {to_nt(next(iter(owners)))}, which is not a stream IRI"
+                    f"frame {name} dsv:belongsTo {to_nt(owner)}, which is not a stream IRI"
                 )
             elif not values:
                 problems[frame] = f"frame {name} has no dsv:hasTimestamp (TA-RDF restriction 2(i))"
-            elif None in times:
+            elif when is None or None in times:
                 problems[frame] = (
                     f"frame {name} has a dsv:hasTimestamp that is not an xsd:dateTime, an xsd:date "
                     f"or dsv:Nil: {', '.join(sorted(map(to_nt, values)))}"
@@ -270,10 +275,10 @@ class _Reader:
                 problems[frame] = (
                     f"frame {name} has a dsv:hasTimestamp other than its prov:generatedAtTime"
                 )
-            elif (ts := next(iter(times))) != NIL and ts > horizon:
-                problems[frame] = f"frame {name}'s {past_horizon(ts, horizon)}"
+            elif isinstance(when, datetime) and when > horizon:
+                problems[frame] = f"frame {name}'s {past_horizon(when, horizon)}"
             else:
-                frames[frame] = (next(iter(owners)), next(iter(times)))
+                frames[frame] = (owner, when)
         self.problems = problems
         for frame, reason in problems.items():
             held = sum(1 for st in self.statements if frame in (st.graph, st.s, st.o))
@@ -291,7 +296,7 @@ class _Reader:
             return True
         return st.p == RDF.type and st.o in (DSV_FRAME, DSV_DATA_STREAM)
 
-    def _frame_names(self, timed: dict) -> dict[object, str]:
+    def _frame_names(self, timed: dict) -> dict[Node, str]:
         """Frame resource → the IRI of the stored frame: the first frame of its (stream, time)
         in the file, a blank node named ``<stream>/frame/<time>``."""
         first: dict[tuple, str] = {}
@@ -310,7 +315,10 @@ class _Reader:
     ) -> None:
         """One frame resource's statements into the batch: its named graph's as a part, its
         default-graph statements as another, minus what the graph already states."""
-        parts: dict[str, list] = defaultdict(list)
+        # graph -> (position, statement, N-Triples, object)
+        parts: dict[str, list[tuple[int, Statement, tuple[str, str, str], Node]]] = defaultdict(
+            list
+        )
         for pos, st, triple in stated:
             graph = DEFAULT_GRAPH if len(triple) == 4 else str(frame)
             nt = (to_nt(triple[0]), to_nt(triple[1]), to_nt(triple[2]))
