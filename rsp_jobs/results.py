@@ -89,21 +89,22 @@ class WindowResult:
         for end, group in sorted(by_end.items()):
             start = min(m.start_us for m in group)
             events = tuple(sorted({e for m in group for e in m.events}))
-            if group[0].bindings is not None:
-                results.append(
-                    cls(
-                        start,
-                        end,
-                        "SELECT",
-                        bindings=tuple(m.bindings for m in group),
-                        events=events,
-                    )
+            bindings = tuple(m.bindings for m in group if m.bindings is not None)
+            constructed = [(m, m.triples) for m in group if m.triples is not None]
+            if len(bindings) + len(constructed) != len(group) or (bindings and constructed):
+                raise ValueError(
+                    f"the matches ending at {iso_ms(end)} are not all SELECT (bindings) "
+                    "or all CONSTRUCT (triples)"
                 )
+            if bindings:
+                results.append(cls(start, end, "SELECT", bindings=bindings, events=events))
                 continue
-            triples = tuple(sorted({t for m in group for t in m.triples}))
-            derived = ()
+            triples = tuple(sorted({t for _, lines in constructed for t in lines}))
+            derived: tuple[tuple[str, str], ...] = ()
             if any(m.start_us != end for m in group):
-                derived = tuple(sorted({(iso_ms(m.start_us), t) for m in group for t in m.triples}))
+                derived = tuple(
+                    sorted({(iso_ms(m.start_us), t) for m, lines in constructed for t in lines})
+                )
             results.append(
                 cls(start, end, "CONSTRUCT", triples=triples, derived=derived, events=events)
             )

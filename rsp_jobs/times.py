@@ -113,7 +113,10 @@ def parse_duration(text: str) -> int:
     match = _ISO_DURATION.fullmatch(text)
     if not match or not any(match.groups()) or text.upper().endswith("T"):
         raise ValueError(f"not a duration: {text!r} (use e.g. 3000ms, 1s, 10m, 1h, PT3S, PT0.5S)")
-    ms = sum(Decimal(value) * unit for value, unit in zip(match.groups(), _ISO_UNIT_MS) if value)
+    ms = sum(
+        (Decimal(value) * unit for value, unit in zip(match.groups(), _ISO_UNIT_MS) if value),
+        Decimal(0),
+    )
     if ms != ms.to_integral_value():
         raise ValueError(f"duration {text!r} is not a whole number of milliseconds")
     return _within_limit(int(ms), text)

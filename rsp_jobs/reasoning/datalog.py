@@ -124,8 +124,11 @@ class Index:
 
     def __init__(self, triples: Iterable[Triple] = ()):
         self.all: set[Triple] = set()
-        self.p, self.s, self.o = defaultdict(set), defaultdict(set), defaultdict(set)
-        self.ps, self.po = defaultdict(set), defaultdict(set)
+        self.p: defaultdict[str, set[Triple]] = defaultdict(set)
+        self.s: defaultdict[str, set[Triple]] = defaultdict(set)
+        self.o: defaultdict[str, set[Triple]] = defaultdict(set)
+        self.ps: defaultdict[tuple[str, str], set[Triple]] = defaultdict(set)
+        self.po: defaultdict[tuple[str, str], set[Triple]] = defaultdict(set)
         for t in triples:
             self.add(t)
 
@@ -232,8 +235,8 @@ def _match(atom: Atom, binding: dict, index: Index, other: Index | None) -> Iter
 
 
 def _ground(atom: Atom, binding: dict) -> Triple | None:
-    out = tuple(binding.get(t) if t.startswith("?") else t for t in (atom.s, atom.p, atom.o))
-    return None if None in out else out
+    s, p, o = (binding.get(t) if t.startswith("?") else t for t in (atom.s, atom.p, atom.o))
+    return None if s is None or p is None or o is None else (s, p, o)
 
 
 def _is_rdf(t: Triple, clause: Clause) -> bool:

@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from rdflib import Graph, URIRef
+from rdflib import Graph, Literal, URIRef
+from rdflib.term import Node
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, dijkstra
 
@@ -83,7 +84,7 @@ class Route:
         }
 
 
-def _one(graph: Graph, subject: URIRef, predicate: URIRef):
+def _one(graph: Graph, subject: URIRef, predicate: URIRef) -> Node:
     values = list(graph.objects(subject, predicate))
     if len(values) != 1:
         raise InputError(
@@ -93,15 +94,23 @@ def _one(graph: Graph, subject: URIRef, predicate: URIRef):
     return values[0]
 
 
+def _iri(graph: Graph, node: Node, what: str) -> URIRef:
+    """``node``, which a route names by IRI (a segment, node or sensor)."""
+    if not isinstance(node, URIRef):
+        raise InputError(f"road graph: {what} {node.n3(graph.namespace_manager)} is not an IRI")
+    return node
+
+
 class RoadNetwork:
     """The segments of a road graph, indexed for routing; build it once and route many times."""
 
     def __init__(self, graph: Graph):
         segments = []
-        for segment in sorted(set(graph.subjects(CT.hasFirstNode, None))):
+        subjects = set(graph.subjects(CT.hasFirstNode, None))
+        for segment in sorted(_iri(graph, s, "segment") for s in subjects):
             value = _one(graph, segment, ROADS.lengthInMetres)
             try:
-                length = float(value.toPython())
+                length = float(value.toPython()) if isinstance(value, Literal) else math.nan
             except (TypeError, ValueError):
                 length = math.nan
             if not length > 0:
@@ -109,7 +118,10 @@ class RoadNetwork:
                     f"road graph: segment {segment} has length {value.n3()}, "
                     f"expected a positive number of metres"
                 )
-            sensors = sorted(graph.objects(segment, ROADS.sensor))
+            sensors = sorted(
+                _iri(graph, s, f"the sensor of {segment}")
+                for s in graph.objects(segment, ROADS.sensor)
+            )
             streets = []
             for prop in (ROADS.startStreet, ROADS.endStreet):
                 for street in sorted(str(s) for s in graph.objects(segment, prop)):
@@ -119,8 +131,8 @@ class RoadNetwork:
                 RouteSegment(
                     segment,
                     sensors[0] if len(sensors) == 1 else None,
-                    _one(graph, segment, CT.hasFirstNode),
-                    _one(graph, segment, CT.hasSecondNode),
+                    _iri(graph, _one(graph, segment, CT.hasFirstNode), f"the start of {segment}"),
+                    _iri(graph, _one(graph, segment, CT.hasSecondNode), f"the end of {segment}"),
                     length,
                     tuple(streets),
                 )
@@ -129,7 +141,7 @@ class RoadNetwork:
         self.by_sensor: dict[URIRef, list[URIRef]] = {}
         for s in segments:
             for sensor in graph.objects(s.segment, ROADS.sensor):
-                self.by_sensor.setdefault(sensor, []).append(s.segment)
+                self.by_sensor.setdefault(_iri(graph, sensor, "sensor"), []).append(s.segment)
         self.nodes: list[URIRef] = sorted({s.start for s in segments} | {s.end for s in segments})
         self.index: dict[URIRef, int] = {node: i for i, node in enumerate(self.nodes)}
 

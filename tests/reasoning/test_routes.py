@@ -185,3 +185,18 @@ def test_unknown_sensor_or_segment_is_an_error(graph, network):
         alternative_route(graph, sensor("1"))
     with pytest.raises(UnknownRoad, match="urn:nowhere"):
         alternative_route(graph, sensor(BENCHMARK[0]), avoid=["urn:nowhere"])
+
+
+def test_a_segment_whose_end_is_not_an_iri_is_an_error():
+    from rdflib import Graph, Literal
+
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.namespaces import CT, ROADS
+
+    segment = URIRef("urn:rsp:roads:segment/1")
+    graph = Graph()
+    graph.add((segment, CT.hasFirstNode, node("1")))
+    graph.add((segment, CT.hasSecondNode, Literal("2")))
+    graph.add((segment, ROADS.lengthInMetres, Literal(10.0)))
+    with pytest.raises(InputError, match=r'the end of urn:rsp:roads:segment/1 "2" is not an IRI'):
+        RoadNetwork(graph)
