@@ -1,8 +1,11 @@
 """Running a printed C-SPARQL example the way a user would: its stream files read into a fresh
 lake (``rsp evaluate``'s loading), the query text compiled and evaluated, the answer per window
-as plain values to compare with the one worked out by hand."""
+as plain values to compare with the one worked out by hand; and reading the cases of
+``cases/*.toml`` (the format: README.md)."""
 from __future__ import annotations
 
+import tomllib
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
@@ -12,6 +15,7 @@ from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest.lake import Lake, load_files
 
 DATA = Path(__file__).with_name("data")
+CASES = Path(__file__).with_name("cases")
 ONTO = "http://.../sr4ld2013-onto#"  # the tutorial's prefix, as printed
 
 
@@ -70,3 +74,115 @@ def closes(first: str, last: str, step_s: int) -> list[str]:
         h, m, s = map(int, hms.split(":"))
         return h * 3600 + m * 60 + s
     return [f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}" for t in range(seconds(first), seconds(last) + 1, step_s)]
+
+
+# ------------------------------------------------------------------------------- the cases
+
+INHERITED = ("section", "streams", "background", "entailment", "select")  # what a case takes from its base
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of a manifest, its texts resolved: ``query`` is the form that runs (``None`` for
+    none), ``printed`` the text as printed (or ``None``), ``fields`` the rest as written, with
+    what it takes from its base."""
+
+    id: str
+    manifest: str
+    printed: str | None
+    query: str | None
+    fields: dict
+    ranges: dict
+
+    def __getitem__(self, key: str):
+        return self.fields[key]
+
+    def get(self, key: str, default=None):
+        return self.fields.get(key, default)
+
+    @property
+    def regimes(self) -> list[str]:
+        regime = self.fields.get("entailment", "simple")
+        return [regime] if isinstance(regime, str) else list(regime)
+
+    def checks(self) -> list[str]:
+        """What the runner checks of this case: that the printed text is refused (``printed``),
+        that the query is refused (``error``), the answers per window under each regime."""
+        out = ["printed"] if "printed_error" in self.fields else []
+        if "error" in self.fields:
+            out.append("error")
+        if "windows" in self.fields:
+            out += ["answers"] if len(self.regimes) == 1 else [f"answers[{r}]" for r in self.regimes]
+        return out
+
+    def expected(self) -> dict[str, list]:
+        """{close (HH:MM:SS): sorted rows}: every group's rows at each of its closes, the rows of
+        groups that share a close together."""
+        out: dict[str, list] = {}
+        for group in self.fields["windows"]:
+            named = group["closes"]
+            if isinstance(named, str):
+                at_closes = self.ranges[named]
+            elif isinstance(named, dict):
+                at_closes = closes(named["from"], named["to"], named["every"])
+            else:
+                at_closes = named
+            for c in at_closes:
+                out.setdefault(c, []).extend(tuple(r) if isinstance(r, list) else r for r in group["rows"])
+        return {c: sorted(rows) for c, rows in out.items()}
+
+
+def edited(text: str, fields: dict, shared: dict) -> str:
+    """``text`` with the case's restorations and changes (each must occur in it), then the
+    manifest's shared restorations it names in ``restore`` (applied where they occur)."""
+    for edit in fields.get("restorations", []) + fields.get("changes", []):
+        if "replace" in edit:
+            old, new = edit["replace"]
+            assert old in text, f"{old!r} is not in the text it restores"
+            text = text.replace(old, new)
+    for name in fields.get("restore", []):
+        for edit in shared[name]:
+            text = text.replace(*edit["replace"])
+    return text
+
+
+def run_form(fields: dict, start: str | None, shared: dict) -> str | None:
+    """The text that runs: ``query`` as written, or ``start`` edited; ``restore`` applies to both."""
+    if "query" in fields:
+        assert all("replace" not in e for e in fields.get("restorations", [])), \
+            "a case that writes its query out states its restorations in prose"
+        return edited(fields["query"], {"restore": fields.get("restore", [])}, shared)
+    return None if start is None else edited(start, fields, shared)
+
+
+def load_cases(names: Sequence[str] = ("paper", "tutorial")) -> list[Case]:
+    cases = []
+    for name in names:
+        with open(CASES / f"{name}.toml", "rb") as f:
+            doc = tomllib.load(f)
+        shared = doc.get("shared", {})
+        ranges = {k: closes(r["from"], r["to"], r["every"]) for k, r in doc.get("ranges", {}).items()}
+        raw = {c["id"]: c for c in doc["case"]}
+        assert len(raw) == len(doc["case"]), f"{name}.toml: two cases share an id"
+        resolved: dict[str, Case] = {}
+
+        def resolve(case_id: str) -> Case:
+            if case_id in resolved:
+                return resolved[case_id]
+            own = raw[case_id]
+            if "base" in own:
+                base = resolve(own["base"])
+                fields = {k: base.fields[k] for k in INHERITED if k in base.fields} | own
+                start = base.printed if own.get("base_form") == "printed" else base.query
+                printed = None
+            else:
+                fields, printed = dict(own), own.get("printed")
+                start = printed
+            if "rdflib" in fields:
+                fields["rdflib"] = dict(fields["rdflib"], query=run_form(fields["rdflib"], fields["rdflib"]["printed"],
+                                                                         shared))
+            resolved[case_id] = Case(case_id, name, printed, run_form(fields, start, shared), fields, ranges)
+            return resolved[case_id]
+
+        cases += [resolve(case_id) for case_id in raw]
+    return cases
