@@ -57,10 +57,10 @@ def read_rule(
         for t in (atom.subject, atom.predicate, atom.object)
         if isinstance(t, ast.Var)
     }
-    for term, token in zip((head.subject, head.object), _argument_tokens(tree.children[0])):
+    for term, offset in zip((head.subject, head.object), _argument_offsets(tree.children[0])):
         if isinstance(term, ast.Var) and term.name not in bound:
             raise error(
-                token.start_pos,
+                offset,
                 f"?{term.name} of the head occurs in no body atom: a Datalog rule "
                 f"must be safe (each derived fact ground)",
             )
@@ -72,10 +72,9 @@ def _atom(tree: Tree, iri: Callable[[Tree], str], error) -> ast.TriplePattern:
     predicate, *args = tree.children
     name = ast.IRI(iri(predicate))
     terms = [_term(a, iri) for a in args]
-    tokens = _argument_tokens(tree)
     if isinstance(terms[0], ast.Literal):
         raise error(
-            tokens[0].start_pos,
+            _argument_offsets(tree)[0],
             "a literal cannot be the subject of a triple "
             "(p(s, o) is the triple s p o; C(x) is x rdf:type C)",
         )
@@ -84,14 +83,16 @@ def _atom(tree: Tree, iri: Callable[[Tree], str], error) -> ast.TriplePattern:
     return ast.TriplePattern(terms[0], name, terms[1])
 
 
-def _argument_tokens(atom: Tree) -> list[Token]:
-    """The first token of each argument of an atom (for error positions)."""
+def _argument_offsets(atom: Tree) -> list[int]:
+    """Where each argument of an atom starts in the text (for error positions)."""
     out = []
     for arg in atom.children[1:]:
         node = arg
         while isinstance(node, Tree):
             node = node.children[0]
-        out.append(node)
+        if not isinstance(node, Token) or node.start_pos is None:
+            raise ValueError(f"argument {node!r} of a Datalog atom carries no position")
+        out.append(node.start_pos)
     return out
 
 

@@ -39,9 +39,13 @@ def syntax_error(
         else:
             line, column, found = err.line, err.column, excerpt(str(err.token))
     else:
-        expected = err.allowed or ()
+        expected = err.allowed or set()
         line, column = err.line, err.column
-        found = excerpt(re.match(r"\S+", text[err.pos_in_stream :])[0])
+        rest = text[err.pos_in_stream :]
+        # A character the grammar does not take as a separator but Python's \s matches (a
+        # no-break space) starts no \S+ run: it is shown alone.
+        word = re.match(r"\S+", rest)
+        found = excerpt(word[0] if word else rest[:1])
     return QuerySyntaxError(
         source,
         line,

@@ -840,10 +840,10 @@ def _resolve(base: str, reference: str) -> str:
     """A relative ``reference`` resolved against ``base`` as RFC 3986 section 5.2 says; absolute
     IRIs stay as written. (urllib's urljoin would drop an empty fragment, turning
     ``<http://ex.org/ns#>`` into ``http://ex.org/ns``, and ignores unknown schemes.)"""
-    scheme, authority, path, query, fragment = _IRI_PARTS.fullmatch(reference).groups()
+    scheme, authority, path, query, fragment = _iri_parts(reference)
     if scheme is not None:
         return reference
-    scheme, base_authority, base_path, base_query, _ = _IRI_PARTS.fullmatch(base).groups()
+    scheme, base_authority, base_path, base_query, _ = _iri_parts(base)
     if authority is None:
         authority = base_authority
         if not path:
@@ -862,6 +862,16 @@ def _resolve(base: str, reference: str) -> str:
             f"#{fragment}" if fragment is not None else "",
         ]
     )
+
+
+def _iri_parts(iri: str) -> tuple[str | None, str | None, str, str | None, str | None]:
+    """``iri``'s scheme, authority, path, query and fragment (None where absent; the path is
+    always there, maybe empty)."""
+    parts = _IRI_PARTS.fullmatch(iri)
+    if parts is None:  # every part is optional, so any text matches
+        raise ValueError(f"{iri!r} does not split into the parts of RFC 3986")
+    scheme, authority, path, query, fragment = parts.groups()
+    return scheme, authority, path, query, fragment
 
 
 def _remove_dot_segments(path: str) -> str:

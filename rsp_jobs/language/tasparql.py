@@ -449,12 +449,15 @@ class _Builder(Transformer):
     def group(self, children) -> GroupPattern:
         """Consecutive patterns (triples, GRAPH blocks, merged nested groups) make one
         BasicPattern; an OPTIONAL, a UNION or a group that has one starts the next."""
-        elements, filters = [], []
+        elements: list[list | GroupPattern | UnionPattern | OptionalPattern] = []
+        filters: list = []
 
         def patterns() -> list:  # the patterns of the BasicPattern being written
-            if not elements or not isinstance(elements[-1], list):
-                elements.append([])
-            return elements[-1]
+            last = elements[-1] if elements else None
+            if not isinstance(last, list):
+                last = []
+                elements.append(last)
+            return last
 
         for child in children:
             if child is None:

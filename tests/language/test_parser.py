@@ -625,6 +625,14 @@ def test_syntax_error_on_an_unknown_character():
     assert "variable" in info.value.expected
 
 
+def test_syntax_error_on_a_no_break_space():
+    """A no-break space is no separator of the grammar, but a space to Python's regexes: the
+    error shows it alone rather than failing to find the word it starts."""
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_query("SELECT\xa0* WHERE { ?s ?p ?o }", source="q.rq")
+    assert str(info.value).startswith("q.rq:1:7: unexpected '\\xa0'; expected one of: ")
+
+
 def test_empty_query():
     with pytest.raises(QuerySyntaxError) as info:
         parse_query("  # nothing\n")
