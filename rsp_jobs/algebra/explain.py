@@ -1,7 +1,7 @@
 """A plan as text, one operator a line, children indented: what ``rsp explain`` prints and
-what the optimizer's golden files (``tests/fixtures/algebra/*.plan``) hold. Expressions and
-triple patterns are written in SPARQL syntax, so a plan reads like the query it came from; a
-TA-SPARQL plan is written by ``algebra/tasparql/explain.py``."""
+what the optimizer's golden files (``tests/fixtures/optimizer/<rule>.txt``) hold as each case's
+expected plan. Expressions and triple patterns are written in SPARQL syntax, so a plan reads
+like the query it came from; a TA-SPARQL plan is written by ``algebra/tasparql/explain.py``."""
 
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def explain(compiled: P.ContinuousQuery | RulePlan | RuleSetPlan | OneTimeQuery)
         lines = [f"Rule {compiled.name}"]
         for condition in compiled.pushed:
             lines.append(f"  pushed to {next(iter(condition.labels))}: {expr(condition.expr)}")
-        for event in compiled.events:
-            lines.append(f"  Event {' '.join(event.labels)}")
-            lines += ["  " + line for line in explain(event.query).splitlines()[1:]]
+        for rule_event in compiled.events:
+            lines.append(f"  Event {' '.join(rule_event.labels)}")
+            lines += ["  " + line for line in explain(rule_event.query).splitlines()[1:]]
         return "\n".join(lines) + "\n"
     lines = [f"{type(compiled).__name__} {compiled.name} {compiled.form} {compiled.r2s}"]
     for w in compiled.windows:

@@ -60,7 +60,7 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
     fresh = (ast.Var(f"__agg{i}") for i in itertools.count())
     aggregates: list[tuple[ast.Aggregate, ast.Var]] = []
 
-    def lift(expr: ast.Expr) -> ast.Expr:
+    def lift(expr: ast.Expr) -> ast.Expr | None:
         """Replace each aggregate in ``expr`` by a fresh variable bound by the Group node."""
         if isinstance(expr, ast.Aggregate):
             for known, var in aggregates:
@@ -185,7 +185,12 @@ def _plan_children(node: P.Node) -> list[P.Node]:
     """The operators right below ``node`` (its expressions left out)."""
     if isinstance(node, (P.Filter, P.ToMultiset, P.OrderBy, P.Distinct, P.Slice)):
         return [node.input]
-    return [node.left, node.right]  # the joins and Union
+    if isinstance(node, _BINARY):
+        return [node.left, node.right]
+    raise TypeError(f"{type(node).__name__} is not an operator of two operands or one")
+
+
+_BINARY = (P.Join, P.LeftJoin, P.SeqJoin, P.EqJoin, P.SeqRightJoin, P.EqLeftJoin, P.Minus, P.Union_)
 
 
 def _aggregate_clauses(query: ast.Query, node: P.Node) -> P.Node:
@@ -363,7 +368,7 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
     return node
 
 
-_EVENT_JOINS = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
+_EVENT_JOINS: dict[str, type[P.SeqJoin] | type[P.EqJoin]] = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
 
 
 def _translate_event(element: ast.EventPattern, graph) -> P.Node:

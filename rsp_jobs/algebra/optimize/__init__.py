@@ -6,8 +6,9 @@ differential suites the answers)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TypeVar
 
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
@@ -49,16 +50,20 @@ def optimize(plan: P.ContinuousQuery | RulePlan | RuleSetPlan, skip: Iterable[st
             f"{', '.join(RULES)}"
         )
     if isinstance(plan, RuleSetPlan):  # its rules were optimized when each was compiled
-        rules = SET_RULES
-    elif isinstance(plan, RulePlan):
+        return _apply(SET_RULES, plan, skip)
+    if isinstance(plan, RulePlan):
         # an event's window is nominal (rules.event_queries): instants are never windowed
         events = tuple(
             replace(e, query=optimize(e.query, skip | {"window_solutions"})) for e in plan.events
         )
-        plan = replace(plan, events=events)
-        rules = RULE_RULES
-    else:
-        rules = QUERY_RULES
+        return _apply(RULE_RULES, replace(plan, events=events), skip)
+    return _apply(QUERY_RULES, plan, skip)
+
+
+Plan = TypeVar("Plan")
+
+
+def _apply(rules: Iterable[Callable[[Plan], Plan]], plan: Plan, skip: frozenset[str]) -> Plan:
     for rule in rules:
         if rule.__name__ not in skip:
             plan = rule(plan)

@@ -58,7 +58,7 @@ def _sources(node, name: str) -> tuple[P.TermsAt, ...]:
             place = _place(n, name)
             if place == "":
                 return ()
-            if place is not None:
+            if place is not None and isinstance(n.predicate, ast.IRI):  # so _place says
                 found.add(P.TermsAt(place, f"<{n.predicate.value}>"))
     return tuple(sorted(found, key=lambda t: (t.predicate, t.position)))
 

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
+from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.dotr import RulePlan
 
-E = TypeVar("E")
+
+class _Evaluated(Protocol):
+    @property
+    def query(self) -> P.ContinuousQuery: ...
+
+
+E = TypeVar("E", bound=_Evaluated)
 
 
 def share_event_queries(plan: RulePlan) -> RulePlan:
@@ -24,7 +31,7 @@ def share_event_queries(plan: RulePlan) -> RulePlan:
 def merge_equal_queries(events: Sequence[E], merge: Callable[[E, E], E]) -> tuple[E, ...]:
     """``events`` (anything with a ``query``) with each one whose query has the plan and the
     projection of an earlier one merged into that one (``merge(kept, same)``), in order."""
-    shared: list = []
+    shared: list[E] = []
     for event in events:
         same = next(
             (

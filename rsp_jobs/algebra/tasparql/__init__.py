@@ -19,7 +19,7 @@ from rsp_jobs.algebra.tasparql.expressions import (
     position,
     projected,
 )
-from rsp_jobs.algebra.tasparql.nodes import Group, OneTimeQuery, OrderKey, Projection
+from rsp_jobs.algebra.tasparql.nodes import Group, OneTimeQuery, OrderKey, Pattern, Projection
 from rsp_jobs.algebra.tasparql.patterns import Patterns, scope_of
 from rsp_jobs.errors import QuerySyntaxError
 from rsp_jobs.language import tasparql as ast
@@ -32,6 +32,7 @@ def plan(query: ast.Query) -> OneTimeQuery:
     then grouping, projection, DISTINCT, ORDER BY and the slice (SPARQL 1.1 §18.2.4-5)."""
     root, source = query.where, query.source
     patterns = Patterns(query)
+    where: Pattern
     if root.flat:
         if root.basic is None:
             raise QuerySyntaxError(source, 1, 1, "the query has no triple pattern")

@@ -75,7 +75,10 @@ def exact_text(number: Decimal) -> str:
     if number.is_zero():
         number = number.copy_abs()
     text = format(number, "f")
-    if number.as_tuple().exponent >= 0:
+    exponent = number.as_tuple().exponent
+    if not isinstance(exponent, int):  # NaN or an infinity: no integer, no decimal
+        raise ValueError(f"{number} is not the value of an xsd:integer or xsd:decimal")
+    if exponent >= 0:
         return text
     text = text.rstrip("0")
     return text + "0" if text.endswith(".") else text

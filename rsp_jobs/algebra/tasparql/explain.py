@@ -52,7 +52,12 @@ def _item(projection: N.Projection) -> str:
 
 
 def _order_key(key: N.OrderKey, query: N.OneTimeQuery) -> str:
-    written = f"?{query.items[key.item].name}" if key.item is not None else expr(key.expr)
+    if key.item is not None:
+        written = f"?{query.items[key.item].name}"
+    elif key.expr is not None:
+        written = expr(key.expr)
+    else:
+        raise ValueError("an ORDER BY key names neither a value nor a projected item")
     return f"DESC({written})" if key.descending else written
 
 

@@ -181,7 +181,9 @@ class Aggregate:
     def kind(self) -> str:
         if self.name == "count":
             return "int"
-        return "time" if self.name in ("min", "max") and self.arg.kind == "time" else "num"
+        if self.name in ("min", "max") and self.arg is not None and self.arg.kind == "time":
+            return "time"
+        return "num"
 
     @property
     def of_variable(self) -> bool:
@@ -382,6 +384,8 @@ class Types:
         if op == "neg":
             self._number(left, "neg", expr.pos)
             return Negate(left)
+        if right is None:
+            raise ValueError(f"the parser wrote {op} with one operand")
         if op in ("+", "-", "*", "/"):
             self._number(left, op, expr.pos)
             self._number(right, op, expr.pos)

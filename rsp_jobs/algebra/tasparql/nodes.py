@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import ClassVar
 
 from rsp_jobs.algebra.tasparql.expressions import Scope, Time, Typed
 
@@ -163,7 +164,7 @@ class Frames:
     def schema(self) -> Schema:
         return self.scope.schema()
 
-    maybe = frozenset()
+    maybe: ClassVar[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ class Unit:
     group (SPARQL 1.1 §18.2.2.6's Z)."""
 
     schema = ()
-    maybe = frozenset()
+    maybe: ClassVar[frozenset[str]] = frozenset()
 
 
 @dataclass(frozen=True)

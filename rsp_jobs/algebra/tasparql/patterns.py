@@ -96,14 +96,15 @@ class Patterns:
         with its FILTERs as the condition (SPARQL 1.1 §18.2.2.6), then the group's own FILTERs
         (§18.2.2.7) unless ``filtered`` is False (the caller applies them)."""
         if group.basic is not None:
-            node = self.frames(group.basic)
-            return self.filter(node, group.filters) if filtered else node
-        node = None
+            frames = self.frames(group.basic)
+            return self.filter(frames, group.filters) if filtered else frames
+        node: Pattern | None = None
         for element in group.elements:
             if isinstance(element, ast.OptionalPattern):
                 right = self.group(element.group, filtered=False)
                 node = self.join(node or UNIT, right, element.group.filters, outer=True)
                 continue
+            part: Pattern
             if isinstance(element, ast.BasicPattern):
                 part = self.frames(element)
             elif isinstance(element, ast.UnionPattern):
@@ -125,7 +126,8 @@ class Patterns:
         kind in both; it may be unbound after the join where it may be on the side that keeps
         its solutions (both, for Join; the left, for LeftJoin) or on the right of a LeftJoin."""
         left_kinds, right_kinds = dict(left.schema), dict(right.schema)
-        kinds, maybe = {}, set()
+        kinds: dict[str, str] = {}
+        maybe: set[str] = set()
         for name in dict.fromkeys([*left_kinds, *right_kinds]):
             kind, other = left_kinds.get(name), right_kinds.get(name)
             if kind and other and kind != other:
@@ -135,7 +137,7 @@ class Patterns:
                     1,
                     f"?{name} is a {kind} in one pattern and a {other} in another",
                 )
-            kinds[name] = kind or other
+            kinds[name] = kind or right_kinds[name]
             if other is None:
                 unbound = name in left.maybe
             elif kind is None:
@@ -144,12 +146,16 @@ class Patterns:
                 unbound = name in left.maybe and (outer or name in right.maybe)
             if unbound:
                 maybe.add(name)
-        schema, maybe = tuple(kinds.items()), frozenset(maybe)
+        schema, unbound_names = tuple(kinds.items()), frozenset(maybe)
         if not outer:
-            return Join(left, right, schema, maybe)
+            return Join(left, right, schema, unbound_names)
         types = Types(Scope.of_solutions(schema), self.source)
         return LeftJoin(
-            left, right, tuple(types.condition(expr, "FILTER") for expr in filters), schema, maybe
+            left,
+            right,
+            tuple(types.condition(expr, "FILTER") for expr in filters),
+            schema,
+            unbound_names,
         )
 
     def union(self, branches) -> Pattern:
