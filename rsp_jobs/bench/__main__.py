@@ -25,9 +25,10 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from rsp_jobs import compiler, settings
-from rsp_jobs.bench import anchors, close_ms, cores, summary
+from rsp_jobs import settings
+from rsp_jobs.bench import anchors, close_ms, cores, summary, time_window, window_query
 from rsp_jobs.bench.profile import profiled
 from rsp_jobs.bench.reference import (
     Elem,
@@ -72,24 +73,25 @@ def run(
 
     get_spark()
     repository = str(citybench.sensor_repository_path())
-    first_day = Interval(to_us(day), to_us(day + timedelta(days=1)))
+    day_start, day_end = to_us(day), to_us(day + timedelta(days=1))
+    first_day = Interval(day_start, day_end)
     elements = [
         Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o)
         for e in batch.elements
-        if to_us(e.ts) < first_day.until
+        if to_us(e.ts) < day_end
     ]
     warm = (
         settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"
     )  # the session warm, as timed runs find it
     list(
         evaluate(
-            compiler.compile(warm.read_text(), str(warm)),
+            window_query(warm.read_text(), str(warm)),
             lake,
             [repository],
-            interval=Interval(first_day.after, first_day.after + 2 * 3600 * 10**6),
+            interval=Interval(day_start, day_start + 2 * 3600 * 10**6),
         )
     )
-    report = {
+    report: dict[str, Any] = {
         "workload": {
             "day": f"{day:%Y-%m-%d}",
             "days": span,
@@ -106,8 +108,8 @@ def run(
     }
     for name in QUERIES:
         path = settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
-        query = compiler.compile(path.read_text(), str(path))
-        window = query.windows[0].window
+        query = window_query(path.read_text(), str(path))
+        window = time_window(query)
         t = time.perf_counter()
         windows = list(evaluate(query, lake, [repository], interval=first_day))
         engine_s = time.perf_counter() - t
@@ -116,10 +118,10 @@ def run(
             for close, content in window_contents(
                 elements, [WindowSpec(TRAFFIC, window.range_ms, window.step_ms)]
             ).items()
-            if close * 1000 <= first_day.until
+            if close * 1000 <= day_end
         }  # a later window holds the next day too
         window_triples = sum(len(c) for c in contents.values())
-        entry = {
+        entry: dict[str, Any] = {
             "windows": len(windows),
             "window_triples": window_triples,
             "result_rows": sum(w.rows for w in windows),
@@ -157,10 +159,10 @@ def _micro_batches(
     the Spark jobs of each (they must not grow with the windows or the patterns)."""
     spark = get_spark()
     start = day + timedelta(hours=6)
-    out = {"minutes": minutes, "batches": batches, "queries": {}}
+    out: dict[str, Any] = {"minutes": minutes, "batches": batches, "queries": {}}
     for name in QUERIES:
         path = settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
-        query = compiler.compile(path.read_text(), str(path))
+        query = window_query(path.read_text(), str(path))
         seconds, profiles, windows = [], [], []
         for k in range(batches):
             after = start + timedelta(minutes=minutes * k)
@@ -201,8 +203,8 @@ def _beside_anchors(
     runs = itertools.count()
 
     def side_by_side(query_text: str, n_days: int) -> dict:
-        query = compiler.compile(query_text, str(path))
-        window = query.windows[0].window
+        query = window_query(query_text, str(path))
+        window = time_window(query)
         after, until = day, day + timedelta(days=n_days)
         range_s, step_s = window.range_ms // 1000, window.step_ms // 1000
         timed = {}

@@ -23,6 +23,7 @@ from pathlib import Path
 from rdflib import RDF, Graph, Literal, Namespace
 
 from rsp_jobs import settings
+from rsp_jobs.algebra.dotr import RulePlan
 from rsp_jobs.bench.profile import profiled
 from rsp_jobs.compiler import compile, compile_rule_set
 from rsp_jobs.engine import Interval, match, match_rules
@@ -104,6 +105,13 @@ with A.?area = B.?area, ?area = A.?area
 """
 
 
+def _rule(text: str, source: str) -> RulePlan:
+    rule = compile(text, source, "dotr")
+    if not isinstance(rule, RulePlan):
+        raise TypeError(f"{source}: DOTR compiled to {type(rule).__name__}, not a RulePlan")
+    return rule
+
+
 def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     work = settings.home_dir() / "bench-patterns"
     work.mkdir(parents=True, exist_ok=True)
@@ -114,7 +122,7 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     lake = Lake(work / f"lake-{minutes}-{per_second}")
     if not any(lake.root.glob("stream_key=*")):
         lake.write(batch, batch_id="bench")
-    rules = [compile(rule_text(i), f"<bench rule {i}>", "dotr") for i in range(RULES)]
+    rules = [_rule(rule_text(i), f"<bench rule {i}>") for i in range(RULES)]
     files = [f"{BACKGROUND}={bg_path}"]
     end = minutes * 60 * S
     origin = to_us(START)
@@ -126,14 +134,14 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
     def together(interval: Interval) -> list:
         each = match_rules(rule_set, lake, files, interval)
         return [
-            (rule.name, m.time, m.triples)
+            (rule.name, m.end, m.triples)
             for rule, (matches, _) in zip(rules, each)
             for m in matches
         ]
 
     def alone(interval: Interval) -> list:
         return [
-            (rule.name, m.time, m.triples)
+            (rule.name, m.end, m.triples)
             for rule in rules
             for m in match(rule, lake, files, interval)[0]
         ]

@@ -100,7 +100,7 @@ def observations(leaves, props, frames: int, per_frame: int, seed: int = 11):
 
 
 def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) -> dict:
-    from rsp_jobs import compiler
+    from rsp_jobs.bench import window_query
     from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
     from rsp_jobs.engine import Interval, evaluate
     from rsp_jobs.ingest.lake import Lake
@@ -159,7 +159,7 @@ def run(out_path: Path, frames: int, per_frame: int, batches: int, regime: str) 
         f"REGISTER QUERY instances AS PREFIX ex: <{EX}>\nSELECT ?x\n"
         f"FROM STREAM <{STREAM}> [RANGE 10s STEP 10s]\nFROM <{EX}hierarchy.ttl>\nWHERE {{ ?x a ex:C1 }}"
     )
-    query = compiler.compile(text, "reasoning-bench")
+    query = window_query(text, "reasoning-bench")
     t = time.perf_counter()
     windows = list(evaluate(query, lake, [str(ontology)], entailment=regime))
     engine_s = time.perf_counter() - t

@@ -13,14 +13,16 @@ import math
 import re
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from rdflib import Dataset, Graph, Literal, URIRef
 from rdflib.graph import ReadOnlyGraphAggregate
 from rdflib.namespace import XSD
 from rdflib.plugins.sparql.operators import register_custom_function, unregister_custom_function
 from rdflib.plugins.sparql.sparql import SPARQLError
+from rdflib.query import ResultRow
 
 from rsp_jobs.terms import nt_to_rdflib, to_nt
 
@@ -61,33 +63,34 @@ def window_contents(
     for e in sorted(elements, key=lambda e: (e.stream, e.ts_ms, e.pos)):
         first.setdefault((e.stream, e.ts_ms, e.s, e.p, e.o), e)
     elements = list(first.values())
-    timed = [s for s in specs if s.range_ms is not None]
+    timed = [(s, s.range_ms) for s in specs if s.range_ms is not None]
     if timed and every_ms is not None:
-        widest = max(s.range_ms for s in timed)
+        widest = max(range_ms for _, range_ms in timed)
         closes = sorted(
             {
                 t0 + k * every_ms
-                for spec in timed
+                for spec, range_ms in timed
                 for e in elements
                 if e.stream == spec.stream
                 for k in range(
                     max(-(-widest // every_ms), (e.ts_ms - t0) // every_ms + 1),
-                    (e.ts_ms + spec.range_ms - t0) // every_ms + 1,
+                    (e.ts_ms + range_ms - t0) // every_ms + 1,
                 )
             }
         )
         inclusive = False
     elif timed:
         # the grid points c = t0 + range + k*step that can see some element: ts < c <= ts + range
-        closes = set()
-        for spec in timed:
+        grid: set[int] = set()
+        for spec, range_ms in timed:
+            step_ms = _step(spec)
             for e in elements:
                 if e.stream == spec.stream:
-                    k = max(0, (e.ts_ms - t0 - spec.range_ms) // spec.step_ms + 1)
-                    while t0 + spec.range_ms + k * spec.step_ms <= e.ts_ms + spec.range_ms:
-                        closes.add(t0 + spec.range_ms + k * spec.step_ms)
+                    k = max(0, (e.ts_ms - t0 - range_ms) // step_ms + 1)
+                    while t0 + range_ms + k * step_ms <= e.ts_ms + range_ms:
+                        grid.add(t0 + range_ms + k * step_ms)
                         k += 1
-        closes = sorted(closes)
+        closes = sorted(grid)
         inclusive = False
     else:
         closes = sorted({e.ts_ms for e in elements})
@@ -107,17 +110,29 @@ def window_contents(
             mine, stamps = by_stream[spec.stream], times[spec.stream]
             if spec.range_ms is not None:
                 if every_ms is None and (
-                    (close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % spec.step_ms
+                    (close - t0 - spec.range_ms) < 0 or (close - t0 - spec.range_ms) % _step(spec)
                 ):
                     continue
                 lo, hi = bisect_left(stamps, close - spec.range_ms), bisect_left(stamps, close)
                 content += [(spec, e) for e in mine[lo:hi]]
             else:
                 hi = bisect_right(stamps, close) if inclusive else bisect_left(stamps, close)
-                content += [(spec, e) for e in mine[max(0, hi - spec.triples) : hi]]
+                content += [(spec, e) for e in mine[max(0, hi - _count(spec)) : hi]]
         if content:
             out[close] = content
     return out
+
+
+def _step(spec: WindowSpec) -> int:
+    if spec.step_ms is None:
+        raise ValueError(f"the window on {spec.stream}: a RANGE without STEP needs COMPUTED EVERY")
+    return spec.step_ms
+
+
+def _count(spec: WindowSpec) -> int:
+    if spec.triples is None:
+        raise ValueError(f"the window on {spec.stream} has neither RANGE nor TRIPLES")
+    return spec.triples
 
 
 _local = threading.local()
@@ -155,27 +170,35 @@ def rdflib_answer(
     if named_background or re.search(
         r"\bGRAPH\b", sparql, re.IGNORECASE
     ):  # a dataset, default graph copied in
-        target = dataset
+        target: Graph = dataset
         for graph in (window, *background):
             for triple in graph:
                 dataset.default_graph.add(triple)
     else:  # the default graph only: a read-only union, so the background is not copied per window
         target = ReadOnlyGraphAggregate([window, *background]) if background else window
     _local.stamps = stamps
-    register_custom_function(CSPARQL_TIMESTAMP, _timestamp, override=True)
+    # rdflib calls a function registered without raw=True with its evaluated arguments, not the
+    # (expression, bindings) its stubs name
+    register_custom_function(CSPARQL_TIMESTAMP, _timestamp, override=True)  # type: ignore[arg-type]
     try:
         result = target.query(sparql)
         if result.type == "ASK":
             return bool(result.askAnswer)
         if result.type in ("CONSTRUCT", "DESCRIBE"):
             # SPARQL 16.2 leaves out ill-formed triples (a literal subject); rdflib keeps them
+            if result.graph is None:
+                raise RuntimeError(f"rdflib answered a {result.type} query without a graph")
             return {
                 " ".join(to_nt(t) for t in triple) + " ."
                 for triple in result.graph
                 if not isinstance(triple[0], Literal)
             }
+        if result.vars is None:
+            raise RuntimeError(f"rdflib answered a {result.type} query without variables")
         names = [str(v) for v in result.vars]
-        return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in result]
+        # a SELECT result's rows are ResultRows (the stubs type the rows of every kind of result)
+        rows = cast(Iterable[ResultRow], result)
+        return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in rows]
     finally:
         unregister_custom_function(CSPARQL_TIMESTAMP, _timestamp)
 

@@ -222,6 +222,7 @@ def run(generated_frames: int, lookup_frames: int, repeats: int) -> dict:
     skipped = pg_reachable()
     if skipped is None:
         backends["postgresql"] = pg_store
+    skipped_csr: str | None
     try:
         work = settings.home_dir() / "bench"
         work.mkdir(parents=True, exist_ok=True)
