@@ -25,10 +25,12 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rsp_jobs import compiler, settings
+from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest import citybench, csrbench, dart
 from rsp_jobs.ingest.lake import Lake
@@ -50,6 +52,8 @@ def say(text: str = "") -> None:
 
 def run_query(path: Path, lake: Lake, background: list[str], out_dir: Path) -> list[WindowResult]:
     query = compiler.compile(read_text(path, "query"), str(path))
+    if not isinstance(query, ContinuousQuery):
+        raise ValueError(f"{path}: not a C-SPARQL or EP-SPARQL query")
     started = time.perf_counter()
     windows = list(evaluate(query, lake, background))
     seconds = time.perf_counter() - started
@@ -180,10 +184,11 @@ def write_plots(home: Path, stations: list[str]) -> None:
     from rsp_jobs.store import db
 
     say("\nPlots")
-    jobs = [
-        (f"dart-{s}.png", lambda out, s=s: plots.plot_dart(db.engine(), s, out, *TSUNAMI_RANGE))
-        for s in stations
-    ]
+
+    def dart(station: str) -> Callable[[Path], Path]:
+        return lambda out: plots.plot_dart(db.engine(), station, out, *TSUNAMI_RANGE)
+
+    jobs = [(f"dart-{s}.png", dart(s)) for s in stations]
     jobs.append(
         (f"traffic-{DAY:%Y-%m-%d}.png", lambda out: plots.plot_traffic(db.engine(), DAY, out))
     )

@@ -24,6 +24,7 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -137,7 +138,7 @@ def airflow_deployment(
     password = secrets.token_urlsafe(12)
     airflow_env.ensure_password(env, password)
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
-    processes = {}
+    processes: dict[str, subprocess.Popen] = {}
     deployment = Deployment(
         url,
         env,

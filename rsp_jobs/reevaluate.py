@@ -43,12 +43,14 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 
 from rsp_jobs import compiler, settings
+from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
+from rsp_jobs.language.ast import TimeWindow
 from rsp_jobs.orchestrate.registry import RegisteredQuery, discover
 from rsp_jobs.orchestrate.spark_connection import get_spark
 from rsp_jobs.rdf_files import background_spec
@@ -106,7 +108,8 @@ def reevaluate(
     """Evaluate the window of the stored result ``report.iri`` (audited by
     ``rsp_jobs.store.lineage.audit``) again over the stored frames; see the module docstring
     for the query's settings and for patterns."""
-    if report.query_text is None:
+    # the store finds a query's text by its IRI: a text without an IRI is never read
+    if report.query_text is None or report.query_iri is None:
         raise InputError(
             f"{report.iri}: cannot re-evaluate: no evaluation with a recorded query text generated it"
         )
@@ -122,12 +125,14 @@ def reevaluate(
     query = compiler.compile(
         report.query_text, str(registered.path) if registered else report.query_iri
     )
+    if not isinstance(query, ContinuousQuery):
+        raise InputError(f"{report.query_iri}: cannot re-evaluate: not a continuous query")
     if query.pattern:
         raise InputError(
             f"{report.query_iri}: cannot re-evaluate a pattern's match (EP-SPARQL pattern)"
         )
     recorded = report.entailment is not None
-    if recorded:
+    if report.entailment is not None:
         defaults = (report.t0_us or 0, report.entailment, tuple(report.background or ()))
     elif registered is not None:
         defaults = (registered.t0_us, registered.entailment, registered.background)
@@ -216,12 +221,12 @@ def reevaluate(
     )
 
 
-def _lookback_us(query, t0_us: int) -> int | None:
+def _lookback_us(query: ContinuousQuery, t0_us: int) -> int | None:
     """How far before the close the frames are read: the widest RANGE, and for ISTREAM and
     DSTREAM one step more (they compare with the window before); None: every earlier frame
     (a count-based window)."""
-    ranges = [getattr(w.window, "range_ms", None) for w in query.windows]
-    if not ranges or None in ranges:
+    ranges = [w.window.range_ms for w in query.windows if isinstance(w.window, TimeWindow)]
+    if not ranges or len(ranges) != len(query.windows):
         return None
     step = schedule(query, t0_us).step if query.r2s != "RSTREAM" else None
     return max(ranges) * 1000 + (step or 0)

@@ -36,6 +36,7 @@ def _workload(work: Path) -> None:
     from datetime import datetime, timedelta
 
     from rsp_jobs import compiler
+    from rsp_jobs.algebra.plan import ContinuousQuery
     from rsp_jobs.engine import evaluate
     from rsp_jobs.ingest.lake import Lake
     from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
@@ -86,6 +87,8 @@ def _workload(work: Path) -> None:
     lake = Lake(work / "lake")
     lake.write(batch, batch_id="archive")
     query = compiler.compile(QUERY)
+    if not isinstance(query, ContinuousQuery):
+        raise TypeError(f"class archive: the sample query compiled to {type(query).__name__}")
     interpreted = list(evaluate(query, lake))
     os.environ["RSP_INTERPRETED_BELOW_ROWS"] = "0"  # the same, compiled to Java
     compiled = list(evaluate(query, lake))
