@@ -475,6 +475,10 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         return 0
+    if token is None:  # prepare makes one for any Connect port but 0
+        raise SystemExit(
+            f"RSP_SPARK_CONNECT_PORT={port}: the deployment needs a Spark Connect port"
+        )
     # the components have their own process groups: a `kill` or a closed terminal must stop them too
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: sys.exit(0))

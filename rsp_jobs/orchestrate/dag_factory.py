@@ -72,22 +72,23 @@ def describe(rq: registry.RegisteredQuery) -> str:
     streams = "\n".join(
         f"- `<{s}>`" + (f" `{w}`" if (w := _window_of(rq, s)) else "") for s in rq.streams
     )
-    if rq.kind == "window":
-        scope = (
-            f"Each run covers {_span(rq.batch_us)} of window closes (STEP {_span(rq.step_us)}, "
-            f"RANGE {_span(rq.range_us)})"
-        )
-        what = f"**{rq.query.form}** query"
-    elif rq.keeps_partials:
+    lookback = rq.range_us  # None only for an unbounded pattern (``keeps_partials``)
+    if lookback is None:
         scope = (
             f"Each run reports the matches ending in its {_span(rq.batch_us)} interval; the "
             "pattern is unbounded, so its partial matches are kept in the store between runs "
             "(no retention: they are never dropped)"
         )
+    elif rq.kind == "window":
+        scope = (
+            f"Each run covers {_span(rq.batch_us)} of window closes (STEP {_span(rq.step_us)}, "
+            f"RANGE {_span(lookback)})"
+        )
+        what = f"**{rq.query.form}** query"
     else:
         scope = (
             f"Each run reports the matches ending in its {_span(rq.batch_us)} interval, "
-            f"reading back the pattern's bound of {_span(rq.range_us)}"
+            f"reading back the pattern's bound of {_span(lookback)}"
         )
     if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
@@ -193,6 +194,11 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
 
 def alert_dag(rq: registry.RegisteredQuery) -> DAG:
     """Runs on each asset event of the query's output: its new results become alerts."""
+    alert = rq.alert
+    if alert is None:
+        raise ValueError(
+            f"{rq.path}: alerts need an [alert] table in {rq.path.with_suffix('.toml')}"
+        )
     source, alerts = stream_asset(rq.output_stream), stream_asset(f"{rq.iri}/alerts")
     with DAG(
         dag_id=f"alert_{rq.dag_id}",
@@ -203,10 +209,10 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
         max_active_runs=1,
         tags=["rsp", "alert", rq.application],
         default_args=default_args(),
-        description=f"{rq.alert.kind} alerts from {rq.dag_id}'s results",
+        description=f"{alert.kind} alerts from {rq.dag_id}'s results",
         doc_md=(
-            f"Raises **{rq.alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
-            f"`?{rq.alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
+            f"Raises **{alert.kind}** alerts from the results of `{rq.iri}` (subject variable "
+            f"`?{alert.subject}`), stores them as frames of `<{rq.iri}/alerts>` with provenance "
             "and delivers the new ones through the configured notifiers (`RSP_NOTIFIERS`)."
         ),
     ) as dag:

@@ -41,7 +41,7 @@ from typing import NamedTuple
 from sqlalchemy import func, insert, select, update
 
 from rsp_jobs import settings
-from rsp_jobs.errors import InputError
+from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest import sources
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.ingest.rdf_stream import FORMATS, merge_known_frames, read_stream_file
@@ -185,13 +185,15 @@ def ingest_landing(stream_iri: str, store_url: str | None = None) -> LandingRepo
     config = registry.stream_config(stream_iri)
     prune(config)
     quiet = landing_quiet()
-    files, writing = [], []
+    files: list[Path] = []
+    writing: list[Path] = []
     for path in landing_files(config):
         (files if settled(path, quiet) else writing).append(path)
     if files:
         db.upgrade(store_url)
     queries, _ = registry.discover()  # once: which queries each file may be late for
-    reports, failures = [], []
+    reports: list[FileReport] = []
+    failures: list[RspError] = []
     log.info("<%s>: %d new file(s) in %s", stream_iri, len(files), config.landing_dir)
     for path in writing:
         log.info(

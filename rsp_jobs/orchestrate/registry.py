@@ -24,6 +24,7 @@ from pathlib import Path
 
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import AlertConfig
+from rsp_jobs.algebra.dotr import RulePlan
 from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.regimes import check_regime
@@ -31,6 +32,7 @@ from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
+from rsp_jobs.language.ast import TimeWindow
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import (
     US_PER_MS,
@@ -84,7 +86,7 @@ class StreamConfig:
 class RegisteredQuery:
     path: Path
     application: str
-    query: ContinuousQuery
+    query: ContinuousQuery | RulePlan
     batch_us: int  # a run's data interval: a whole number of steps
     t0_us: int
     background: tuple[str, ...] = field(default=())
@@ -135,7 +137,7 @@ class RegisteredQuery:
         retention); None for an unbounded pattern, which keeps its partial matches instead."""
         if self.kind != "window":
             return pattern_lookback_us(self.query, self.retention_us)
-        return ms_to_us(max(w.window.range_ms for w in self.query.windows))
+        return ms_to_us(max(w.range_ms for w in _time_windows(self.query, self.path)))
 
     @property
     def step_us(self) -> int:
@@ -143,24 +145,25 @@ class RegisteredQuery:
         or for patterns the batch (a match is reported by the batch that holds its end)."""
         if self.kind != "window":
             return self.batch_us
-        return schedule(self.query, self.t0_us).step
+        return _grid(self.query, self.t0_us, self.path)[0]
 
     def affected_closes(self, ts_us: int, until_us: int) -> range:
         """The evaluated closes a frame at ``ts_us`` could change: the windows that hold it, or
         for patterns the batches holding a match end in ``[ts, ts + bound]`` (unbounded: every
         batch from ``ts`` on)."""
-        if self.kind == "window":
-            return self.closes(ts_us, min(ts_us + self.range_us, until_us))
-        if self.range_us is None:
+        span = self.range_us  # None: an unbounded pattern (a window query's is its widest RANGE)
+        if span is None:
             return self.closes(ts_us - 1, until_us)
-        return self.closes(ts_us - 1, min(ts_us + self.range_us + self.step_us - 1, until_us))
+        if self.kind == "window":
+            return self.closes(ts_us, min(ts_us + span, until_us))
+        return self.closes(ts_us - 1, min(ts_us + span + self.step_us - 1, until_us))
 
     @property
     def first_close_us(self) -> int:
         """The first close of the query's grid (``rsp_jobs.algebra.schedule``); patterns: t0."""
         if self.kind != "window":
             return self.t0_us
-        return schedule(self.query, self.t0_us).first_close
+        return _grid(self.query, self.t0_us, self.path)[1]
 
     def _phase(self) -> int:
         return self.first_close_us % self.step_us
@@ -200,18 +203,39 @@ def default_batch_us(step_us: int) -> int:
     return -(-MINUTE_US // step_us) * step_us
 
 
+def _time_windows(query: ContinuousQuery | RulePlan, path: Path) -> list[TimeWindow]:
+    """The windows of a scheduled query, every one ``[RANGE .. STEP ..]``."""
+    windows = [w.window for w in query.windows]
+    timed = [w for w in windows if isinstance(w, TimeWindow)]
+    if not windows or len(timed) != len(windows):
+        raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
+    return timed
+
+
+def _grid(query: ContinuousQuery | RulePlan, t0_us: int, path: Path) -> tuple[int, int]:
+    """(step, first close) of a scheduled query's grid of closes (µs)."""
+    _time_windows(query, path)
+    grid = schedule(query, t0_us)
+    if grid.step is None or grid.first_close is None:  # only a query without time windows
+        raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
+    return grid.step, grid.first_close
+
+
 def load_query(path: Path, root: Path | None = None) -> RegisteredQuery:
     """Parse and check one registered query file; errors name the file and line. (No Spark
     here: the DAG processor calls this for every query file.)"""
     root = root or queries_dir()
     query = compile_file(path)
+    if not isinstance(query, ContinuousQuery | RulePlan):
+        raise InputError(
+            f"{path}: a registered query is C-SPARQL, EP-SPARQL or a DOTR rule, not a one-time "
+            "TA-SPARQL query"
+        )
     options = _catalog(path.with_suffix(".toml"))
     t0_us = _t0_us(options["t0"], path) if "t0" in options else 0
     if isinstance(query, ContinuousQuery) and not query.pattern:
-        if not query.windows or any(not hasattr(w.window, "step_ms") for w in query.windows):
-            raise InputError(f"{path}: a scheduled query needs time windows ([RANGE .. STEP ..])")
         # the evaluation grid: STEP, or COMPUTED EVERY when given (different STEPs need it)
-        step = schedule(query, t0_us).step
+        step = _grid(query, t0_us, path)[0]
     else:  # a pattern reads back its bounded duration; any batch will do
         check_batchable(query)  # MINUS over a stream cannot be micro-batched: refuse it here
         step = US_PER_MS
@@ -345,7 +369,7 @@ def _resolve(text: str) -> Path:
     return path if path.is_absolute() else settings.REPO_ROOT / path
 
 
-def background_files(query: ContinuousQuery) -> list[str]:
+def background_files(query: ContinuousQuery | RulePlan) -> list[str]:
     """The files of the query's FROM graphs, from the catalog's ``[background]`` table
     (``{data}`` is ``RSP_DATA_DIR``, relative paths are from the repository)."""
     table = _catalog(catalog_path()).get("background", {})

@@ -63,6 +63,10 @@ def trigger(
 ) -> str:
     body = {"logical_date": (until or datetime.now().astimezone()).isoformat()}
     if after is not None:
+        if until is None:
+            raise ValueError(
+                f"{dag_id}: a run from {after.isoformat()} needs the end of its interval"
+            )
         body.update(data_interval_start=after.isoformat(), data_interval_end=until.isoformat())
     run = airflow.client.post(f"/api/v2/dags/{dag_id}/dagRuns", json=body).raise_for_status().json()
     return run["dag_run_id"]
@@ -86,7 +90,7 @@ def ingested(airflow, dag_id: str, config, timeout: float) -> str:
     ingest DAG's scheduled run is usually waiting for files already, and the DAG runs one run
     at a time, so a run triggered now would queue behind the waiting one: one is triggered only
     when no run is going."""
-    triggered = []
+    triggered: list[str] = []  # the run triggered here, if any
 
     def done():
         runs = (
@@ -172,11 +176,14 @@ def replay(
     for dag_id, run_id in triggered:
         wait_for_run(airflow, dag_id, run_id, timeout)
     catch_up = _CatchUp(airflow, queries, after, until)
-    airflow.wait_for(
-        lambda: _evaluated_through(airflow, queries, until, alert_dags) or catch_up(),
-        timeout,
-        "the chained queries and alerts",
-    )
+
+    def evaluated() -> bool | None:
+        if _evaluated_through(airflow, queries, until, alert_dags):
+            return True
+        catch_up()
+        return None
+
+    airflow.wait_for(evaluated, timeout, "the chained queries and alerts")
     return summarize(airflow, queries, ingest_dags, alert_dags)
 
 
@@ -192,7 +199,8 @@ class _CatchUp:
 
     def __init__(self, airflow, queries: list[RegisteredQuery], after: datetime, until: datetime):
         derived = {q.output_stream: q.dag_id for q in queries}
-        self.airflow, self.after, self.until, self.idle = airflow, after, until, {}
+        self.airflow, self.after, self.until = airflow, after, until
+        self.idle: dict[str, int] = {}  # dag id -> looks in a row it was behind and quiet
         # (dag id, the streams it waits for and the DAGs that make them, the stream it writes)
         self.consumers = [
             (q.dag_id, {s: derived[s] for s in q.streams if s in derived}, q.output_stream)
@@ -210,7 +218,8 @@ class _CatchUp:
             marks = dict(conn.execute(select(Stream.iri, Stream.watermark)).all())
         for dag_id, upstream, output in self.consumers:
             produced = [marks.get(s) for s in upstream]
-            ready = None if None in produced else min(min(produced), self.until)
+            known = [mark for mark in produced if mark is not None]
+            ready = min(min(known), self.until) if len(known) == len(produced) else None
             done = max(marks.get(output) or self.after, self.after)
             behind = ready is not None and done < ready
             quiet = behind and all(
@@ -262,7 +271,9 @@ def _evaluated_through(
                 )
             ).all()
         )
-    evaluated = all(marks.get(q.output_stream) and marks[q.output_stream] >= until for q in queries)
+    evaluated = all(
+        (mark := marks.get(q.output_stream)) is not None and mark >= until for q in queries
+    )
     dag_ids = [q.dag_id for q in queries] + list(alert_dags)
     return evaluated and all(
         s in TERMINAL for dag_id in dag_ids for s in run_states(airflow, dag_id)
@@ -282,25 +293,25 @@ def summarize(
         summary.runs[dag_id] = {s: n for s, n in sorted(counts.items()) if n}
     with db.engine().connect() as conn:
         for q in queries:
-            summary.windows[q.dag_id] = conn.scalar(
+            summary.windows[q.dag_id] = conn.execute(
                 select(func.count())
                 .select_from(StoredResult)
                 .where(StoredResult.query_iri == q.iri)
-            )
+            ).scalar_one()
             if q.derives_stream:
-                summary.derived_frames[q.dag_id] = conn.scalar(
+                summary.derived_frames[q.dag_id] = conn.execute(
                     select(func.count())
                     .select_from(Frame)
                     .join(Stream, Stream.id == Frame.stream_id)
                     .where(Stream.iri == q.output_stream)
-                )
+                ).scalar_one()
         for success, count in conn.execute(
             select(QualityResult.success, func.count()).group_by(QualityResult.success)
         ):
             summary.quality["passed" if success else "failed"] = count
-        summary.quality["checks"] = conn.scalar(
+        summary.quality["checks"] = conn.execute(
             select(func.count()).select_from(Activity).where(Activity.kind == "quality_check")
-        )
+        ).scalar_one()
         summary.alerts = [
             a for a in list_alerts(db.engine()) if a["query_iri"] in {q.iri for q in queries}
         ]

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.engine import Interval, evaluate, match
 from rsp_jobs.ingest.lake import project_lake as lake
 from rsp_jobs.orchestrate import late
@@ -114,6 +115,9 @@ def _evaluate_and_store(
     spark = get_spark()  # on the Airflow connection's master, before the engine asks for a session
     if registered.kind != "window":
         return _match_and_store(registered, engine, after, until, revision_of)
+    query = registered.query
+    if not isinstance(query, ContinuousQuery):  # a window query's plan is one
+        raise TypeError(f"{registered.path}: a window query compiled to {type(query).__name__}")
     from rsp_jobs.spark.progress import reported
     from rsp_jobs.spark.session import application_id
 
@@ -121,7 +125,7 @@ def _evaluate_and_store(
     with reported(spark, registered.dag_id):
         windows = list(
             evaluate(
-                registered.query,
+                query,
                 lake(),
                 registered.background,
                 registered.t0_us,

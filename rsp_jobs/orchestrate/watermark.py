@@ -52,7 +52,7 @@ def lagging_streams(
                 )
             )
         }
-    lagging = {}
+    lagging: dict[str, str | None] = {}
     for iri in streams:
         row = rows.get(iri)
         if row is None or row.watermark is None:

@@ -304,3 +304,12 @@ def test_an_ingest_run_waits_deferred_for_a_file_and_one_by_hand_loads_what_is_t
             return event.payload
     assert asyncio.run(asyncio.wait_for(first_event(), 30)) == {"folder": str(landing), "files": ["morning.nq"]}
     assert sensor.execute(manual) is None and sensor.execute(scheduled) is None  # a file waits: load it
+
+
+def test_a_one_time_tasparql_file_is_no_registered_query_and_the_error_names_it():
+    from rsp_jobs.errors import InputError
+    from rsp_jobs.orchestrate.registry import load_query
+
+    path = settings.REPO_ROOT / "tests" / "fixtures" / "tasparql" / "table2_last.tasparql"
+    with pytest.raises(InputError, match=r"table2_last\.tasparql: a registered query is C-SPARQL"):
+        load_query(path)
