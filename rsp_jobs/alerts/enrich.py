@@ -18,11 +18,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from rdflib import Graph, Namespace
+from rdflib import Graph, Literal, Namespace, URIRef
+from rdflib.term import Node
 
 from rsp_jobs import settings
 from rsp_jobs.alerts.build import Alert, AlertConfig
-from rsp_jobs.errors import RspError
+from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.times import iso_ms, ms_to_us, parse_datetime, parse_duration, to_us
 
 GN = Namespace("http://www.geonames.org/ontology#")
@@ -70,11 +71,18 @@ def gazetteer(path: Path = GAZETTEER) -> list[dict]:
                 "iri": str(place),
                 "name": str(graph.value(place, GN.name)),
                 "country": str(graph.value(place, GN.countryCode)),
-                "lat": float(graph.value(place, GEO.lat)),
-                "lon": float(graph.value(place, GEO.long)),
+                "lat": _degrees(graph, place, GEO.lat, path),
+                "lon": _degrees(graph, place, GEO.long, path),
             }
         )
     return sorted(places, key=lambda p: p["iri"])
+
+
+def _degrees(graph: Graph, place: Node, prop: URIRef, path: Path) -> float:
+    value = graph.value(place, prop)
+    if not isinstance(value, Literal):
+        raise InputError(f"{path}: place <{place}> has no <{prop}> literal")
+    return float(value)
 
 
 def places_within(lat: float, lon: float, radius_km: float, path: Path = GAZETTEER) -> list[dict]:
