@@ -147,8 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument(
         "--physical",
         action="store_true",
-        help="also print the physical plan of a window query: how it runs on Spark for the slice it "
-        "would read (of --lake, default the project's lake; or of --rows)",
+        help="also print the physical plan of a window query, EP-SPARQL pattern or DOTR rules: how "
+        "it runs on Spark for the slice it would read (of --lake, default the project's lake; or "
+        "of --rows)",
     )
     ex.add_argument(
         "--lake",
@@ -167,14 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
         dest="after",
         type=parse_time,
         default=None,
-        help="with --physical: the windows closing after this time",
+        help="with --physical: the windows closing (matches ending) after this time",
     )
     ex.add_argument(
         "--to",
         dest="until",
         type=parse_time,
         default=None,
-        help="with --physical: the windows closing at or before this time",
+        help="with --physical: the windows closing (matches ending) at or before this time",
     )
     ex.add_argument(
         "--entailment", choices=REGIMES, default="simple", help="with --physical: the regime"
@@ -782,23 +783,34 @@ def cmd_explain(args) -> int:
 
 
 def _physical(compiled, args) -> str:
-    """The physical plan of a window query for ``args``' slice (``planner.plan_windows``)."""
+    """The physical plan of a window query, an EP-SPARQL pattern or DOTR rules for ``args``'
+    slice (``planner.plan_windows``, ``patterns.plan_pattern``, ``dotr.plan_rules``)."""
+    from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
     from rsp_jobs.algebra.plan import ContinuousQuery
+    from rsp_jobs.compiler import compile_rule_set
     from rsp_jobs.errors import InputError
     from rsp_jobs.ingest.lake import Lake, project_lake
-    from rsp_jobs.physical import planner
+    from rsp_jobs.physical import dotr, patterns, planner
     from rsp_jobs.physical.statistics import LakeStatistics
 
-    if not isinstance(compiled, ContinuousQuery) or compiled.pattern:
+    if not isinstance(compiled, (ContinuousQuery, RulePlan, RuleSetPlan)):
         raise InputError(
-            f"{args.query_file}: --physical plans window queries; patterns and rules read their "
-            "streams whole (rsp_jobs.engine.match), and a TA-SPARQL query is one SQL statement"
+            f"{args.query_file}: --physical plans window queries, patterns and rules; a "
+            "TA-SPARQL query is one SQL statement"
         )
     stats = (
         planner.SliceOf(args.rows)
         if args.rows is not None
         else LakeStatistics(Lake(args.lake) if args.lake else project_lake())
     )
+    if isinstance(compiled, RulePlan):  # a rule alone is evaluated as a set of one (engine.match)
+        compiled = compile_rule_set([compiled], args.skip)
+    if isinstance(compiled, RuleSetPlan):
+        return dotr.plan_rules(compiled, stats, args.after, args.until, args.entailment).explain()
+    if compiled.pattern:
+        return patterns.plan_pattern(
+            compiled, stats, args.after, args.until, args.entailment
+        ).explain()
     return planner.plan_windows(
         compiled, stats, args.after, args.until, entailment=args.entailment
     ).explain()

@@ -17,12 +17,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
-from rsp_jobs.algebra.patterns import pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.physical import planner
+from rsp_jobs.physical import dotr, patterns, planner
 from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.spark import windows
@@ -30,7 +28,13 @@ from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms
 from rsp_jobs.spark.results import iter_windows, result_frame
-from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, batch_settings, get_spark, settings_while
+from rsp_jobs.spark.session import (
+    NO_SIZE_BROADCASTS,
+    batch_settings,
+    get_spark,
+    settings_while,
+    small_batch,
+)
 from rsp_jobs.times import from_us
 
 
@@ -202,44 +206,61 @@ def match(
     are not reported); an unbounded EP-SPARQL pattern reads the events after the cut of its
     kept ``partials`` (``rsp_jobs.algebra.patterns.PartialMatches``), or, without them, the whole
     stream. Either way: no duplicates across batches and no matches lost at their borders
-    (../shared/DESIGN.md, "Windows and micro-batches")."""
+    (../shared/DESIGN.md, "Windows and micro-batches"). How a batch reads and joins is its
+    physical plan's (``physical.patterns.plan_pattern``: ``rsp explain --physical``)."""
     if isinstance(
         pattern, RulePlan
     ):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
         return match_rules(
             compile_rule_set([pattern]), lake, background_files, interval, entailment, [consumed]
         )[0]
-    lookback = pattern_lookback_us(pattern, retention_us)
-    if pattern.bound_us is None and partials is not None and retention_us is None:
-        start = None if partials.cut_us is None else from_us(partials.cut_us + 1)
-    else:
-        partials = None
-        start = (
-            None
-            if interval.after is None or lookback is None
-            else from_us(interval.after - lookback)
-        )
-    end = None if interval.until is None else from_us(interval.until + 1)
-    with settings_while(
-        get_spark(), batch_settings(LakeStatistics(lake).rows(pattern_streams(pattern), start, end))
-    ):
-        elements = _events(lake, pattern_streams(pattern), start, end)
+    physical = patterns.plan_pattern(
+        pattern,
+        LakeStatistics(lake),
+        interval.after,
+        interval.until,
+        entailment,
+        kept=partials is not None,
+        cut_us=None if partials is None else partials.cut_us,
+        retention_us=retention_us,
+    )
+    return execute_pattern(physical, lake, background_files, partials), set()
+
+
+def execute_pattern(
+    physical: patterns.PatternPlan,
+    lake: Lake,
+    background_files: Sequence[str] = (),
+    partials=None,
+) -> list[Match]:
+    """Run ``physical`` on Spark: the pattern's matches ending in its interval. ``partials``
+    are read and written only where the plan says the batch keeps them."""
+    pattern = physical.query
+    start = None if physical.start is None else from_us(physical.start)
+    end = None if physical.until is None else from_us(physical.until + 1)
+    with settings_while(get_spark(), small_batch() if physical.interpreted else {}):
+        elements = _events(lake, physical.streams, start, end)
         background = Background.for_query(pattern.graphs, background_files, pattern.source)
-        if check_regime(entailment) != "simple":
-            background, schema = background.closed(entailment)
+        if physical.regime != "simple":
+            background, schema = background.closed(physical.regime)
             elements = entail(elements, schema)
         elements = elements.cache()  # planned now, under the batch's settings (``evaluate``)
         try:
             from rsp_jobs.spark.events import evaluate_events
 
             found = evaluate_events(
-                pattern, elements, background, interval.after, interval.until, partials=partials
+                pattern,
+                elements,
+                background,
+                physical.after,
+                physical.until,
+                partials=partials if physical.kept else None,
             )
         finally:
             elements.unpersist()
-    if retention_us is not None:
-        found = [m for m in found if m.end_us - m.start_us <= retention_us]
-    return found, set()
+    if physical.retention is not None:
+        found = [m for m in found if m.end_us - m.start_us <= physical.retention]
+    return found
 
 
 def match_rules(
@@ -253,26 +274,37 @@ def match_rules(
     """``match`` for every DOTR rule of a set (``compiler.compile_rule_set``) in one
     evaluation: one read of their streams, one pass over each group's instants (an event SELECT
     several rules ask for is evaluated once), one job for all facts and one collect for all
-    candidates (``spark.dotr.evaluate_rules``). Returns each rule's
-    matches and newly consumed facts, in the set's order; ``consumed`` is per rule, as each
-    rule consumes only for itself. A DOTR rule entails inside ``evaluate_rules``, with its own
-    regime and its Datalog rules (what those derive is entailed too: DOTR §3's ontological part
-    is one closure per instant)."""
-    lookback = max(r.bound_us for r in rules.rules)
-    start = None if interval.after is None else from_us(interval.after - lookback)
-    end = None if interval.until is None else from_us(interval.until + 1)
-    streams = sorted({s for r in rules.rules for s in pattern_streams(r)})
-    backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
-    with settings_while(
-        get_spark(), batch_settings(LakeStatistics(lake).rows(streams, start, end))
-    ):
-        elements = _events(lake, streams, start, end).cache()  # planned under the batch's settings
-        try:
-            from rsp_jobs.spark.dotr import evaluate_rules
+    candidates, as its physical plan says (``physical.dotr.plan_rules``: ``rsp explain
+    --physical``; run by ``spark.dotr.execute_rules``). Returns each rule's matches and newly
+    consumed facts, in the set's order; ``consumed`` is per rule, as each rule consumes only for
+    itself. A DOTR rule entails per instant, under the stronger of its own regime and the run's,
+    and with its Datalog rules (what those derive is entailed too: DOTR §3's ontological part is
+    one closure per instant)."""
+    physical = dotr.plan_rules(
+        rules, LakeStatistics(lake), interval.after, interval.until, entailment
+    )
+    return execute_rules(physical, lake, background_files, consumed)
 
-            return evaluate_rules(
-                rules, elements, backgrounds, interval.after, interval.until, consumed, entailment
-            )
+
+def execute_rules(
+    physical: dotr.RulesPlan,
+    lake: Lake,
+    background_files: Sequence[str] = (),
+    consumed: Sequence[frozenset[str]] = (),
+) -> list[tuple[list[Match], set[str]]]:
+    """Run ``physical`` on Spark: each rule's matches and newly consumed facts."""
+    rules = physical.rules
+    start = None if physical.start is None else from_us(physical.start)
+    end = None if physical.until is None else from_us(physical.until + 1)
+    backgrounds = [Background.for_query(r.graphs, background_files, r.source) for r in rules.rules]
+    with settings_while(get_spark(), small_batch() if physical.interpreted else {}):
+        # planned under the batch's settings
+        elements = _events(lake, physical.streams, start, end).cache()
+        try:
+            from rsp_jobs.spark import dotr as spark_dotr
+
+            found = spark_dotr.execute_rules(physical, elements, backgrounds, consumed)
+            return [([*matches], newly) for matches, newly in found]
         finally:
             elements.unpersist()
 

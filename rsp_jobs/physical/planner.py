@@ -109,7 +109,7 @@ class WindowPlan:
         return self.windowing != ENTAILED
 
     def steps(self) -> tuple[Step, ...]:
-        span = _span_text(self.start, self.until)
+        span = span_text(self.start, self.until)
         windows = ", ".join(sorted({str(w.window) for w in self.query.windows}))
         facts = [
             "repeats",
@@ -221,16 +221,21 @@ class WindowPlan:
             ),
             Step(
                 "Results",
-                f"every close of {_span_text(self.after, self.until, closes=True)} in one job, "
+                f"every close of {span_text(self.after, self.until, closes=True)} in one job, "
                 f"{self.query.r2s}, as Arrow to the driver",
             ),
         ]
         return tuple(steps)
 
     def explain(self) -> str:
-        lines = [f"Physical plan of {self.query.name}"]
-        lines += [f"  {step.name}: {step.detail}" for step in self.steps()]
-        return "\n".join(lines) + "\n"
+        return explain_steps(self.query.name, self.steps())
+
+
+def explain_steps(name: str, steps: tuple[Step, ...]) -> str:
+    """A physical plan as ``rsp explain --physical`` prints it: its title, then a step a line."""
+    lines = [f"Physical plan of {name}"]
+    lines += [f"  {step.name}: {step.detail}" for step in steps]
+    return "\n".join(lines) + "\n"
 
 
 def plan_windows(
@@ -344,7 +349,7 @@ def _places(places: tuple[P.TermsAt, ...]) -> str:
     return " ".join(f"{p.position} of {p.predicate}" for p in places)
 
 
-def _span_text(start: int | None, end: int | None, closes: bool = False) -> str:
+def span_text(start: int | None, end: int | None, closes: bool = False) -> str:
     if start is None and end is None:
         return "the whole stream" if not closes else "the stream"
     left, right = ("(", "]") if closes else ("[", ")")

@@ -39,7 +39,10 @@ event SELECT several rules share evaluated once, SELECTs that differ in an IRI e
 one), one collect their candidates (alike rules joined by one plan; each event side joined is
 broadcast, a small job of its own over the computed facts), and the driver selects and
 consumes per rule, since a rule's consumption concerns "subsequent evaluations of
-the same rule" only (DOTR §3). A rule alone is a set of one.
+the same rule" only (DOTR §3). A rule alone is a set of one. What a batch does (its read,
+each group's regime, the events, each set's levels of candidates, negations, aggregates and
+selections) is its physical plan's (``physical.dotr.RulesPlan``, ``rsp explain --physical``),
+which ``execute_rules`` executes.
 """
 
 from __future__ import annotations
@@ -48,16 +51,17 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms
-from rsp_jobs.algebra.dotr import FactGroup, RulePlan, RuleSetPlan
-from rsp_jobs.algebra.regimes import REGIMES, check_regime
+from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.language import ast
 from rsp_jobs.language.dotr import SEP, Between, Within, expr_vars, split_qualified
+from rsp_jobs.physical.dotr import Candidates, Instants, RulesPlan, plan_rules
 from rsp_jobs.results import RuleMatch
 from rsp_jobs.spark import aggregates
 from rsp_jobs.spark.background import Background
@@ -69,7 +73,10 @@ from rsp_jobs.spark.local import materialized, release
 from rsp_jobs.spark.r2r import WIN, vcol
 from rsp_jobs.spark.session import NO_SIZE_BROADCASTS, settings_while
 
-__all__ = ["evaluate_rule", "evaluate_rules", "fact_key", "facts_frame"]
+if TYPE_CHECKING:
+    from rsp_jobs.reasoning.entailment import Schema
+
+__all__ = ["evaluate_rule", "evaluate_rules", "execute_rules", "fact_key", "facts_frame"]
 
 
 def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) -> str:
@@ -81,32 +88,25 @@ def fact_key(label: str, ts_us: int, bindings: dict[str, str], copy: int = 0) ->
     )
 
 
-def regime_of(*regimes: str | None) -> str:
-    """The strongest of the regimes asked for (a rule's ENTAILMENT, a run's ``--entailment``):
-    each entails what the weaker ones do, so applying it alone is applying them all."""
-    return max((check_regime(r) for r in regimes if r), key=REGIMES.index, default="simple")
-
-
 def facts_frame(
     rules: RuleSetPlan,
-    group: FactGroup,
+    plan: Instants,
     elements: DataFrame,
     background: Background,
     lo_us: int | None = None,
     hi_us: int | None = None,
-    entailment: str = "simple",
 ) -> DataFrame:
     """Every event's solutions per instant in ``[lo, hi]`` for one group of a rule set (rules
-    alike in ``instants_key``: one pass over their instants): ``rule`` (its index in
-    ``rules``), ``label, ts, b`` (variable → N-Triples term, bound ones only), ``key`` and
-    ``frames`` (the instant's frame IRIs). ``entailment``: the run's regime, applied with the
-    rules' own (the stronger of the two)."""
+    alike in ``instants_key``: one pass over their instants, ``physical.dotr.Instants``):
+    ``rule`` (its index in ``rules``), ``label, ts, b`` (variable → N-Triples term, bound ones
+    only), ``key`` and ``frames`` (the instant's frame IRIs), under the plan's regime."""
+    group = plan.group
     rule = rules.rules[group.rules[0]]  # the group's rules agree on all this reads
     if rule.streams:  # a rule without FROM STREAM reads the elements it is given
         elements = elements.where(F.col("stream").isin(list(rule.streams)))
-    regime, schema = regime_of(check_regime(rule.entailment, rule.source), entailment), None
-    if regime != "simple":
-        background, schema = background.closed(regime)
+    schema: Schema | None = None
+    if plan.regime != "simple":
+        background, schema = background.closed(plan.regime)
         elements = entail(elements, schema)
     rows = elements.select(F.unix_micros("ts").alias("ts"), "frame", "s", "p", "o")
     if lo_us is not None:
@@ -129,7 +129,7 @@ def facts_frame(
     ).dropDuplicates([WIN, "s", "p", "o"])
     active = instants.groupBy(WIN).agg(F.min("_open").alias("_open"))
     parts = []
-    for event in group.events:  # optimize.share_event_queries, share_events_across_rules
+    for event in plan.events:  # optimize.share_event_queries, share_events_across_rules
         query = event.query
         evaluator = Evaluator(query, instants, active, background)
         solutions = evaluator.to_dep(evaluator.evaluate(query.plan))
@@ -231,17 +231,37 @@ def evaluate_rules(
     consumed: Sequence[frozenset[str]] = (),
     entailment: str = "simple",
 ) -> list[tuple[list[RuleMatch], set[str]]]:
-    """``evaluate_rule`` for each rule of a set: one Spark job computes the facts of every
-    group, one collect the candidates of every rule (beside a small broadcast job per event
-    side joined, once for alike rules: ``RuleSetPlan.candidates``). ``backgrounds`` and
-    ``consumed`` are per rule; ``elements`` must cover the longest ``bound_us`` back."""
+    """``evaluate_rule`` for each rule of a set: its physical plan (``physical.dotr.plan_rules``)
+    executed over the ``elements`` given (``execute_rules``). ``backgrounds`` and ``consumed``
+    are per rule; ``elements`` must cover the longest ``bound_us`` back."""
+    return execute_rules(
+        plan_rules(rules, None, after_us, until_us, entailment), elements, backgrounds, consumed
+    )
+
+
+def execute_rules(
+    physical: RulesPlan,
+    elements: DataFrame,
+    backgrounds: Sequence[Background],
+    consumed: Sequence[frozenset[str]] = (),
+) -> list[tuple[list[RuleMatch], set[str]]]:
+    """Run ``physical``: one Spark job computes the facts of every group of instants, one
+    collect the candidates of every set of alike rules (beside a small broadcast job per event
+    side joined), and the driver selects and consumes per rule."""
+    rules, after_us, until_us = physical.rules, physical.after, physical.until
     consumed = list(consumed) or [frozenset()] * len(rules.rules)
-    lo = None if after_us is None else after_us - max(r.bound_us for r in rules.rules)
     facts = functools.reduce(
         DataFrame.unionByName,
         [
-            facts_frame(rules, g, elements, backgrounds[g.rules[0]], lo, until_us, entailment)
-            for g in rules.groups
+            facts_frame(
+                rules,
+                instants,
+                elements,
+                backgrounds[instants.group.rules[0]],
+                physical.start,
+                until_us,
+            )
+            for instants in physical.instants
         ],
     )
     # One job: joins of per-instant solutions shuffle rather than broadcast, since every
@@ -252,16 +272,17 @@ def evaluate_rules(
     try:
         cache: dict = {}  # see _value
         finals, orders = [], {}
-        for ids in rules.candidates:  # the first rule stands for its alike ones
-            final, order = _candidates(
-                rules.rules[ids[0]],
-                facts.where(F.col("rule").isin(list(ids))),
+        for cands in physical.candidates:  # the first rule stands for its alike ones
+            final = _candidates(
+                rules.rules[cands.rules[0]],
+                cands,
+                facts.where(F.col("rule").isin(list(cands.rules))),
                 after_us,
                 until_us,
                 cache,
             )
             finals.append(final)
-            orders.update(dict.fromkeys(ids, order))
+            orders.update(dict.fromkeys(cands.rules, cands.order))
         rows: list[list[dict]] = [[] for _ in rules.rules]
         for r in _collect_all(finals):
             rows[r["rule"]].append(json.loads(r["row"]))
@@ -403,19 +424,19 @@ def _in_scope(rule: RulePlan, label: str, scope: Within | Between) -> Column:
 
 
 def _candidates(
-    rule: RulePlan, facts: DataFrame, after_us, until_us, cache: dict
-) -> tuple[DataFrame, list[str]]:
+    rule: RulePlan, cands: Candidates, facts: DataFrame, after_us, until_us, cache: dict
+) -> DataFrame:
     """The rule's candidates as one frame (collected with the other rules', ``_collect_all``),
-    and the order of its labels (trigger, then the positive events). ``facts`` may hold those
-    of rules alike (``RuleSetPlan.candidates``): every join is within one rule's facts, and
-    each row says its ``rule``.
+    joined level by level as ``cands`` orders them (trigger, then the positive events).
+    ``facts`` may hold those of rules alike (``Candidates.rules``): every join is within one
+    rule's facts, and each row says its ``rule``.
 
     The trigger facts are left-joined with each positive event in turn, so one frame holds
     every candidate prefix: a row whose keys stop at level ``i`` is a prefix with no
     extension. The driver reads the options of each level from it (distinct prefixes) and the
     full candidates with their negation, aggregate and output columns (``_select``)."""
-    trigger = rule.trigger.label
-    positives = [p for p in rule.predicates if p.kind == "positive"]
+    order = cands.order
+    trigger = order[0]
     plain = [
         c
         for c in rule.conditions
@@ -423,7 +444,6 @@ def _candidates(
         and c not in rule.pushed
         and all(rule.predicate(label).kind in ("trigger", "positive") for label in c.labels)
     ]
-    order = [trigger] + [p.label for p in positives]
     level_of = {label: i for i, label in enumerate(order)}
 
     def conditions_at(i: int):
@@ -438,16 +458,16 @@ def _candidates(
     if until_us is not None:
         cur = cur.where(t <= until_us)
     cur = cur.where(_test(rule, conditions_at(0), cache))
-    for i, p in enumerate(positives, 1):
+    for i, level in enumerate(cands.levels, 1):
         on = (
             F.col(_c(order[i - 1], "key")).isNotNull()
-            & _same_rule(trigger, p.label)
-            & _in_scope(rule, p.label, p.within)
+            & _same_rule(trigger, level.label)
+            & _in_scope(rule, level.label, level.within)
             & _test(rule, conditions_at(i), cache)
         )
-        cur = cur.join(F.broadcast(_side(rule, facts, p.label, cache)), on, "left")
+        cur = cur.join(F.broadcast(_side(rule, facts, level.label, cache)), on, "left")
         if i == 1:  # a trigger with no candidate for the first event can neither fire nor consume
-            cur = cur.where(F.col(_c(p.label, "key")).isNotNull())
+            cur = cur.where(F.col(_c(level.label, "key")).isNotNull())
     complete = F.col(_c(order[-1], "key")).isNotNull()
     # a fact's key names its event and instant, not its rule: alike rules' facts may share one
     cur = cur.withColumn(
@@ -469,7 +489,7 @@ def _candidates(
     ]
 
     ok = F.lit(True)
-    for n in (p for p in rule.predicates if p.kind == "negative"):
+    for n in (rule.predicate(label) for label in cands.negations):
         exprs = [c.expr for c in rule.conditions if n.label in c.labels and c not in rule.pushed]
         hits = (
             full.select(*kept)
@@ -484,7 +504,7 @@ def _candidates(
         )
         cur = cur.join(hits, F.col("_id") == F.col("_hit_id"), "left").drop("_hit_id")
         ok = ok & F.col(f"_neg_{n.label}").isNull()
-    for agg in rule.aggregates:
+    for agg in cands.aggregates:
         cur = _attach_aggregate(rule, cur, full.select(*kept), facts, agg, cache)
     ok = ok & _test(rule, [c.expr for c in rule.conditions if c.aggregates], cache)
     outputs = [_value(rule, a.expr, cache).term.alias(f"_out_{a.var}") for a in rule.assignments]
@@ -494,7 +514,7 @@ def _candidates(
         F.when(complete, ok).alias("_ok"),
         *outputs,
     )
-    return final, order
+    return final
 
 
 def _attach_aggregate(
@@ -538,7 +558,7 @@ def _attach_aggregate(
 def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozenset[str]):
     """Selection policies and consumption, trigger by trigger in time order (see module doc),
     over the rows of ``_candidates``."""
-    positives = [p for p in rule.predicates if p.kind == "positive"]
+    positives = [rule.predicate(label) for label in order[1:]]
     options: list[set] = [set() for _ in order]
     finals = {}
     for r in rows:

@@ -52,6 +52,7 @@ from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.patterns import PartialMatches
 from rsp_jobs.errors import QueryError, UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.physical.patterns import temporal_join
 from rsp_jobs.results import Match
 from rsp_jobs.spark import r2r
 from rsp_jobs.spark.background import Background
@@ -508,25 +509,17 @@ class _Evaluator:
         with self._operands():
             return self.evaluate(node.left), self.evaluate(node.right)
 
-    def _join(self, node: P.Join) -> _Solutions:
-        return self._combine(*self._both(node), "join")
-
-    def _seqjoin(self, node: P.SeqJoin) -> _Solutions:
-        return self._combine(*self._both(node), "seq")
-
-    def _eqjoin(self, node: P.EqJoin) -> _Solutions:
-        return self._combine(*self._both(node), "eq")
-
-    def _leftjoin(self, node: P.LeftJoin) -> _Solutions:
-        return self._combine(*self._both(node), "optional", node.expr, optional=True)
-
-    def _seqrightjoin(self, node: P.SeqRightJoin) -> _Solutions:
-        """The right (mandatory) part is kept; the left one, earlier, is the optional partner."""
+    def _temporal(self, node) -> _Solutions:
+        """A Join, LeftJoin or EP-SPARQL operator as the physical plan's join for it
+        (``physical.patterns.JOINS``): its temporal relation, whether its partner is optional,
+        and which operand is kept (OPTIONALSEQ keeps the right one, the optional left earlier)."""
+        join = temporal_join(node)
         left, right = self._both(node)
-        return self._combine(right, left, "after", node.expr, optional=True)
+        if join.swapped:
+            left, right = right, left
+        return self._combine(left, right, join.relation, getattr(node, "expr", None), join.optional)
 
-    def _eqleftjoin(self, node: P.EqLeftJoin) -> _Solutions:
-        return self._combine(*self._both(node), "eq", node.expr, optional=True)
+    _join = _leftjoin = _seqjoin = _eqjoin = _seqrightjoin = _eqleftjoin = _temporal
 
     def _combine(
         self,
