@@ -17,10 +17,10 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine, delete, insert, select
 
 from rsp_jobs.results import Match, RuleMatch
-from rsp_jobs.store.models import ConsumedFact
+from rsp_jobs.store.models import ConsumedFact, table_of
 from rsp_jobs.times import from_us
 
-TABLE = ConsumedFact.__table__
+TABLE = table_of(ConsumedFact)
 
 
 def consumed_before(engine: Engine, query_iri: str, after: datetime | None) -> frozenset[str]:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -135,7 +136,7 @@ def migration_transaction(url: str) -> Iterator[Connection]:
     with engine(url).connect() as conn:
         sqlite = conn.dialect.name == "sqlite"
         if sqlite:  # only outside a transaction does this pragma take effect
-            conn.connection.driver_connection.execute("PRAGMA foreign_keys = OFF")
+            driver_connection(conn).execute("PRAGMA foreign_keys = OFF")
         try:
             with conn.execution_options(**{_IMMEDIATE: True}).begin():
                 if not sqlite:
@@ -147,7 +148,16 @@ def migration_transaction(url: str) -> Iterator[Connection]:
                     )
         finally:
             if sqlite:
-                conn.connection.driver_connection.execute("PRAGMA foreign_keys = ON")
+                driver_connection(conn).execute("PRAGMA foreign_keys = ON")
+
+
+def driver_connection(conn: Connection) -> Any:
+    """The driver's own connection under ``conn`` (sqlite3's, psycopg's), for what SQLAlchemy
+    does not say: pragmas outside a transaction, COPY."""
+    driver = conn.connection.driver_connection
+    if driver is None:  # SQLAlchemy's connection was invalidated or closed
+        raise RuntimeError("the store connection has no driver connection left")
+    return driver
 
 
 def chunks(items: list, size: int = 500):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
@@ -43,6 +43,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
@@ -50,8 +51,8 @@ from sqlalchemy.orm import Session
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import Part, StreamBatch, frame_checksum
-from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.models import Frame, FramePart, FrameTriple, QuarantinedInput, Stream
+from rsp_jobs.store.db import driver_connection, write_transaction
+from rsp_jobs.store.models import Frame, FramePart, FrameTriple, QuarantinedInput, Stream, table_of
 
 __all__ = [
     "first_frame",
@@ -73,7 +74,11 @@ FRAME_COLUMNS = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
 TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time")
 PART_COLUMNS = ("frame_id", "source", "graph_iri", "line", "statements", "checksum")
 # INSERT ... ON CONFLICT of the two backends the store runs on
-INSERT_ON_CONFLICT = {"postgresql": pg_insert, "sqlite": sqlite_insert}
+# typed so that what a dialect's INSERT adds (ON CONFLICT, ``excluded``) is known after ``[name]``
+INSERT_ON_CONFLICT: dict[str, Callable[[Table], postgresql.Insert | sqlite.Insert]] = {
+    "postgresql": pg_insert,
+    "sqlite": sqlite_insert,
+}
 
 Triple = tuple[str, str, str]
 TripleRow = tuple[int, str, str, str, float | None, datetime | None]
@@ -174,7 +179,7 @@ def write_batch(
     new_ids = _insert_frames(conn, stream_id, new)
     triples = bulk_insert(
         conn,
-        FrameTriple.__table__,
+        table_of(FrameTriple),
         TRIPLE_COLUMNS,
         _triple_rows([*replaced, *zip(new_ids, new), *additions]),
     )
@@ -248,7 +253,7 @@ def frame_triples(engine: Engine, frame_iri: str) -> list[Triple]:
         .where(Frame.frame_iri == frame_iri)
     )
     with engine.connect() as conn:
-        return sorted(tuple(row) for row in conn.execute(query))
+        return sorted((s, p, o) for s, p, o in conn.execute(query))
 
 
 def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, int | None, int]]:
@@ -261,7 +266,10 @@ def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, int | No
         .order_by(FramePart.id)
     )
     with engine.connect() as conn:
-        return [tuple(row) for row in conn.execute(query)]
+        return [
+            (source, graph, line, statements)
+            for source, graph, line, statements in conn.execute(query)
+        ]
 
 
 def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
@@ -343,7 +351,7 @@ def _get_or_create_stream(
 ) -> tuple[int, str, str | None]:
     """Insert-if-absent, then read the row locked (PostgreSQL: FOR UPDATE serialises loads of
     one stream; SQLite: the write transaction already holds the database's write lock)."""
-    table = Stream.__table__
+    table = table_of(Stream)
     conn.execute(
         INSERT_ON_CONFLICT[conn.dialect.name](table)
         .values(iri=iri, kind=kind, query_iri=query_iri)
@@ -433,7 +441,7 @@ def _merge_frames(
 
 
 def _update_frames(conn: Connection, rows: list[tuple[int, str, int, str]]) -> None:
-    table = Frame.__table__
+    table = table_of(Frame)
     conn.execute(
         update(table)
         .where(table.c.id == bindparam("frame_id"))
@@ -450,7 +458,7 @@ def _update_frames(conn: Connection, rows: list[tuple[int, str, int, str]]) -> N
 def _write_parts(conn: Connection, parts: Iterable[tuple[int, Part]]) -> None:
     bulk_insert(
         conn,
-        FramePart.__table__,
+        table_of(FramePart),
         PART_COLUMNS,
         ((frame_id, p.source, p.graph, p.line, p.statements, p.checksum) for frame_id, p in parts),
     )
@@ -462,7 +470,7 @@ def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) 
         return []
     bulk_insert(
         conn,
-        Frame.__table__,
+        table_of(Frame),
         FRAME_COLUMNS,
         ((stream_id, f.ts, f.iri, len(f.triples), f.checksum) for f in frames),
     )
@@ -495,7 +503,7 @@ def _copy_rows(
 ) -> int:
     """PostgreSQL: binary COPY ... FROM STDIN on the transaction's own driver connection, typed
     by the table's actual column types."""
-    oids = dict(
+    oids: dict[str, int] = dict(
         conn.execute(
             text(
                 "SELECT attname, atttypid FROM pg_attribute WHERE attrelid = CAST(:t AS regclass)"
@@ -506,7 +514,7 @@ def _copy_rows(
     statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     count = 0
     try:
-        with conn.connection.driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
+        with driver_connection(conn).cursor() as cursor, cursor.copy(statement) as copy:
             copy.set_types([oids[name] for name in columns])
             for row in rows:
                 copy.write_row(row)
@@ -560,7 +568,7 @@ def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
     )
     if batch.rejections:
         conn.execute(
-            insert(QuarantinedInput.__table__),
+            insert(table_of(QuarantinedInput)),
             [
                 {
                     "stream_id": stream_id,

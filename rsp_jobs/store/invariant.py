@@ -9,7 +9,7 @@ from sqlalchemy import Connection, select
 
 from rsp_jobs.ingest.tardf import TimeInvariant
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, stored_number
-from rsp_jobs.store.models import InvariantTriple
+from rsp_jobs.store.models import InvariantTriple, table_of
 
 
 def statement_checksum(s: str, p: str, o: str) -> str:
@@ -23,7 +23,7 @@ def write_invariants(conn: Connection, source: str, statements: Iterable[TimeInv
     rows = {statement_checksum(st.s, st.p, st.o): st for st in statements}
     if not rows:
         return 0
-    table = InvariantTriple.__table__
+    table = table_of(InvariantTriple)
     known = set()
     checksums = list(rows)
     for i in range(0, len(checksums), 1000):
@@ -57,7 +57,7 @@ def write_invariants(conn: Connection, source: str, statements: Iterable[TimeInv
 
 def invariants_about(conn: Connection, nt: str) -> list[tuple[str, str, str]]:
     """The stored time-invariant statements with ``nt`` as subject or object, sorted."""
-    table = InvariantTriple.__table__
+    table = table_of(InvariantTriple)
     rows = conn.execute(
         select(table.c.s, table.c.p, table.c.o).where((table.c.s == nt) | (table.c.o == nt))
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -36,7 +37,7 @@ class Step:
     """One activity in the lineage, with what it used and generated of the lineage (an
     evaluation reached through one result frame: that window's inputs, not the whole run's)."""
 
-    activity: object  # the activities row
+    activity: Any  # the activities row (a Core row: its columns are untyped attributes)
     used: list = field(default_factory=list)  # rows of activity_used
     generated: list = field(default_factory=list)  # rows of activity_generated
     derived: dict = field(
@@ -54,9 +55,8 @@ def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:
         raise InputError(f"--depth {depth}: give 1 or more levels of activities")
     steps: dict[int, Step] = {}
     rows: dict[int, tuple[list, list]] = {}
-    reached: dict[
-        int, set
-    ] = {}  # activity -> the entities of the lineage it generated (None: itself)
+    # activity -> the entities of the lineage it generated (None: itself)
+    reached: dict[int, set | None] = {}
     seen, entities, level = {iri}, [iri], 1
     with engine.connect() as conn:
         if (
@@ -82,8 +82,10 @@ def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:
                 else:
                     sources = derived.get((activity.id, entity)) or frames
                     steps[activity.id].derived[entity] = sources
-                    if reached.get(activity.id, set()) is not None:
-                        reached.setdefault(activity.id, set()).add(entity)
+                    if activity.id not in reached:
+                        reached[activity.id] = {entity}
+                    elif (entities_reached := reached[activity.id]) is not None:
+                        entities_reached.add(entity)
                 if depth is None or level < depth:
                     for source in sorted(sources - seen):
                         seen.add(source)
@@ -91,14 +93,13 @@ def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:
             entities, level = following, level + 1
     for activity_id, step in steps.items():
         used, generated = rows[activity_id]
-        needed = set().union(*step.derived.values()) if reached[activity_id] is not None else None
+        generated_here = reached[activity_id]
+        needed = set().union(*step.derived.values()) if generated_here is not None else None
         step.used = [
             u for u in used if needed is None or u.entity_kind != "frame" or u.entity_iri in needed
         ]
         step.generated = [
-            g
-            for g in generated
-            if reached[activity_id] is None or g.entity_iri in reached[activity_id]
+            g for g in generated if generated_here is None or g.entity_iri in generated_here
         ]
     return list(steps.values())
 
@@ -109,7 +110,7 @@ def _level(conn, entities: list[str], rows: dict[int, tuple[list, list]]):
     from; and, into ``rows``, what each newly met activity used and generated."""
     pairs: dict[str, list[int]] = {}
     derived: dict[tuple[int, str], set] = {}
-    activities: dict[int, object] = {}
+    activities: dict[int, Any] = {}  # rows of activities
     for chunk in chunks(entities):
         for activity in conn.execute(select(Activity).where(Activity.iri.in_(chunk))):
             activities[activity.id] = activity

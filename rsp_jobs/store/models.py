@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -88,6 +89,15 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON}  # noqa: RUF012 (SQLAlchemy reads it)
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Table ``model`` maps. SQLAlchemy types ``__table__`` as any FROM clause (a class may
+    map a join or a SELECT); each class here maps one table, which inserts and updates need."""
+    table = model.__table__
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} maps {type(table).__name__}, not a Table")
+    return table
 
 
 class Stream(Base):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, delete, insert, select
 
-from rsp_jobs.store.models import PartialMatch, PartialMatchCut
+from rsp_jobs.store.models import PartialMatch, PartialMatchCut, table_of
 
-ROWS, CUTS = PartialMatch.__table__, PartialMatchCut.__table__
+ROWS, CUTS = table_of(PartialMatch), table_of(PartialMatchCut)
 
 
 def load_partials(

@@ -22,7 +22,14 @@ from rsp_jobs import settings
 from rsp_jobs.rdf_files import background_spec
 from rsp_jobs.store.db import chunks
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT
-from rsp_jobs.store.models import Activity, ActivityGenerated, ActivityUsed, Derivation, Query
+from rsp_jobs.store.models import (
+    Activity,
+    ActivityGenerated,
+    ActivityUsed,
+    Derivation,
+    Query,
+    table_of,
+)
 
 ACTIVITY_BASE = "urn:rsp:activity:"
 
@@ -112,7 +119,7 @@ def background_entities(specs: Sequence[str]) -> tuple[list[str], list[tuple[str
 def register_query(conn: Connection, iri: str, text: str) -> str:
     """Keep each version of a query's text (the prov:Plan); returns its hash."""
     digest = text_hash(text)
-    table = Query.__table__
+    table = table_of(Query)
     conn.execute(
         INSERT_ON_CONFLICT[conn.dialect.name](table)
         .values(iri=iri, text_hash=digest, text=text, created_at=datetime.now(UTC))
@@ -145,11 +152,11 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
         **airflow_context(),
     )
     activity_id = conn.execute(
-        Activity.__table__.insert().values(**values).returning(Activity.__table__.c.id)
+        table_of(Activity).insert().values(**values).returning(table_of(Activity).c.id)
     ).scalar_one()
     for table, entities in (
-        (ActivityUsed.__table__, record.used),
-        (ActivityGenerated.__table__, record.generated),
+        (table_of(ActivityUsed), record.used),
+        (table_of(ActivityGenerated), record.generated),
     ):
         rows = [
             dict(activity_id=activity_id, entity_iri=iri, entity_kind=kind, checksum=checksum)
@@ -162,7 +169,7 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
         for entity, source in dict.fromkeys(record.derived)
     ]
     for chunk in chunks(rows, 10_000):
-        conn.execute(Derivation.__table__.insert(), chunk)
+        conn.execute(table_of(Derivation).insert(), chunk)
     return activity_id
 
 

@@ -21,12 +21,14 @@ from typing import Protocol
 from rdflib import BNode, Literal, URIRef
 from sqlalchemy import Connection, Engine, select
 
+from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.schedule import schedule
 from rsp_jobs.ingest.rdf_stream import Element, Part, StreamBatch, frame_checksum
+from rsp_jobs.language import ast
 from rsp_jobs.results import WindowResult
 from rsp_jobs.store.db import chunks, write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
-from rsp_jobs.store.models import Frame, StoredResult, Stream
+from rsp_jobs.store.models import Frame, StoredResult, Stream, table_of
 from rsp_jobs.store.provenance import (
     ActivityRecord,
     background_entities,
@@ -40,23 +42,28 @@ from rsp_jobs.times import as_utc, from_us, parse_datetime, to_us
 RSP = "urn:rsp:ns:"
 
 
-class ContinuousQuery(Protocol):
+class StoredQuery(Protocol):
     """What the store reads of a compiled query: an ``rsp_jobs.algebra.plan.ContinuousQuery``
-    or a DOTR rule (``rsp_jobs.language.dotr.Rule``). Named here so the store does not import
-    the engine's layers; ``store_evaluation`` of a window evaluation also reads ``windows``
-    (each with its ``stream``) for the input frames the windows could see."""
+    or a DOTR rule (``rsp_jobs.language.dotr.Rule``), whose fields are read-only (frozen
+    dataclasses). ``store_evaluation`` of a window evaluation also reads the query's ``windows``
+    for the input frames the windows could see, so there it is a ``ContinuousQuery``."""
 
-    name: str
-    form: str  # SELECT, CONSTRUCT, ASK, DESCRIBE (a rule: CONSTRUCT)
-    text: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def form(self) -> str: ...  # SELECT, CONSTRUCT, ASK, DESCRIBE (a rule: CONSTRUCT)
+
+    @property
+    def text(self) -> str: ...
 
 
-def query_iri(query: ContinuousQuery) -> str:
+def query_iri(query: StoredQuery) -> str:
     """The registered name if it is an IRI (RSP-QL), else ``urn:rsp:query:<name>``."""
     return query.name if ":" in query.name else f"urn:rsp:query:{query.name}"
 
 
-def output_stream_iri(query: ContinuousQuery) -> str:
+def output_stream_iri(query: StoredQuery) -> str:
     return f"{query_iri(query)}/stream"
 
 
@@ -68,7 +75,7 @@ class StoredEvaluation:
 
 
 def _window_triples(
-    query: ContinuousQuery, frame: str, window: WindowResult
+    query: StoredQuery, frame: str, window: WindowResult
 ) -> list[tuple[str, str, str]]:
     if query.form == "ASK":
         value = "true" if window.boolean else "false"
@@ -120,7 +127,7 @@ def _starts(window: WindowResult) -> dict[tuple, list]:
 
 
 def result_batch(
-    query: ContinuousQuery, windows: Iterable[WindowResult]
+    query: StoredQuery, windows: Iterable[WindowResult]
 ) -> tuple[StreamBatch, dict[str, str]]:
     """The reported windows as frames of the query's output stream, stamped with each window's
     close, and the frame IRI of each close. A REGISTER STREAM query's derived stream is this.
@@ -160,7 +167,7 @@ def result_batch(
 
 def store_evaluation(
     engine: Engine,
-    query: ContinuousQuery,
+    query: StoredQuery,
     windows: Iterable[WindowResult],
     started_at: datetime,
     spark_app_id: str | None = None,
@@ -210,6 +217,8 @@ def store_evaluation(
             record.window_open = from_us(min(w.open_us for w in windows))
             record.window_close = from_us(max(w.close_us for w in windows))
             if used_frames is None:
+                if not isinstance(query, P.ContinuousQuery):
+                    raise TypeError(f"{q_iri}: a rule's evaluation names the frames it used")
                 by_close = _window_scopes(conn, query, windows)
                 scopes = {frame_of[w.window_close]: by_close[w.close_us] for w in windows}
             else:  # matches: the frames of their events
@@ -242,7 +251,7 @@ def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, s
 
 
 def _upsert_result(conn, q_iri: str, window: WindowResult, frame_id: int) -> None:
-    table = StoredResult.__table__
+    table = table_of(StoredResult)
     values = dict(
         query_iri=q_iri,
         window_open=from_us(window.open_us),
@@ -264,9 +273,9 @@ def _upsert_result(conn, q_iri: str, window: WindowResult, frame_id: int) -> Non
     )
 
 
-def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
+def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str | None]]:
     """The stored frames with these IRIs (what a pattern's matches used), with checksums."""
-    found = []
+    found: list[tuple[str, str, str | None]] = []
     for chunk in chunks(iris):
         rows = conn.execute(
             select(Frame.frame_iri, Frame.checksum).where(Frame.frame_iri.in_(chunk))
@@ -276,7 +285,7 @@ def frames_named(conn, iris: list[str]) -> list[tuple[str, str, str]]:
 
 
 def _window_scopes(
-    conn, query: ContinuousQuery, windows: list[WindowResult]
+    conn, query: P.ContinuousQuery, windows: list[WindowResult]
 ) -> dict[int, set[str]]:
     """The stored frames each reported window (by close, µs) was computed from: per stream
     window, those with a time in ``[close - RANGE, close)`` (ISTREAM and DSTREAM compare with
@@ -293,7 +302,9 @@ def _window_scopes(
             .join(Stream, Stream.id == Frame.stream_id)
             .where(Stream.iri == clause.stream)
         )
-        if hasattr(spec, "range_ms"):
+        if isinstance(spec, ast.TimeWindow):
+            if step_us is None:  # schedule gives a query with a time window a STEP
+                raise ValueError(f"{query.name}: a time window but no STEP")
             back_us = spec.range_ms * 1000 + (0 if query.r2s == "RSTREAM" else step_us)
             rows = conn.execute(
                 frames.where(
@@ -306,7 +317,7 @@ def _window_scopes(
                     r.frame_iri
                     for r in rows[bisect_left(times, close - back_us) : bisect_left(times, close)]
                 )
-        elif hasattr(spec, "triples"):
+        elif isinstance(spec, ast.CountWindow):
             for close, found in scopes.items():
                 # on a grid the window holds what came before the close; on arrival, the arriving
                 # frame too; ISTREAM/DSTREAM also saw the evaluation before (a STEP earlier, or on

@@ -89,7 +89,7 @@ def export_stream(
     ``out``, a path or a text file, as TriG or N-Quads in time order (see the module doc)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"fmt must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
-    if not hasattr(out, "write"):
+    if isinstance(out, str | Path):
         out = Path(out)
         implied = FORMATS.get(out.suffix.lower())
         if implied not in (None, fmt):  # the reader picks the format by suffix: the two must agree

@@ -4,8 +4,6 @@ dialect's, for printing a statement with no engine."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from sqlalchemy import Boolean, Double, Integer, Join, String, true
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
@@ -32,17 +30,18 @@ class FrameJoin(Join):
 
 
 class _Operation(FunctionElement):
-    """A function element whose SQL depends on ``op``, which is part of the statement cache's
-    key (else one operation would reuse the SQL cached for another)."""
+    """A function element whose SQL depends on ``operation``, which is part of the statement
+    cache's key (else one operation would reuse the SQL cached for another). (Not ``op``: that is
+    SQLAlchemy's method for a custom operator, which an attribute would hide.)"""
 
     inherit_cache = True
-    _traverse_internals: ClassVar = [
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy declares it an instance attribute)
         *FunctionElement._traverse_internals,
-        ("op", InternalTraversal.dp_string),
+        ("operation", InternalTraversal.dp_string),
     ]
 
-    def __init__(self, op: str, *args):
-        self.op = op
+    def __init__(self, operation: str, *args):
+        self.operation = operation
         super().__init__(*args)
 
 
@@ -77,7 +76,7 @@ class TimePart(_Operation):
 
     @property
     def part(self) -> str:
-        return self.op
+        return self.operation
 
 
 class Lexical(FunctionElement):

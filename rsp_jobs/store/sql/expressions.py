@@ -14,11 +14,25 @@ from them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Double, String, and_, case, cast, distinct, func, literal, not_, null, or_
+from sqlalchemy import (
+    ColumnElement,
+    Double,
+    String,
+    and_,
+    case,
+    cast,
+    distinct,
+    func,
+    literal,
+    not_,
+    null,
+    or_,
+)
 
 from rsp_jobs.algebra.tasparql import expressions as E
 from rsp_jobs.store.models import UTCDateTime
@@ -68,7 +82,7 @@ class FrameColumns:
 class Columns:
     """What each variable of one scope is in SQL, and the SQL of expressions over them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.frames: dict[str, Any] = {}  # frame variable -> a frames alias or FrameColumns
         self.times: dict[
             str, Any
@@ -129,6 +143,8 @@ class Columns:
         left = self.value(e.left)
         if e.op == "!":
             return Value("bool", not_(left.sql))
+        if e.right is None:
+            raise ValueError(f"{e.op} has one operand")
         return Value("bool", (and_ if e.op == "&&" else or_)(left.sql, self.value(e.right).sql))
 
     def _negate(self, e: E.Negate) -> Value:
@@ -227,7 +243,8 @@ class Columns:
         return Value("num", result, rank=rank, exact=exact)
 
 
-_VALUES = {
+# each typed expression's class -> the method that writes its SQL (given an instance of it)
+_VALUES: dict[type, Callable[[Columns, Any], Value]] = {
     E.Number: Columns._number_constant,
     E.Time: Columns._time,
     E.Boolean: Columns._boolean,
@@ -378,6 +395,7 @@ def exact_aggregate(agg: E.Aggregate, exact, number_column):
     every = func.count(exact) == func.count(number_column)
     if agg.name in ("min", "max"):
         return case((every, Exact(agg.name, exact)))
+    total: ColumnElement[Any]
     if agg.distinct:  # duplicates by value, 1 and 1.0 alike (PostgreSQL's DISTINCT on NUMERIC)
         total, count = (
             Exact("sum distinct", Exact("value", exact)),

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import (
     Double,
+    FromClause,
     Integer,
     Select,
     String,
@@ -34,13 +35,13 @@ from sqlalchemy import (
 from rsp_jobs.algebra.tasparql import nodes as N
 from rsp_jobs.algebra.tasparql.expressions import Time
 from rsp_jobs.errors import QuerySyntaxError
-from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime
+from rsp_jobs.store.models import Frame, FrameTriple, InvariantTriple, Stream, UTCDateTime, table_of
 from rsp_jobs.store.sql import postgresql, sqlite  # noqa: F401 - each registers its dialect's SQL
 from rsp_jobs.store.sql.elements import FrameJoin
 from rsp_jobs.store.sql.expressions import Binding, Columns, Value
 
-FRAMES, TRIPLES, STREAMS = Frame.__table__, FrameTriple.__table__, Stream.__table__
-INVARIANT = InvariantTriple.__table__
+FRAMES, TRIPLES, STREAMS = table_of(Frame), table_of(FrameTriple), table_of(Stream)
+INVARIANT = table_of(InvariantTriple)
 
 # tables one SELECT may join: SQLite's limit, kept on PostgreSQL too so a query runs on both or neither
 MAX_TABLES = 64
@@ -88,7 +89,7 @@ class _Generator:
     # ------------------------------------------------------------------------------ query
 
     def statement(self, query: N.OneTimeQuery) -> Statement:
-        columns, where = Columns(), []
+        columns, where = Columns(), list[Any]()  # SQL conditions
         if isinstance(query.where, N.Frames):
             from_clause = self._frames(query.where, columns, where)
         else:
@@ -149,7 +150,7 @@ class _Generator:
                 f"the query joins {tables} tables in one group; the limit is "
                 f"{MAX_TABLES} (SQLite's, kept on every backend): split it",
             )
-        from_clause = None
+        from_clause: FromClause | None = None
         for index, scan in enumerate(node.scans):
             frame = FRAMES.alias(f"f{index}")
             columns.frames[scan.frame] = frame
@@ -169,6 +170,8 @@ class _Generator:
             for stamp in scan.stamps:
                 where += _stamp(stamp, frame, columns)
         for number, link in enumerate(node.links):
+            if from_clause is None:
+                raise ValueError(f"?{link.frame} links to a stream but is no frame scanned")
             # the stream the statement's object names, and the frames of it
             frame = columns.frames[link.frame]
             stream, alias = STREAMS.alias(f"l{number}s"), INVARIANT.alias(f"l{number}")
@@ -178,13 +181,13 @@ class _Generator:
                 link.predicate, alias, "p", columns
             )
             from_clause = from_clause.join(alias, and_(*on))
-        for number, pattern in enumerate(node.invariants):
+        for number, invariant in enumerate(node.invariants):
             alias = INVARIANT.alias(f"i{number}")
             on = []
             for slot, column in (
-                (pattern.subject, "s"),
-                (pattern.predicate, "p"),
-                (pattern.object, "o"),
+                (invariant.subject, "s"),
+                (invariant.predicate, "p"),
+                (invariant.object, "o"),
             ):
                 on += _slot(slot, alias, column, columns)
             from_clause = (
@@ -200,8 +203,8 @@ class _Generator:
         restriction 1). The union is built only when such statements exist with a predicate
         the pattern can match."""
         predicate = pattern.predicate
-        constant = isinstance(predicate, N.Constant)
-        wanted = self.stream_predicates & {predicate.nt} if constant else self.stream_predicates
+        constant = predicate.nt if isinstance(predicate, N.Constant) else None
+        wanted = self.stream_predicates if constant is None else self.stream_predicates & {constant}
         if pattern.subject is not None or not wanted:
             return TRIPLES
         stated = select(
@@ -212,8 +215,8 @@ class _Generator:
             TRIPLES.c.o_num,
             TRIPLES.c.o_time,
         )
-        if constant:
-            stated = stated.where(TRIPLES.c.p == predicate.nt)
+        if constant is not None:
+            stated = stated.where(TRIPLES.c.p == constant)
         frames, streams = FRAMES.alias(), STREAMS.alias()
         invariant = (
             select(
@@ -252,7 +255,7 @@ class _Generator:
     def _frames_table(self, node: N.Frames, conditions) -> Select:
         """One FROM clause, as a query without OPTIONAL or UNION has, selecting every variable;
         its FILTERs test its own rows."""
-        columns, where = Columns(), []
+        columns, where = Columns(), list[Any]()  # SQL conditions
         from_clause = self._frames(node, columns, where)
         where += [columns.condition(c) for c in conditions]
         parts = {name: (kind, _parts(name, kind, columns)) for name, kind in node.schema}
@@ -353,7 +356,9 @@ def _slot(slot, alias, column: str, columns: Columns) -> list:
     return [alias.c[column] == known.text]
 
 
-def _streams(scan: N.FrameScan, index: int, frame, from_clause, columns: Columns, where: list):
+def _streams(
+    scan: N.FrameScan, index: int, frame, from_clause: FromClause, columns: Columns, where: list
+) -> FromClause:
     """``dsv:belongsTo``: a stream IRI is a condition on the frame's stream; a stream variable
     joins the streams table and is the stream's IRI as N-Triples text, grouped by the IRI column
     itself (PostgreSQL does not match two renderings of the expression, each with its own
@@ -478,10 +483,13 @@ def _order(query: N.OneTimeQuery, selected: list, columns: Columns) -> tuple[lis
     """ORDER BY terms and, for DISTINCT, the columns they sort by, added to the select list
     and sorted by label (PostgreSQL requires it). Those are values of projected terms, and
     the same term has the same value, so DISTINCT keeps the same rows."""
-    order, hidden = [], []
+    order: list[Any] = []
+    hidden: list[Any] = []
     for key in query.order:
         if key.item is not None:
             keys = [selected[key.item]]
+        elif key.expr is None:
+            raise ValueError("an ORDER BY key names neither a value nor a projected item")
         else:
             value = columns.value(key.expr)
             if value.kind == "term":

@@ -77,13 +77,13 @@ def _epoch_ms(element, compiler, **kw):
 
 @compiles(Exact, "postgresql")
 def _exact(element, compiler, **kw):
-    return EXACT_SQL[element.op].format(*_sql(compiler, element, **kw))
+    return EXACT_SQL[element.operation].format(*_sql(compiler, element, **kw))
 
 
 @compiles(ExactComparison, "postgresql")
 def _exact_comparison(element, compiler, **kw):
     a, b = _sql(compiler, element, **kw)
-    return f"({a} {element.op} {b})"
+    return f"({a} {element.operation} {b})"
 
 
 @compiles(Lexical, "postgresql")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import itertools
+from collections.abc import Callable
 from decimal import Decimal
 
 from sqlalchemy.ext.compiler import compiles
@@ -90,14 +91,14 @@ def _frame_join(join, compiler, asfrom=False, from_linter=None, **kw):
 @compiles(Exact)
 @compiles(Exact, "sqlite")
 def _exact(element, compiler, **kw):
-    return EXACT_SQL[element.op].format(*_sql(compiler, element, **kw))
+    return EXACT_SQL[element.operation].format(*_sql(compiler, element, **kw))
 
 
 @compiles(ExactComparison)
 @compiles(ExactComparison, "sqlite")
 def _exact_comparison(element, compiler, **kw):
     a, b = _sql(compiler, element, **kw)
-    return f"(rsp_decimal_cmp({a}, {b}) {element.op} 0)"
+    return f"(rsp_decimal_cmp({a}, {b}) {element.operation} 0)"
 
 
 @compiles(Lexical)
@@ -181,7 +182,7 @@ _FUNCTIONS = {
 class _Fold:
     """A SQLite aggregate of exact values: ``combine`` folds them; NULL over none, as SQL's."""
 
-    combine = None
+    combine: Callable[[Decimal, Decimal], Decimal]  # each fold's own
 
     def __init__(self):
         self.value = None
