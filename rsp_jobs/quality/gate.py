@@ -34,7 +34,7 @@ from rsp_jobs.quality.ranges import load_ranges
 from rsp_jobs.quality.validate import Checked, run_suite
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import register_stream
-from rsp_jobs.store.models import ActivityUsed, QualityResult, QuarantinedInput, Stream
+from rsp_jobs.store.models import ActivityUsed, QualityResult, QuarantinedInput, Stream, table_of
 from rsp_jobs.store.provenance import ActivityRecord, file_checksum, write_activity
 
 BATCH_BASE = "urn:rsp:batch:"
@@ -191,7 +191,7 @@ def _gate(
     with write_transaction(engine) as conn:
         activity_id = write_activity(conn, record)
         conn.execute(
-            insert(QualityResult.__table__),
+            insert(table_of(QualityResult)),
             [
                 {
                     "activity_id": activity_id,
@@ -238,7 +238,7 @@ def _quarantine(
     reason = "; ".join(map(str, outcome.failed))
     terms = rows.reindex(columns=["frame", "ts", "s", "p", "o"]).astype(object)
     conn.execute(
-        insert(QuarantinedInput.__table__),
+        insert(table_of(QuarantinedInput)),
         [
             {
                 "stream_id": stream_id,

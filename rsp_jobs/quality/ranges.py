@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 from rdflib import RDF, Graph, Namespace, URIRef
+from rdflib.term import IdentifiedNode
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.rdf_files import load_rdf_file, parse_rdf_file
@@ -54,7 +55,9 @@ def load_ranges(path: Path = RANGES_FILE) -> tuple[Range, ...]:
     ``sh:property`` that has a path and a bound (anything else is an error naming the shape)."""
     graph = parse_rdf_file(path)
     ranges = []
-    for shape in sorted(set(graph.subjects(RDF.type, SH.NodeShape))):
+    # a shape is an IRI or a blank node: IdentifiedNodes, which order (Node need not)
+    shapes = {s for s in graph.subjects(RDF.type, SH.NodeShape) if isinstance(s, IdentifiedNode)}
+    for shape in sorted(shapes):
         props = list(graph.objects(shape, SH.property))
         predicate = graph.value(props[0], SH.path) if len(props) == 1 else None
         bounds = [_number(graph, props[0], b) for b in BOUNDS] if predicate is not None else []
@@ -64,7 +67,6 @@ def load_ranges(path: Path = RANGES_FILE) -> tuple[Range, ...]:
             )
         low_in, low_ex, high_in, high_ex = bounds
         observed = graph.value(shape, RSPQ.targetObservedProperty)
-        undefined = graph.value(shape, RSPQ.undefinedValue)
         ranges.append(
             Range(
                 shape=str(shape),
@@ -74,7 +76,7 @@ def load_ranges(path: Path = RANGES_FILE) -> tuple[Range, ...]:
                 maximum=high_ex if high_in is None else high_in,
                 strict_min=low_in is None and low_ex is not None,
                 strict_max=high_in is None and high_ex is not None,
-                undefined=None if undefined is None else float(undefined),
+                undefined=_number(graph, shape, RSPQ.undefinedValue),
             )
         )
     return tuple(ranges)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -55,10 +56,14 @@ def input_suite(stream: str, interval: tuple[datetime, datetime] | None, ranges:
     readings inside their declared ranges."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
-    from great_expectations.expectations.row_conditions import Column
+    from great_expectations.expectations.row_conditions import (
+        AndCondition,
+        Column,
+        ComparisonCondition,
+    )
 
     head = Column("frame_head") == True  # noqa: E712 (a GX condition, not a Python comparison)
-    frames = dict(
+    frames: dict[str, Any] = dict(  # keywords of three expectations, each of its own type
         row_condition=head,
         meta={"where": "frame_head"},
         notes="frame_head marks the first row of each (stream, frame, ts): one row per frame",
@@ -84,7 +89,7 @@ def input_suite(stream: str, interval: tuple[datetime, datetime] | None, ranges:
             )
         )
     for r in ranges:
-        condition = Column("range_property") == r.shape
+        condition: ComparisonCondition | AndCondition = Column("range_property") == r.shape
         if r.undefined is not None:
             condition = condition & (Column("o_num") != r.undefined)
         expectations.append(

@@ -158,6 +158,10 @@ def _context(home: Path):
 
     context = gx.get_context(mode="file", project_root_dir=str(home))
     sites = context.variables.data_docs_sites  # a copy: changes are assigned back
+    if sites is None or SITE not in sites:
+        raise RuntimeError(
+            f"{home}/gx: the Great Expectations context has no Data Docs site {SITE!r}"
+        )
     index_builder = sites[SITE].setdefault(
         "site_index_builder", {"class_name": "DefaultSiteIndexBuilder"}
     )
