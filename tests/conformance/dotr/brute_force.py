@@ -66,7 +66,7 @@ class Fact:
 
     @property
     def key(self) -> str:
-        """The key format the engine documents (``spark/rules.py``): label@t#sha1(bindings)[.n]."""
+        """The key format the engine documents (``spark/dotr.py``, ``fact_key``): label@t#sha1(bindings)[.n]."""
         text = "\n".join(f"{n}={v}" for n, v in self.bindings)
         return f"{self.label}@{self.t}#{hashlib.sha1(text.encode()).hexdigest()[:12]}" + (
             f".{self.copy}" if self.copy else "")
