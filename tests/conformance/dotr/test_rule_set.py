@@ -1,4 +1,4 @@
-"""Rules evaluated together (``engine.match_rules``, ``spark.rules.evaluate_rules``) give each
+"""Rules evaluated together (``engine.match_rules``, ``spark.dotr.evaluate_rules``) give each
 rule what it gives alone, by DOTR's definitions: every rule's matches and consumed facts, in
 one run and in batches that carry each rule's consumption, are the brute force's for that rule
 alone over the whole stream.
