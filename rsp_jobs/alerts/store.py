@@ -17,7 +17,7 @@ from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, write_batch
 from rsp_jobs.store.models import Alert as AlertRow
-from rsp_jobs.store.models import Frame
+from rsp_jobs.store.models import Frame, table_of
 from rsp_jobs.store.provenance import ActivityRecord, write_activity
 from rsp_jobs.store.results import frames_named
 from rsp_jobs.terms import RDF_TYPE_NT as RDF_TYPE
@@ -98,7 +98,7 @@ def store_alerts(
                 )
             )
         }
-        table = AlertRow.__table__
+        table = table_of(AlertRow)
         for alert in alerts:
             values = dict(
                 alert_iri=alert.iri,

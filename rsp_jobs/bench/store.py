@@ -35,7 +35,7 @@ from rsp_jobs.errors import InputError
 from rsp_jobs.ingest import csrbench
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch, read_stream_file
 from rsp_jobs.store import db, frames
-from rsp_jobs.store.models import Frame
+from rsp_jobs.store.models import Frame, table_of
 
 PG_URL = os.environ.get("RSP_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -112,7 +112,7 @@ def fill_frames(engine: Engine, streams: list[str], per_stream: int, step: timed
         ids = [frames.register_stream(conn, iri) for iri in streams]
         frames.bulk_insert(
             conn,
-            Frame.__table__,
+            table_of(Frame),
             frames.FRAME_COLUMNS,
             (
                 (stream_id, START + i * step, f"{iri}/frame/{i}", 5, f"{i:064x}")

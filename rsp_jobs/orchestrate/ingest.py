@@ -50,7 +50,7 @@ from rsp_jobs.orchestrate.registry import StreamConfig
 from rsp_jobs.store import db
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import known_frames, register_stream
-from rsp_jobs.store.models import IngestedFile, Stream
+from rsp_jobs.store.models import IngestedFile, Stream, table_of
 from rsp_jobs.store.provenance import file_checksum, record_ingest
 from rsp_jobs.times import EPOCH, parse_timedelta, us_to_ms
 
@@ -297,7 +297,7 @@ def ingest_file(
             )
             _report, activity = record_ingest(conn, batch, str(path), started, checksum)
             conn.execute(
-                insert(IngestedFile.__table__).values(
+                insert(table_of(IngestedFile)).values(
                     stream_id=stream_id,
                     path=str(path),
                     checksum=checksum,

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, insert, select, update
 from rsp_jobs.ingest.rdf_stream import StreamBatch
 from rsp_jobs.orchestrate.registry import RegisteredQuery
 from rsp_jobs.store.db import write_transaction
-from rsp_jobs.store.models import Activity, ActivityGenerated, LateArrival, Stream
+from rsp_jobs.store.models import Activity, ActivityGenerated, LateArrival, Stream, table_of
 from rsp_jobs.times import from_us, to_us
 
 
@@ -80,7 +80,7 @@ def apply_policy(
     status = "dropped" if policy == "drop" else "pending"
     if late:
         conn.execute(
-            insert(LateArrival.__table__),
+            insert(table_of(LateArrival)),
             [
                 dict(
                     stream_id=stream_id,
