@@ -49,3 +49,11 @@ def test_a_rule_match_prints_dotrs_shape_and_a_pattern_match_ep_sparqls():
     assert Match(1, 2, ("f",), bindings=A).to_json() == {
         "start": "1970-01-01T00:00:00.000Z", "end": "1970-01-01T00:00:00.000Z", "start_us": 1, "end_us": 2,
         "events": ["f"], "bindings": A}
+
+
+def test_matches_ending_together_are_all_select_or_all_construct():
+    import pytest
+
+    mixed = [Match(0, S, ("urn:f1",), bindings=A), Match(0, S, ("urn:f2",), triples=(LINE,))]
+    with pytest.raises(ValueError, match="not all SELECT"):
+        WindowResult.of_matches(mixed)
