@@ -160,7 +160,10 @@ class Aggregate:
 
     @property
     def scope(self) -> Within | Between:
-        return self.within or self.between
+        scope = self.within or self.between
+        if scope is None:
+            raise ValueError(f"aggregate {self.fn}({self.label}.?{self.var}) has no scope")
+        return scope
 
 
 @dataclass(frozen=True)
@@ -330,25 +333,24 @@ class _Builder:
             ) from None
 
     def _iri(self, tree: Tree) -> str:
-        (token,) = tree.children
+        (child,) = tree.children
+        token = _leaf(child)
         if token.type == "IRIREF":
             return token[1:-1]
         prefix, _, local = token.partition(":")
         if prefix not in self.prefixes:
-            raise self._error(token.start_pos, f"undeclared prefix {prefix + ':'!r}")
+            raise self._error(_span(token)[0], f"undeclared prefix {prefix + ':'!r}")
         return self.prefixes[prefix] + local
 
     def _qualify(self, start: int, end: int) -> str:
         """The text at ``start:end`` with ``L.?x`` written ``?L·x`` (same length)."""
         return _QUALIFIED.sub(lambda m: f"?{m[1]}{SEP}{m[2]}", self.text[start:end])
 
-    def _duration(self, number: Token, unit: Token, start: int | None = None) -> int:
+    def _duration(self, number: str, unit: str, start: int) -> int:
+        """``number unit`` in µs; ``start``: where ``number`` stands, for the error."""
         ms = int(number) * UNIT_MS[_UNIT[unit.lower()]]
         if ms > MAX_DURATION_MS:
-            raise self._error(
-                number.start_pos if start is None else start,
-                f"{number} {unit} is longer than the limit of 100 years",
-            )
+            raise self._error(start, f"{number} {unit} is longer than the limit of 100 years")
         return ms_to_us(ms)
 
     # ------------------------------------------------------------------ the rule
@@ -360,7 +362,7 @@ class _Builder:
             if child.data in ("base_decl", "prefix_decl"):
                 self.prologue.append(self.text[child.meta.start_pos : child.meta.end_pos])
                 if child.data == "prefix_decl":
-                    name, iri = child.children
+                    name, iri = map(_leaf, child.children)
                     self.prefixes[name[:-1]] = iri[1:-1]
             elif child.data == "caption":
                 continue  # "Rule R": the paper's caption of a listing
@@ -375,7 +377,7 @@ class _Builder:
                     )
                 )
             elif child.data == "entailment":
-                entailment = child.children[0].lower()
+                entailment = _leaf(child.children[0]).lower()
             elif child.data == "datalog_rule":
                 program.append(read_rule(child, self.text, self._iri, self._error, self._pos))
             elif child.data in ("define_braces", "define_brackets"):
@@ -383,12 +385,15 @@ class _Builder:
             elif child.data in ("trigger", "positive", "negative", "aggregated"):
                 trees.append(child)
             elif child.data == "with_clause":
-                with_text = child.children[0]
+                with_text = _leaf(child.children[0])
             elif child.data == "consuming":
                 consumed = list(child.children)
         # No FROM STREAM: the rule reads the stream it is given, as the paper's rules do; a run
         # over the lake asks for one (algebra/patterns.py, pattern_streams).
-        *named, template = define.children
+        if define is None:
+            raise ValueError("the DOTR grammar admits no rule without define")
+        *named, template_branch = define.children
+        template = _leaf(template_branch)
         self.name = str(named[0]) if named and named[0] is not None else None
         labels = {
             str(t.children[1] if t.data in ("positive", "negative") else t.children[0])
@@ -396,7 +401,7 @@ class _Builder:
         }
         if self.name is not None and self.name in labels:
             raise self._error(
-                named[0].start_pos,
+                _span(_leaf(named[0]))[0],
                 f"the rule's event {self.name!r} and an event of its pattern "
                 f"share a name: {self.name}.?x would be ambiguous",
             )
@@ -428,7 +433,7 @@ class _Builder:
                     token.start_pos, f"only selected events can be consumed, not {str(token)!r}"
                 )
         construct = self._template(template)
-        self._check_template(construct, kinds, assignments, template.start_pos)
+        self._check_template(construct, kinds, assignments, _span(template)[0])
         return Rule(
             name=self.name or _default_name(self.source),
             source=self.source,
@@ -448,9 +453,9 @@ class _Builder:
     def _template(self, token: Token) -> tuple[ast.TriplePattern, ...]:
         """The ``define`` template: ``{ ... }``, or DOTR §3's ``= [ ... ]`` whose bare
         ``dotr_id1`` names are fresh per output graph: read as blank nodes (same length,
-        ``_:tr_id1``), which ``spark/rules.py`` instantiates as a fresh IRI per match, and
+        ``_:tr_id1``), which ``spark/dotr.py`` instantiates as a fresh IRI per match, and
         named back."""
-        start, end = token.start_pos, token.end_pos
+        start, end = _span(token)
         text = self._qualify(start, end)
         fresh: dict[str, str] = {}
         if text.startswith("["):
@@ -481,29 +486,33 @@ class _Builder:
         children = list(tree.children)
         policy = None
         if tree.data == "positive":
-            policy = children.pop(0).lower()
+            policy = _leaf(children.pop(0)).lower()
         elif tree.data == "negative":
             children.pop(0)
-        label, body, *scope = children
+        label, body = _leaf(children[0]), _leaf(children[1])
+        scope = children[2:]
+        body_start, body_end = _span(body)
         stripped = body[1:-1]
         if not re.match(r"\s*select\b", stripped, re.IGNORECASE):
-            raise self._error(body.start_pos + 1, f"event {label} must be a [SELECT ...] query")
+            raise self._error(body_start + 1, f"event {label} must be a [SELECT ...] query")
         query = self._sparql(
-            body.start_pos + 1,
-            body.end_pos - 1,
-            self._qualify(body.start_pos + 1, body.end_pos - 1),
+            body_start + 1,
+            body_end - 1,
+            self._qualify(body_start + 1, body_end - 1),
         )
         if query.streams or query.graphs:
             clause = (query.streams + query.graphs)[0]
             raise self._error_at(
-                clause.position, "FROM clauses go at the top of the rule, not in an event"
+                clause.position or self._pos(body_start + 1),
+                "FROM clauses go at the top of the rule, not in an event",
             )
-        query = self._split_filters(str(label), query, body.start_pos, body.end_pos, pending)
+        query = self._split_filters(str(label), query, body_start, body_end, pending)
         within = between = None
         if scope and scope[0] is not None:
             if scope[0].data == "within":
                 (duration, ref) = scope[0].children
-                within = Within(self._duration(*duration.children), str(ref))
+                number, unit = map(_leaf, duration.children)
+                within = Within(self._duration(number, unit, _span(number)[0]), str(ref))
                 self._refs = [*getattr(self, "_refs", []), (ref, label)]
             else:
                 first, second = scope[0].children
@@ -511,7 +520,7 @@ class _Builder:
                 self._refs = [*getattr(self, "_refs", []), (first, label), (second, label)]
         elif tree.data in ("positive", "negative"):
             raise self._error(
-                label.end_pos,
+                _span(label)[1],
                 f"{(policy or 'not').upper()} {label} needs "
                 f"WITHIN <duration> FROM <event>"
                 + (" or BETWEEN <event> AND <event>" if policy is None else ""),
@@ -523,7 +532,7 @@ class _Builder:
             policy,
             query,
             within,
-            self._pos(label.start_pos),
+            self._pos(_span(label)[0]),
             between=between,
             text=str(body),
         )
@@ -583,10 +592,10 @@ class _Builder:
             query, where=dataclasses.replace(query.where, elements=tuple(elements))
         )
         for var in _vars_in(query):
-            if split_qualified(var.name) is not None:
+            if (parts := split_qualified(var.name)) is not None:
                 raise self._error(
                     self._find_var(var.name, start, end),
-                    f"{'.?'.join(split_qualified(var.name))}: another event's variable can be read "
+                    f"{'.?'.join(parts)}: another event's variable can be read "
                     f"only in a FILTER of the event's top-level group (or in WITH)",
                 )
         return query
@@ -627,7 +636,7 @@ class _Builder:
         aggregates: list[Aggregate] = []
         conditions: list[Condition] = []
         assignments: list[Assignment] = []
-        for start, end in _split_items(self.text, token.start_pos, token.end_pos):
+        for start, end in _split_items(self.text, *_span(token)):
             rewritten = list(self._qualify(start, end))
             for m in _AGGREGATE.finditer(self.text, start, end):
                 fn, label, var, number, unit, ref, first, second = m.groups()
@@ -677,15 +686,22 @@ class _Builder:
             query = self._sparql(
                 start, end, "".join(rewritten), before="SELECT * WHERE { FILTER (", after=") }"
             )
-            (element,) = query.where.elements
-            expr = element.expr
             lead = len(self.text[start:end]) - len(self.text[start:end].lstrip())
+            elements = query.where.elements
+            # An item that closes the parenthesis (``1) BIND (...``) parses, but as more than
+            # the one FILTER it is wrapped in.
+            if len(elements) != 1 or not isinstance(elements[0], ast.Filter):
+                raise self._error(
+                    start + lead, "a WITH item is one expression (items are separated by commas)"
+                )
+            expr = elements[0].expr
             pos = self._pos(start + lead)
             item = self.text[start:end].strip()
-            target = _assigned(expr, self.name)
-            if target is not None:
-                self._check_vars(expr.right, kinds, start, end, allow_aggregated=False)
-                assignments.append(Assignment(target, expr.right, pos, item))
+            assigned = _assigned(expr, self.name)
+            if assigned is not None:
+                target, value = assigned
+                self._check_vars(value, kinds, start, end, allow_aggregated=False)
+                assignments.append(Assignment(target, value, pos, item))
                 continue
             conditions.append(self._condition(expr, kinds, start + lead, end, item))
         return aggregates, conditions, assignments
@@ -756,9 +772,9 @@ class _Builder:
                         )
 
 
-def _assigned(expr: ast.Expr, name: str | None) -> str | None:
+def _assigned(expr: ast.Expr, name: str | None) -> tuple[str, ast.Expr] | None:
     """The template variable ``expr`` assigns (``?x = ...``, or ``Fire.?x = ...`` in rule
-    ``define Fire``), else None."""
+    ``define Fire``) and the expression it is assigned, else None."""
     if not (isinstance(expr, ast.BinaryOp) and expr.op == "=" and isinstance(expr.left, ast.Var)):
         return None
     left = expr.left.name
@@ -766,8 +782,8 @@ def _assigned(expr: ast.Expr, name: str | None) -> str | None:
         return None
     parts = split_qualified(left)
     if parts is None:
-        return left
-    return parts[1] if name is not None and parts[0] == name else None
+        return left, expr.right
+    return (parts[1], expr.right) if name is not None and parts[0] == name else None
 
 
 def _reads_events(expr: ast.Expr) -> bool:
@@ -816,8 +832,8 @@ def _split_items(text: str, start: int, end: int) -> list[tuple[int, int]]:
                 quote = None
         elif c in "\"'":
             quote = c
-        elif c == "<" and re.match(r"<[^<>\s\"{}|^`\\]*>", text[i:end]):
-            i += re.match(r"<[^<>\s\"{}|^`\\]*>", text[i:end]).end() - 1
+        elif c == "<" and (iri := re.match(r"<[^<>\s\"{}|^`\\]*>", text[i:end])):
+            i += iri.end() - 1
         elif c in "([{":
             depth += 1
         elif c in ")]}":
@@ -828,6 +844,21 @@ def _split_items(text: str, start: int, end: int) -> list[tuple[int, int]]:
         i += 1
     items.append((item_start, end))
     return [(s, e) for s, e in items if text[s:e].strip()]
+
+
+def _leaf(branch: Token | Tree) -> Token:
+    """The token the grammar puts at ``branch``: a terminal, never a subtree."""
+    if not isinstance(branch, Token):
+        raise TypeError(f"expected a token of the DOTR grammar, found the subtree {branch.data!r}")
+    return branch
+
+
+def _span(token: Token) -> tuple[int, int]:
+    """Where ``token`` starts and ends in the rule text; lark's parser sets both on every token
+    it makes (only a token built by hand lacks them)."""
+    if token.start_pos is None or token.end_pos is None:
+        raise ValueError(f"token {token!r} carries no position in the rule text")
+    return token.start_pos, token.end_pos
 
 
 def _default_name(source: str) -> str:

@@ -14,7 +14,7 @@ is distinct per IRI), FILTER and BIND (their expressions cannot read the fresh v
 the left side of OPTIONAL and MINUS, a subquery's multiset and ORDER BY. Under GROUP BY, LIMIT,
 UNION or the right of OPTIONAL/MINUS a solution's fate depends on the others, so a difference
 there keeps the SELECTs apart. The solutions whose variable holds IRI ``x`` are then those of
-the SELECT written with ``x``, each once, and ``spark/rules.facts_frame`` keys them as it keys
+the SELECT written with ``x``, each once, and ``spark/dotr.facts_frame`` keys them as it keys
 that SELECT's own (the variable is not one of the fact's bindings)."""
 
 from __future__ import annotations
@@ -121,11 +121,8 @@ def _split(members: list[SharedEvent], places: tuple[Path, ...]) -> SharedEvent:
         return P.Filter(ast.In(var, tuple(dict.fromkeys(iris))), node)
 
     plan = _replace_at(plan, bgp, restricted, var)
-    predicates = (
-        None
-        if any(m.query.predicates is None for m in members)
-        else frozenset().union(*(m.query.predicates for m in members))
-    )
+    known = [m.query.predicates for m in members if m.query.predicates is not None]
+    predicates = frozenset[str]().union(*known) if len(known) == len(members) else None
     query = replace(first, plan=plan, variables=(*first.variables, var), predicates=predicates)
     uses = tuple(u for m in members for u in m.uses)
     by_use = tuple(f"<{iri.value}>" for m, iri in zip(members, iris) for _ in m.uses)
