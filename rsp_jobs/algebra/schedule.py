@@ -34,6 +34,14 @@ class Schedule:
     step: int | None
     first_close: int | None
 
+    @property
+    def grid(self) -> tuple[int, int]:
+        """``(first_close, step)``: what window assignment reads; a query that reports on
+        arrival has no grid, and windowing it is a bug of the caller."""
+        if self.step is None or self.first_close is None:
+            raise ValueError("a query that reports on arrival has no grid of closes")
+        return self.first_close, self.step
+
 
 def schedule(query, t0_us: int) -> Schedule:
     """The query's grid of closes (``query``: an ``algebra.plan.ContinuousQuery``)."""

@@ -121,7 +121,7 @@ class Background:
             self._visible(None) + self._visible(ast.Var("g")),
             (None, ast.to_rdflib(ast.IRI(predicate[1:-1])), None),
         )
-        return {row[1] if position == "s" else row[3] for row in rows}
+        return {row[1] if position == "s" else row[3] for row in rows or ()}  # no limit: a list
 
     def _visible(self, graph) -> list[tuple[str | None, Graph]]:
         """The graphs a pattern in ``graph`` (None: the default graph; an IRI; a variable) sees,

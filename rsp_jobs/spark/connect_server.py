@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
 from urllib.parse import quote
 
 import pyspark
@@ -111,7 +112,7 @@ def start(
     it accepts connections. ``umask``: the server's, as ``subprocess.Popen`` takes it."""
     env = server_environment(token, env)
     with contextlib.ExitStack() as opened:  # the server holds its own copy of the log's descriptor
-        out = subprocess.DEVNULL
+        out: int | IO[bytes] = subprocess.DEVNULL
         if log:
             log.parent.mkdir(parents=True, exist_ok=True)
             out = opened.enter_context(

@@ -179,7 +179,8 @@ def _transitive_and_same(rows, schema: Schema, images, derived, resource, key, c
     relevant = rows.where(F.col("p").isin(sorted(transitive)) & resource("o")).select(
         *carried, "s", "p", "o"
     )
-    groups, stamps = defaultdict(list), {}
+    groups: defaultdict[tuple, list[tuple]] = defaultdict(list)
+    stamps: dict[tuple, dict] = {}
     for row in relevant.collect():
         group = tuple(row[k] for k in key)
         groups[group].append((row.s, row.p, row.o))

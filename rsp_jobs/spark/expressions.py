@@ -45,9 +45,8 @@ class Value:
         exact, as a count or a string's length is)."""
         if exact is None:
             return Value(ST.numeric_literal(num, rank, num.cast(D.EXACT)), num, rank)
-        term = ST.numeric_literal(
-            num, rank, exact
-        )  # a float's or double's term from its own double
+        # a float's or a double's term is written from its own double
+        term = ST.numeric_literal(num, rank, exact)
         return Value(term, F.when(rank <= 1, exact.cast("double")).otherwise(num), rank, exact)
 
     @staticmethod
@@ -65,7 +64,8 @@ class Value:
         if self.exact is not None:
             return self.exact
         if self.num is not None:
-            return F.when(self.rank <= 1, self.num.cast(D.EXACT))  # a count or another whole number
+            # a count or another whole number
+            return F.when(self.number_rank() <= 1, self.num.cast(D.EXACT))
         return ST.exact_value(self.term)
 
     def ebv(self) -> Column:
@@ -119,13 +119,11 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         value = Value(F.lit(text), iri=isinstance(expr, ast.IRI))
         rdf = ast.to_rdflib(expr)
         number = T.numeric_value(rdf)
-        if number is not None:
-            rank = T.NUMERIC_RANK[str(rdf.datatype)]
+        if number is not None and isinstance(expr, ast.Literal):
+            rank = T.NUMERIC_RANK[str(expr.datatype)]
             value.rank = F.lit(rank)
             value.num = F.lit(number)
-            if (
-                rank <= 1
-            ):  # an integer or decimal out of the exact range is an error where it is used
+            if rank <= 1:  # an integer or decimal out of the exact range is an error where used
                 value.exact = D.constant(expr.lexical)
                 if value.exact is None:
                     value.num, value.exact = F.lit(None).cast("double"), F.lit(None).cast(D.EXACT)
@@ -138,12 +136,10 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         operand = compile_expr(expr.operand, scope)
         if expr.op == "!":
             return Value.of_boolean(~operand.ebv())
-        num, rank, exact = operand.number(), operand.number_rank(), operand.exact_number()
-        return (
-            Value.of_number(-num, rank, -exact)
-            if expr.op == "-"
-            else Value.of_number(num, rank, exact)
-        )
+        num, num_rank, exact = operand.number(), operand.number_rank(), operand.exact_number()
+        if expr.op == "-":
+            return Value.of_number(-num, num_rank, -exact)
+        return Value.of_number(num, num_rank, exact)
     if isinstance(expr, ast.In):
         left = compile_expr(expr.expr, scope)
         tests = [_compare("=", left, compile_expr(o, scope), scope) for o in expr.options]
@@ -237,7 +233,7 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         other_num = other.number()
         mismatch = F.lit(op == "!=") if op in ("=", "!=") else F.lit(None).cast("boolean")
         return (
-            F.when(known.num.isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
+            F.when(known.number().isNull() | other.term.isNull(), F.lit(None).cast("boolean"))
             .when(other_num.isNotNull(), numeric(ln, rn))
             .otherwise(mismatch)
         )
@@ -308,7 +304,7 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     if name == "coalesce":
         return Value(F.coalesce(*[compile_expr(a, scope).term for a in expr.args]))
     args = [compile_expr(a, scope) for a in expr.args]
-    first = args[0].term if args else None
+    first = args[0].term if args else F.lit(None).cast("string")  # unread by nullary functions
     simple = {
         "isiri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
         "isuri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
@@ -390,6 +386,8 @@ def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Colu
     against getDURATION() it is counted on the calendar from the match's start (getDURATION()
     < "P1M" holds when the match ends before its start plus one month, the day pinned to the
     month's last as XSD 1.1 appendix E adds them; docs/decisions/ep-sparql.md)."""
+    if left.duration is None or right.duration is None:
+        raise ValueError("only two durations are compared as durations")
     if not left.months and not right.months:
         return left.duration, right.duration
     anchor = left.anchor if left.anchor is not None else right.anchor
@@ -400,13 +398,15 @@ def _comparable_durations(left: Value, right: Value, scope: Scope) -> tuple[Colu
             "getDURATION() (their order depends on a start time)",
         )
 
-    def elapsed(value: Value) -> Column:
-        if not value.months:
-            return value.duration
-        shifted = F.expr(f"make_interval(0, {value.months})")
-        return F.unix_micros(F.timestamp_micros(anchor) + shifted) - anchor + value.duration
+    def elapsed(months: int, duration: Column, start: Column) -> Column:
+        if not months:
+            return duration
+        shifted = F.expr(f"make_interval(0, {months})")
+        return F.unix_micros(F.timestamp_micros(start) + shifted) - start + duration
 
-    return elapsed(left), elapsed(right)
+    return elapsed(left.months, left.duration, anchor), elapsed(
+        right.months, right.duration, anchor
+    )
 
 
 def _interval_call(name: str, start: Column, end: Column) -> Value:

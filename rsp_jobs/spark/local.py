@@ -36,6 +36,8 @@ def local_frame(
     [Row(x='a', n=1)]
     """
     struct = schema if isinstance(schema, T.StructType) else T._parse_datatype_string(schema)
+    if not isinstance(struct, T.StructType):
+        raise ValueError(f"a local frame's schema is a row type, not {schema!r}")
     rows = list(rows)
     columns = list(zip(*rows)) if rows else [()] * len(struct.fields)
     arrow_schema = to_arrow_schema(struct, prefers_large_types=False)
@@ -59,7 +61,7 @@ def materialized(frame: DataFrame) -> DataFrame:
     files, and the pieces a plan unions, would otherwise multiply the partitions, and so the
     tasks, of every stage above (168 tasks of a few rows each, for 15 minutes of traffic, were
     most of a pattern batch's Spark time)."""
-    partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     return frame.coalesce(partitions).localCheckpoint(eager=True)
 
 

@@ -41,7 +41,7 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
     from pyspark.sql import SparkSession
 
     home = settings.home_dir()
-    master = master or settings.spark_master()
+    master = master or settings.spark_master() or settings.DEFAULT_SPARK_MASTER
     if master.startswith(
         "sc://"
     ):  # a Spark Connect server: the JVM and its settings are the server's
@@ -223,8 +223,11 @@ def release_memory() -> int | None:
         return None
     gc.collect()  # py4j releases a JVM object when its Python proxy is collected
     _SESSION.catalog.clearCache()
-    runtime = _SESSION.sparkContext._jvm.java.lang.Runtime.getRuntime()
-    _SESSION.sparkContext._jvm.java.lang.System.gc()
+    jvm = _SESSION.sparkContext._jvm
+    if jvm is None:  # the gateway is gone with its JVM
+        return None
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    jvm.java.lang.System.gc()
     return runtime.totalMemory() - runtime.freeMemory()
 
 

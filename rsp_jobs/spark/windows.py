@@ -50,7 +50,7 @@ def triples(
     known otherwise (``Spans.active``): an aggregate and a union per stream that the optimizer
     removes again, which every plan step built over them analysed."""
     used = query.predicates if prune else None  # optimize.prune_predicates
-    tagged = None
+    tagged: DataFrame | None = None
     for i, sw in enumerate(query.windows):
         graph = F.lit(f"<{sw.graph}>") if sw.graph else F.lit(None).cast("string")
         rows = elements.where(F.col("stream") == sw.stream).select(
@@ -65,6 +65,8 @@ def triples(
         if used is not None:
             rows = _prune(rows, used) if placeholders else rows.where(F.col("p").isin(sorted(used)))
         tagged = rows if tagged is None else tagged.unionByName(rows)
+    if tagged is None:
+        raise ValueError(f"{query.source}: a continuous query reads at least one stream")
     return tagged
 
 
@@ -85,9 +87,11 @@ def assign(
     stream is read by two windows (``LakeStatistics.repeats``), so no window can hold one twice."""
     max_range = max(
         (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
-        default=None,
+        default=0,  # read only by time windows, of which there is one then
     )
     if tagged is None:
+        if elements is None:
+            raise ValueError("assign needs the slice's elements or their tagged triples")
         tagged = triples(elements, query, prune)
     # A window's content is an RDF graph: a triple that arrives twice is in it once, stamped
     # with its latest arrival (what timestamp() reports). Only a triple that the slice read
@@ -95,10 +99,10 @@ def assign(
     # the de-duplication, a shuffle of every window row that would otherwise dominate the run.
     # Told by ``repeats=False``, the count over the slice (a sort of every triple's four terms)
     # is left out: the tsunami chain's predictions (131k rows) spent 18 s of tasks on it.
-    once = (
+    single = (
         F.count(F.lit(1)).over(W.partitionBy("g", "s", "p", "o")) == 1 if repeats else F.lit(True)
     )
-    tagged = tagged.withColumn("_once", once)
+    tagged = tagged.withColumn("_once", single)
     # Streams under the same time window are windowed in one pass: a pass per stream would put
     # ``tagged``, which reads every stream, into the plan once per stream (CityBench Q10_8's
     # eight streams: 2,358 plan nodes for the window rows, which each triple pattern reads).
@@ -181,7 +185,7 @@ def _time_window(
 
     Two plan steps: Spark analyses the whole plan again at each, so the closes are a NULL
     sequence (no row) where there are none rather than a filter before it."""
-    rng, base, grid, t0 = window.range_ms * MS, sched.first_close, sched.step, sched.t0
+    (base, grid), rng, t0 = sched.grid, window.range_ms * MS, sched.t0
     k_lo = F.greatest(
         _floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid)))
     )
@@ -246,7 +250,8 @@ class Spans:
         """Under ``tumbling`` windows, the index of the one window holding the time ``column``:
         solutions that share a window share it (closes ``first_close + k*step`` hold
         ``[close - RANGE, close)``)."""
-        return _floor_div(F.col(column) - F.lit(self.sched.first_close), self.sched.step)
+        base, grid = self.sched.grid
+        return _floor_div(F.col(column) - F.lit(base), grid)
 
     def to_windows(
         self, rows: DataFrame, lo: str, hi: str, columns: list[str], opens: bool = True
@@ -285,12 +290,13 @@ class Spans:
         (``LakeStatistics.times``), as a local relation: no scan of the slice, no shuffle and no
         cached plan in the job (a day of CityBench has 288 times and 288 closes). The closes of a time are
         ``_time_window``'s for ``lo = hi = ts``, in integers."""
-        rng, base, grid, t0 = self.range_us, self.sched.first_close, self.sched.step, self.sched.t0
+        (base, grid), rng, t0 = self.sched.grid, self.range_us, self.sched.t0
         first = max(0, -((base - t0 - rng) // grid))
         if self.after_us is not None:
             first = max(first, (self.after_us - base) // grid + 1)
         last = None if self.until_us is None else (self.until_us - base) // grid
-        closes, upto = [], None  # a time's k-range moves up with the time: merged in one pass
+        closes: list[int] = []
+        upto: int | None = None  # a time's k-range moves up with the time: merged in one pass
         for ts in sorted(times):
             k_lo = max((ts - base) // grid + 1, first, upto + 1 if upto is not None else first)
             k_hi = (
@@ -312,7 +318,10 @@ def spans(
     sliding or tumbling time window), else None: triples go to windows first (``assign``)."""
     if not query.window_solutions:
         return None
-    return Spans(query.windows[0].window, sched, after_us, until_us)
+    window = query.windows[0].window
+    if not isinstance(window, ast.TimeWindow):
+        raise ValueError(f"{query.source}: window_solutions chose a count window")
+    return Spans(window, sched, after_us, until_us)
 
 
 def with_repeats(spans: Spans, tagged: DataFrame) -> Spans:
