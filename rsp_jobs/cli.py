@@ -386,7 +386,8 @@ def _no_room(exc: OSError) -> str:
     """One line for a write that found no room: what could not be written, and where the
     project home is (the usual place to make room)."""
     what = f"cannot write {exc.filename}" if exc.filename else "cannot write a file"
-    return f"{what}: {os.strerror(exc.errno)} (RSP_HOME is {settings.home_dir()})"
+    reason = os.strerror(exc.errno) if exc.errno is not None else str(exc)
+    return f"{what}: {reason} (RSP_HOME is {settings.home_dir()})"
 
 
 def _exit_on_signal(signum, _frame):
@@ -449,21 +450,28 @@ def cmd_plot(args) -> int:
     if args.what == "dart":
         path = plots.plot_dart(engine, args.which, out, _utc(args.start), _utc(args.end))
     else:
-        path = plots.plot_traffic(engine, _utc(parse_time(args.which)), out)
+        path = plots.plot_traffic(engine, from_us(parse_time(args.which)), out)
     print(path)
     return 0
 
 
 def cmd_evaluate(args) -> int:
     from rsp_jobs.algebra.patterns import pattern_streams
+    from rsp_jobs.algebra.plan import ContinuousQuery
+    from rsp_jobs.algebra.tasparql import OneTimeQuery
     from rsp_jobs.compiler import compile_file, is_pattern
     from rsp_jobs.engine import Interval, evaluate, match
     from rsp_jobs.errors import InputError
     from rsp_jobs.ingest.lake import Lake, load_files
+    from rsp_jobs.results import WindowResult
 
     if not args.query_file.is_file():
         raise InputError(f"{args.query_file}: query file not found")
     query = compile_file(args.query_file)
+    if isinstance(query, OneTimeQuery):
+        raise InputError(
+            f"{args.query_file}: a TA-SPARQL query is one-time, over the store: run it with rsp query"
+        )
     pattern = is_pattern(query)
     declared = set(pattern_streams(query))
     given = {iri for iri, _ in args.stream}
@@ -481,7 +489,9 @@ def cmd_evaluate(args) -> int:
             scratch = Path(
                 tempfile.mkdtemp(prefix=f"evaluate-{os.getpid()}-", dir=settings.home_dir())
             )
-        lake = Lake(args.lake or scratch / "lake")
+            lake = Lake(scratch / "lake")
+        else:
+            lake = Lake(args.lake)
         store = _store_engine(args.store) if args.store is not None else None
         started = datetime.now(UTC)
         known = None
@@ -501,7 +511,7 @@ def cmd_evaluate(args) -> int:
             _report_rejections(loaded)
         out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
         progress = _Progress(enabled=sys.stderr.isatty())
-        windows = [] if store is not None else None
+        windows: list[WindowResult] | None = [] if store is not None else None
         started = datetime.now(UTC)
         _start_spark()
         try:
@@ -521,11 +531,9 @@ def cmd_evaluate(args) -> int:
                 if carried is not None:
                     carried.found(matches, newly)
                 if windows is not None:
-                    from rsp_jobs.results import WindowResult
-
                     windows += WindowResult.of_matches(matches)
                     used = [f for m in matches for f in m.events]
-            else:
+            elif isinstance(query, ContinuousQuery):  # a window query: the rest are patterns
                 for window in evaluate(
                     query, lake, args.background, args.t0, interval, entailment=args.entailment
                 ):
@@ -548,7 +556,7 @@ def cmd_evaluate(args) -> int:
             stored = store_evaluation(
                 store,
                 query,
-                windows,
+                windows or [],
                 started,
                 application_id(get_spark()),
                 **(
@@ -597,7 +605,8 @@ class _Consumption:
         )
         if carried.before:
             print(
-                f"rsp: {len(carried.before)} fact(s) consumed before {iso_ms(after)} carried from the store",
+                f"rsp: {len(carried.before)} fact(s) consumed before "
+                f"{'the start' if after is None else iso_ms(after)} carried from the store",
                 file=sys.stderr,
             )
         return carried
@@ -733,6 +742,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_query(args) -> int:
+    from rsp_jobs.algebra.tasparql import OneTimeQuery
     from rsp_jobs.compiler import compile
     from rsp_jobs.store import db
     from rsp_jobs.store.tasparql import run_query
@@ -741,7 +751,10 @@ def cmd_query(args) -> int:
     text = args.text
     if text.startswith("@"):
         source, text = text[1:], read_text(text[1:], "query")
-    result = run_query(db.engine(args.store), compile(text, source, "tasparql"))
+    plan = compile(text, source, "tasparql")
+    if not isinstance(plan, OneTimeQuery):  # compile gives TA-SPARQL text its plan
+        raise TypeError(f"{source}: TA-SPARQL compiled to {type(plan).__name__}")
+    result = run_query(db.engine(args.store), plan)
     json.dump(
         {"head": {"vars": result.vars}, "results": {"bindings": result.rows}},
         sys.stdout,
@@ -753,9 +766,9 @@ def cmd_query(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from rsp_jobs.algebra.dotr import RulePlan
+    from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
     from rsp_jobs.algebra.explain import explain
-    from rsp_jobs.compiler import compile_file, compile_rule_set
+    from rsp_jobs.compiler import CompiledQuery, compile_file, compile_rule_set
     from rsp_jobs.errors import InputError
 
     files = [args.query_file, *args.more_rules]
@@ -763,15 +776,17 @@ def cmd_explain(args) -> int:
         if not path.is_file():
             raise InputError(f"{path}: query file not found")
     try:
-        compiled = [compile_file(path, skip=args.skip) for path in files]
-        if len(compiled) > 1:
-            for path, rule in zip(files, compiled):
+        each = [compile_file(path, skip=args.skip) for path in files]
+        compiled: CompiledQuery | RuleSetPlan = each[0]
+        if len(each) > 1:
+            rules = []
+            for path, rule in zip(files, each):
                 if not isinstance(rule, RulePlan):
                     raise InputError(f"{path}: only DOTR rules (.dotr) are planned together")
-            compiled = [compile_rule_set(compiled, args.skip)]
+                rules.append(rule)
+            compiled = compile_rule_set(rules, args.skip)
     except ValueError as err:  # an unknown optimizer rule, two rules of one name
         raise InputError(str(err)) from None
-    compiled = compiled[0]
     sys.stdout.write(explain(compiled))
     if args.physical:
         sys.stdout.write(_physical(compiled, args))

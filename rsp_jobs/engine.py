@@ -15,13 +15,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rsp_jobs.algebra.dotr import RulePlan, RuleSetPlan
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.compiler import compile_rule_set
 from rsp_jobs.ingest.lake import Lake
 from rsp_jobs.physical import dotr, patterns, planner
-from rsp_jobs.physical.statistics import LakeStatistics
+from rsp_jobs.physical.statistics import LakeStatistics, SliceFacts
 from rsp_jobs.results import Match, WindowResult
 from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
@@ -37,18 +38,21 @@ from rsp_jobs.spark.session import (
 )
 from rsp_jobs.times import from_us
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 
 def _files_facts(
     stats: LakeStatistics, streams: Sequence[str], start, end, ranked: set, background: Background
 ) -> tuple[Future, Future]:
     """The slice's ``SliceFacts`` (``LakeStatistics.facts``), then the terms of each place set in
-    ``ranked`` ranked (``rank_terms``: a local relation Spark evaluates on the driver, 0.07-0.1 s
-    for CityBench's 1,500-2,500 values), on a thread of their own while the driver builds the
-    plan's first steps: it waits on the JVM then, and pyarrow reads without holding the GIL (a
-    day of CityBench: 0.13 s of reading overlapped). Each has its future, as the facts are
-    wanted first. A thread per call, not a pool kept across calls, which a forked task process
+    ``ranked`` ranked (``rank_terms``: a local relation Spark evaluates on the driver), on a
+    thread of their own while the driver builds the plan's first steps: it waits on the JVM
+    then, and pyarrow reads without holding the GIL, so the reading overlaps the planning. Each
+    has its future, as the facts are wanted first. A thread per call, not a pool kept across calls, which a forked task process
     would inherit without its thread."""
-    facts, ranks = Future(), Future()
+    facts: Future[SliceFacts] = Future()
+    ranks: Future[dict] = Future()
 
     def settle(future: Future, make) -> None:
         try:
@@ -73,6 +77,13 @@ def _files_facts(
 
     threading.Thread(target=read, name="lake-files", daemon=True).start()
     return facts, ranks
+
+
+def _on_driver(facts: Future[SliceFacts] | None) -> SliceFacts:
+    """The slice's facts, read on the driver where the physical plan says so (``facts_on_driver``)."""
+    if facts is None:
+        raise ValueError("the physical plan reads the slice's facts on Spark, not on the driver")
+    return facts.result()
 
 
 @dataclass(frozen=True)
@@ -133,39 +144,41 @@ def execute(
     # moment (a small batch's cached window rows were compiled to Java all the same)
     with settings_while(spark, batch_settings(stream_rows)):
         elements = lake.read(spark, streams, start, end)
+        triples: DataFrame | None = None  # the slice's, where solutions go to windows
+        rows: DataFrame | None = None  # the window rows, where triples do
         if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
             # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
-            # hand-written job would. Caching the slice cost more than those reads (a day of
-            # CityBench: 3.6-4.4 s against 2.8-3.3 s; eight days 15-16 s against 10-13 s).
-            triples, rows = windows.triples(elements, query, placeholders=False), None
+            # hand-written job would; caching the slice costs more than those reads.
+            triples = windows.triples(elements, query, placeholders=False)
         elif not simple:
             background, schema = background.closed(entailment)
             window_rows = windows.assign(elements, query, sched, after, until, prune=False)
-            triples, rows = None, entail(window_rows, schema, WINDOW_KEY).cache()
+            rows = entail(window_rows, schema, WINDOW_KEY).cache()
         else:
             # a stream two windows read is in the slice twice (a window may hold both, as one triple)
-            repeats = not small or len(set(streams)) < len(streams) or facts.result().repeats
+            repeats = not small or len(set(streams)) < len(streams) or _on_driver(facts).repeats
             rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
-            triples = None
         active = None
         try:
             from pyspark.sql import functions as F
 
             if spans is not None and small:  # both read on the driver, as no Spark job can sooner
-                spans = replace(spans, repeats=facts.result().repeats)
-                active = spans.active_of(spark, facts.result().times)
-            elif spans is not None:
+                spans = replace(spans, repeats=_on_driver(facts).repeats)
+                active = spans.active_of(spark, _on_driver(facts).times)
+            elif spans is not None and triples is not None:
                 spans = windows.with_repeats(spans, triples)
                 # times only: no pruning
                 active = spans.active(windows.triples(elements, query, prune=False)).cache()
                 # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
-            else:
+            elif rows is not None:
                 active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
+            else:
+                raise ValueError("neither the slice's triples nor its window rows were made")
             # under entailment a window's graph may hold what its triples do not name
             vocabulary = (
                 None
                 if not simple
-                else facts.result().vocabulary
+                else _on_driver(facts).vocabulary
                 if small
                 else stats.vocabulary(streams, start, end)
             )

@@ -41,6 +41,20 @@ class RulePlan:
             raise AttributeError(name)
         return getattr(self.rule, name)
 
+    # what the store reads of any query (``store.results.StoredQuery``), said where type
+    # checkers see it
+    @property
+    def name(self) -> str:
+        return self.rule.name
+
+    @property
+    def form(self) -> str:
+        return self.rule.form
+
+    @property
+    def text(self) -> str:
+        return self.rule.text
+
 
 def plan_rule(rule: Rule) -> RulePlan:
     """The rule as written: one query per event (SPARQL 18.2 translation, unchanged)."""

@@ -138,12 +138,16 @@ class WindowPlan:
             steps.append(
                 Step(
                     "Facts",
-                    f"vocabulary from the files' footers; repeats{' and times' if self.windowing == SOLUTIONS else ''} "
-                    "by Spark jobs",
+                    "vocabulary from the files' footers; repeats"
+                    + (" and times" if self.windowing == SOLUTIONS else "")
+                    + " by Spark jobs",
                 )
             )
         if self.windowing == SOLUTIONS:
-            tumbling = all(w.window.step_ms == w.window.range_ms for w in self.query.windows)
+            tumbling = all(
+                isinstance(w.window, ast.TimeWindow) and w.window.step_ms == w.window.range_ms
+                for w in self.query.windows
+            )
             steps += [
                 Step(
                     "Match",
@@ -290,7 +294,9 @@ def lookback_us(query: ContinuousQuery) -> int | None:
     (count windows may reach back arbitrarily far)."""
     if any(isinstance(w.window, ast.CountWindow) for w in query.windows):
         return None
-    return max(w.window.range_ms for w in query.windows) * MS
+    return (
+        max(w.window.range_ms for w in query.windows if isinstance(w.window, ast.TimeWindow)) * MS
+    )
 
 
 def check_size(
@@ -311,17 +317,18 @@ def check_size(
     time_windows = [w.window for w in query.windows if isinstance(w.window, ast.TimeWindow)]
     if not time_windows or sched.step is None or extent is None:
         return
+    base, step = sched.grid
     widest = max(w.range_ms for w in time_windows) * MS
     # an element at ts, first <= ts < last, is in the closes of (ts, ts + RANGE]
     low = extent[0] if after_us is None else max(after_us, extent[0])
     high = extent[1] - 1 + widest if until_us is None else min(until_us, extent[1] - 1 + widest)
-    first_k = max(0, (low - sched.first_close) // sched.step + 1)
-    last_k = (high - sched.first_close) // sched.step
+    first_k = max(0, (low - base) // step + 1)
+    last_k = (high - base) // step
     closes = max(0, last_k - first_k + 1)
     copies = max(-(-w.range_ms // w.step_ms) for w in time_windows)
     spread = ", ".join(sorted({str(w) for w in time_windows}))
     if closes > max_closes:
-        first, last = (iso_ms(sched.first_close + k * sched.step) for k in (first_k, last_k))
+        first, last = (iso_ms(base + k * step) for k in (first_k, last_k))
         raise InputError(
             f"{query.source}: {spread} would compute {closes:,} window closes, from {first} to "
             f"{last}, more than RSP_MAX_WINDOWS ({max_closes:,}): evaluate a shorter interval, "

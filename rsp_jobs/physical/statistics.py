@@ -19,6 +19,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from rsp_jobs.algebra.plan import TermsAt
 from rsp_jobs.ingest.lake import NO_WORDS, VOCABULARY_KEY, Lake, Vocabulary
 from rsp_jobs.times import to_us
 
@@ -66,14 +67,13 @@ class LakeStatistics:
         streams: Iterable[str],
         start: datetime | None = None,
         end: datetime | None = None,
-        places: Iterable[tuple[str, str]] = (),
+        places: Iterable[TermsAt] = (),
     ) -> SliceFacts:
         """What the engine asks of a slice's files before Spark reads them (``SliceFacts``), in
         one read of the partitions (stream x hour) a ``read`` of the span touches: pyarrow,
         the files in parallel, ``s``, ``p`` and ``o`` as their dictionaries, no Spark job.
         ``places``: the ``(position, predicate)`` pairs whose terms to list (``s`` or ``o``;
-        N-Triples). Eight days of CityBench (192 files): 0.3-0.8 s, where reading each fact
-        file by file took 1.0-1.5 s."""
+        N-Triples). One read serves every fact: reading each fact file by file costs a read each."""
         import pyarrow.compute as pc
 
         places = list(dict.fromkeys(places))
@@ -87,9 +87,8 @@ class LakeStatistics:
                 read_options=pads.ParquetReadOptions(dictionary_columns=triple)
             ),
         )
-        table = dataset.to_table(
-            columns=["ts", *triple]
-        ).unify_dictionaries()  # one dictionary a column
+        # one dictionary a column
+        table = dataset.to_table(columns=["ts", *triple]).unify_dictionaries()
         codes = pa.table(
             {
                 name: pa.chunked_array(
@@ -115,11 +114,10 @@ class LakeStatistics:
     ) -> bool:
         """Whether the partitions a ``read`` of the span touches hold a triple more than once
         (at one time or at several), without Spark (``windows.with_repeats`` asks the same of
-        Spark: 0.4 s for a day of CityBench, 2.5 s for eight). It may say yes where the read's
-        rows repeat nothing (the hours are read whole, streams and predicates are not told
-        apart), which costs a de-duplication, never no where they do. The triples are grouped
-        by their dictionary numbers, not their strings (eight days of CityBench: 0.29 s against
-        0.53 s)."""
+        Spark, in a job). It may say yes where the read's rows repeat nothing (the hours are
+        read whole, streams and predicates are not told apart), which costs a de-duplication,
+        never no where they do. The triples are grouped by their dictionary numbers, which is
+        cheaper than grouping their strings."""
         return self.facts(streams, start, end).repeats
 
     def times(
@@ -134,8 +132,8 @@ class LakeStatistics:
         streams: Iterable[str],
         start: datetime | None = None,
         end: datetime | None = None,
-        places: Iterable[tuple[str, str]] = (),
-    ) -> dict[tuple[str, str], list[str]]:
+        places: Iterable[TermsAt] = (),
+    ) -> dict[TermsAt, list[str]]:
         """For each place ``(position, predicate)``, the distinct terms there in the triples with
         that predicate of the partitions a ``read`` of the span touches (a superset of the
         read's: the hours are read whole; ``optimize.rank_extrema``)."""
@@ -163,7 +161,7 @@ class SliceFacts(NamedTuple):
     repeats: bool  # whether it holds a triple twice
     times: list[int]  # its distinct times (µs)
     vocabulary: Vocabulary  # what its triples name
-    terms: dict[tuple[str, str], list[str]]  # the distinct terms at each place asked for
+    terms: dict[TermsAt, list[str]]  # the distinct terms at each place asked for
 
 
 def _vocabulary(dataset: pads.Dataset) -> Vocabulary:

@@ -371,9 +371,10 @@ def _test(rule: RulePlan, exprs, cache: dict) -> Column:
     scope = _scope(rule)
     out = F.lit(True)
     for expr in exprs:
-        left, right = _equated_events(expr)
-        if left is not None:
-            out = out & (_join_key(scope.columns(left)) == _join_key(scope.columns(right)))
+        pair = _equated_events(expr)
+        columns = pair and (scope.columns(pair[0]), scope.columns(pair[1]))
+        if columns and columns[0] is not None and columns[1] is not None:
+            out = out & (_join_key(columns[0]) == _join_key(columns[1]))
         out = out & F.coalesce(_value(rule, expr, cache).ebv(), F.lit(False))
     return out
 
@@ -388,8 +389,8 @@ def _value(rule: RulePlan, expr, cache: dict) -> Value:
     return cache[expr]
 
 
-def _equated_events(expr) -> tuple[str | None, str | None]:
-    """``(L·a, M·b)`` when ``expr`` is ``L.?a = M.?b`` for two different events, else Nones."""
+def _equated_events(expr) -> tuple[str, str] | None:
+    """``(L·a, M·b)`` when ``expr`` is ``L.?a = M.?b`` for two different events, else None."""
     if (
         isinstance(expr, ast.BinaryOp)
         and expr.op == "="
@@ -399,7 +400,7 @@ def _equated_events(expr) -> tuple[str | None, str | None]:
         a, b = split_qualified(expr.left.name), split_qualified(expr.right.name)
         if a is not None and b is not None and a[0] != b[0]:
             return expr.left.name, expr.right.name
-    return None, None
+    return None
 
 
 def _join_key(term: Column) -> Column:
@@ -582,7 +583,7 @@ def _select(rule: RulePlan, order: list[str], rows: list[dict], consumed: frozen
     for _, trigger_key in triggers:
         if trigger_key in used_up:
             continue
-        prefixes = [(trigger_key,)]
+        prefixes: list[tuple] = [(trigger_key,)]
         for i, p in enumerate(positives, 1):
             extended = []
             for prefix in prefixes:

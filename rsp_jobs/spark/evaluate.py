@@ -84,6 +84,13 @@ class Solutions:
         )
 
     @property
+    def background_part(self) -> DataFrame:
+        """``indep``, read where there is no ``dep``: solutions have one part at least."""
+        if self.indep is None:
+            raise ValueError("solutions with neither window rows nor background rows")
+        return self.indep
+
+    @property
     def annotation(self) -> r2r.Annotation:
         """How ``dep`` rows are annotated in time: by window, or by span before windows."""
         return r2r.SPANNED if self.spanned else r2r.WINDOW
@@ -126,8 +133,22 @@ class Evaluator:
         """The window rows; under ``spans`` made on first use (by timestamp() or DESCRIBE):
         building their plan is some 550 JVM calls that a plan without them need not make."""
         if self._rows is None:
-            self._rows = self.spans.window_rows(self.query, self.triples)
+            self._rows = self._spans.window_rows(self.query, self._slice_triples)
         return self._rows
+
+    @property
+    def _spans(self) -> Spans:
+        """``spans``, read where solutions are spanned, which they are only under it."""
+        if self.spans is None:
+            raise ValueError("spanned solutions without windows.Spans")
+        return self.spans
+
+    @property
+    def _slice_triples(self) -> DataFrame:
+        """``triples``, which come with ``spans``."""
+        if self.triples is None:
+            raise ValueError("windows.Spans without the slice's triples")
+        return self.triples
 
     # ------------------------------------------------------------------ dispatch
 
@@ -182,7 +203,7 @@ class Evaluator:
             parts.append(add(sols.dep))
         if sols.indep is not None:
             parts.append(add(sols.indep).crossJoin(self.active.select(WIN)))
-        return r2r.union(parts) if parts else add(self._empty(sols.vars, windowed=True))
+        return r2r.union(parts) or add(self._empty(sols.vars, windowed=True))
 
     # ------------------------------------------------------------------ patterns
 
@@ -206,9 +227,9 @@ class Evaluator:
         if sols.dep is None:
             return replace(sols, spanned=False)
         columns = [vcol(v) for v in sols.vars] + list(extra)
-        windowed = self.spans.to_windows(sols.dep, LO, HI, columns, opens=False)
+        windowed = self._spans.to_windows(sols.dep, LO, HI, columns, opens=False)
         return replace(
-            sols, dep=windowed.dropDuplicates() if self.spans.repeats else windowed, spanned=False
+            sols, dep=windowed.dropDuplicates() if self._spans.repeats else windowed, spanned=False
         )
 
     def _pattern(self, triple: ast.TriplePattern, graph) -> Solutions:
@@ -239,7 +260,7 @@ class Evaluator:
         if self.vocabulary is None or self.vocabulary.may_match(
             _constant(triple.predicate), _constant(triple.object)
         ):
-            dep = match(self.rows if self.spans is None else self.triples, True)
+            dep = match(self.rows if self.spans is None else self._slice_triples, True)
         elif indep is None:  # matches nothing; an operator's other side may still need a frame
             dep = self._empty(names, windowed=True, spanned=self.spans is not None)
         else:  # the slice holds no triple the pattern names: it matches the background only
@@ -295,13 +316,14 @@ class Evaluator:
         candidates (``Spans.near``). Under tumbling windows a
         solution's times all lie in one window, so both sides are keyed by that window and
         nothing is copied (one that straddles two windows is in none: ``_into_windows``)."""
-        if self.spans.tumbling:
-            bucket = self.spans.window_of(LO)
+        spans = self._spans
+        if spans.tumbling:
+            bucket = spans.window_of(LO)
             near = [bucket]
         else:
             # a variable both sides bind narrows a row's partners: fewer copies pay (``Spans.near``)
             wide = any(v in b.vars for v in a.vars if v not in a.maybe and v not in b.maybe)
-            bucket, near = self.spans.bucket(LO, wide), self.spans.near(LO, wide)
+            bucket, near = spans.bucket(LO, wide), spans.near(LO, wide)
         near += [F.lit(ANY_WINDOW)] if b_indep is not None else []
         left = left.withColumn(KEY, F.explode(F.array(*near)) if len(near) > 1 else near[0])
         if b_indep is None:  # keyed where its columns are renamed for the join: one plan step fewer
@@ -356,7 +378,7 @@ class Evaluator:
         """How window rows meet: in the same window, or within RANGE while spanned; where one
         side is window-independent, the joined rows are the other side's windows."""
         if all(windowed):
-            return r2r.WithinRange(self.spans.range_us) if a.spanned else r2r.SameWindow()
+            return r2r.WithinRange(self._spans.range_us) if a.spanned else r2r.SameWindow()
         if windowed[0]:
             return r2r.Unrelated(tuple(a.window_columns))
         return r2r.Unrelated(tuple(b.window_columns) if windowed[1] else (), from_right=True)
@@ -366,12 +388,14 @@ class Evaluator:
         vars_, maybe = r2r.merged_vars(a, b), r2r.left_join_maybe(a, b)
         if b.dep is None:  # the optional part is background only: no window needed
             dep = (
-                self._join_frames(a.dep, b.indep, a, b, (True, False), "left", node.expr)
+                self._join_frames(a.dep, b.background_part, a, b, (True, False), "left", node.expr)
                 if a.dep is not None
                 else None
             )
             indep = (
-                self._join_frames(a.indep, b.indep, a, b, (False, False), "left", node.expr)
+                self._join_frames(
+                    a.indep, b.background_part, a, b, (False, False), "left", node.expr
+                )
                 if a.indep is not None
                 else None
             )
@@ -386,9 +410,12 @@ class Evaluator:
         if not set(a.vars) & set(b.vars):  # SPARQL 18.5: disjoint domains never remove anything
             return a
         if b.dep is None:
-            dep = self._anti(a.dep, b.indep, a, b, (True, False)) if a.dep is not None else None
+            background = b.background_part
+            dep = self._anti(a.dep, background, a, b, (True, False)) if a.dep is not None else None
             indep = (
-                self._anti(a.indep, b.indep, a, b, (False, False)) if a.indep is not None else None
+                self._anti(a.indep, background, a, b, (False, False))
+                if a.indep is not None
+                else None
             )
             return Solutions(dep, indep, a.vars, a.maybe, a.ranked)
         return Solutions(
@@ -425,7 +452,7 @@ class Evaluator:
 
     def _scope(self, sols: Solutions, timestamps: dict | None = None) -> Scope:
         def timestamp(call: ast.Timestamp) -> Column:
-            return F.col(timestamps[call])
+            return F.col((timestamps or {})[call])  # called only where timestamps are given
 
         numbers = {
             name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()
@@ -526,14 +553,17 @@ class Evaluator:
         ranks = {}  # MIN and MAX by their argument's rank (optimize.rank_extrema), by column prefix
         for i, (agg, _) in enumerate(node.aggregates):
             table = self._ranks(node.ranked[i]) if node.ranked and node.ranked[i] else None
-            if table is not None:
+            if table is not None and isinstance(agg.arg, ast.Var):  # rank_extrema ranks variables
                 ranks[f"_a{i}"] = (vcol(agg.arg.name), table)
             elif agg.arg is not None:
                 extra.update(aggregates.arguments(agg, compile_expr(agg.arg, scope), f"_a{i}"))
         frame = self._to_dep_with(
             inner, extra, {name + "_k": ranked for name, ranked in ranks.items()}
         )
-        aggs, renders, defaults, numbers = [], [], {}, {}
+        aggs: list[Column] = []
+        renders: list[Column] = []
+        defaults: dict[str, object] = {}  # an aggregate's value over no solutions, by column
+        numbers: dict[str, str] = {}
         for i, (agg, var) in enumerate(node.aggregates):
             columns, render, default = aggregates.aggregate(
                 agg, f"_a{i}", inner.vars, self.query.source, ranked=f"_a{i}" in ranks

@@ -193,7 +193,7 @@ class _Closure:
                 frames = frozenset(e for e in m.events if not e.startswith(self.PREFIX))
                 frames = frames.union(*(self.frames[e] for e in used))
                 ancestry = frozenset().union(*(self.ancestry[e] for e in used))
-                keys = [(*_split_triple(line), m.start_us, m.end_us) for line in m.triples]
+                keys = [(*_split_triple(line), m.start_us, m.end_us) for line in m.triples or ()]
                 keys = [k for k in keys if k not in self.derived and k not in new]
                 if keys and self.creating[i]:
                     creation = (i, m.start_us, m.end_us)
@@ -289,14 +289,14 @@ def _matches_per_query(
                 F.array(*[F.col(c) for c in cols]).cast("array<string>").alias("_vals"),
             )
         )
-    rows: list[list] = [[] for _ in queries]
+    per_query: list[list] = [[] for _ in queries]
     try:
         for row in functools.reduce(DataFrame.unionByName, frames).collect():
-            rows[row["_q"]].append(row)
+            per_query[row["_q"]].append(row)
     finally:
         for evaluator in evaluators:
             evaluator.release()
-    return [_report(query, group, sources) for query, group in zip(queries, rows)]
+    return [_report(query, group, sources) for query, group in zip(queries, per_query)]
 
 
 def _report(query: P.ContinuousQuery, rows: list, sources=sorted) -> list[Match]:
@@ -389,9 +389,8 @@ class _Evaluator:
             if partials is None
             else (-(1 << 62) if partials.cut_us is None else partials.cut_us)
         )
-        self.kept: dict[
-            str, tuple[DataFrame, tuple[str, ...]]
-        ] = {}  # key -> new partial matches, variables
+        # key -> the new partial matches and their variables
+        self.kept: dict[str, tuple[DataFrame, tuple[str, ...]]] = {}
         self.cached: list[DataFrame] = []
         self.feeding = 0  # > 0 while evaluating what a combination (or MINUS) reads whole
 
@@ -413,11 +412,12 @@ class _Evaluator:
         and what lies above it) end after the cut, which is no later than the batch's start, so
         earlier ones would only be filtered out again (for an unbounded SEQ of two readings the
         pairs were most of what a batch stored)."""
-        if self.partials is None or not self.feeding:
+        partials, cut = self.partials, self.cut
+        if partials is None or cut is None or not self.feeding:  # a cut comes with partials
             return sols
         rows = [
             (r["ta"], r["tw"], list(r["ev"]), *[r["vals"].get(vcol(v)) for v in sols.vars])
-            for r in self.partials.old.get(sols.key, [])
+            for r in partials.old.get(sols.key, [])
         ]
         frame = sols.frame
         if rows:
@@ -427,13 +427,14 @@ class _Evaluator:
         if materialize:
             frame = materialized(frame)
             self.cached.append(frame)
-        self.kept.setdefault(sols.key, (frame.where(F.col(TW) > self.cut), sols.vars))
+        self.kept.setdefault(sols.key, (frame.where(F.col(TW) > cut), sols.vars))
         return replace(sols, frame=frame)
 
     def collect_partials(self, until_us: int | None) -> None:
         """The partial matches this batch adds (ending in ``(cut, until]``), into
         ``partials.produced``, in one Spark job."""
-        if not self.kept:
+        partials = self.partials
+        if partials is None or not self.kept:  # only kept partial matches fill self.kept
             return
         frames = []
         for key, (frame, vars_) in self.kept.items():
@@ -446,7 +447,7 @@ class _Evaluator:
         table = functools.reduce(DataFrame.unionByName, frames).toArrow()
         columns = [table.column(c).to_pylist() for c in ("_key", TA, TW, EV, "_vals")]
         for key, ta, tw, ev, vals in zip(*columns):
-            self.partials.produced.setdefault(key, []).append(
+            partials.produced.setdefault(key, []).append(
                 {"ta": ta, "tw": tw, "ev": ev, "vals": json.loads(vals)}
             )
 
@@ -600,6 +601,8 @@ class _Evaluator:
         frame = r2r.union(
             [r2r.project(sols.frame, sols, names, r2r.INTERVAL.columns) for sols in (a, b)]
         )
+        if frame is None:  # both sides are frames here
+            raise ValueError("a UNION without its sides' solutions")
         return _Solutions(frame, names, r2r.union_maybe(a, b), key=_key("union", a.key, b.key))
 
     # ---------------------------------------------------------------- expressions

@@ -62,8 +62,11 @@ class Domain(Protocol):
     """What an operator needs to know of its input's variables: those its solutions may bind
     (``vars``, the frame's ``v_`` columns, in order) and those they may leave unbound (``maybe``)."""
 
-    vars: tuple[str, ...]
-    maybe: frozenset[str]
+    @property
+    def vars(self) -> tuple[str, ...]: ...
+
+    @property
+    def maybe(self) -> frozenset[str]: ...
 
 
 # ---------------------------------------------------------------------------- annotations
@@ -107,7 +110,8 @@ class Meeting(Protocol):
     joined solution's annotation (``joined``), and the interval a join condition's interval
     built-ins read (``interval``; None where solutions have none)."""
 
-    interval: Callable[[], tuple[Column, Column]] | None
+    @property
+    def interval(self) -> Callable[[], tuple[Column, Column]] | None: ...
 
     def right_columns(self) -> list[Column]: ...
 
