@@ -64,6 +64,14 @@ def test_a_stream_without_a_file_is_named(tmp_path):
     assert result.returncode == 2 and "no --stream given for <http://ex/s>" in result.stderr
 
 
+def test_a_one_time_tasparql_file_is_refused_by_evaluate_and_pointed_to_rsp_query(tmp_path):
+    query = tmp_path / "rain.tasparql"
+    query.write_text("SELECT ?x WHERE { ?x[LAST] <urn:p> ?v }")
+    result = rsp("evaluate", str(query))
+    assert result.returncode == 2
+    assert f"rsp: error: {query}: a TA-SPARQL query is one-time, over the store: run it with rsp query" in result.stderr
+
+
 FIRE_RULE = """PREFIX : <http://ex/>
 FROM STREAM <http://ex/stream>
 define Fire = [dotr_id1 :at ?room]
