@@ -692,9 +692,8 @@ def cmd_audit(args) -> int:
             + (f"{now[:12]}… now)" if now else "the file is gone)")
         )
     ok = report.inputs_unchanged
-    if (
-        args.reevaluate
-    ):  # refused (an error, exit 2) without a recorded query text, or for a pattern
+    # refused (an error, exit 2) without a recorded query text, or for a pattern
+    if args.reevaluate:
         from rsp_jobs.reevaluate import reevaluate
 
         again = reevaluate(engine, report, args.background, args.t0, args.entailment)

@@ -85,11 +85,12 @@ def demo_airflow(home: Path, traffic_files: list[Path], dart_files: list[Path]) 
     from rsp_jobs.demo_deployment import airflow_deployment
     from rsp_jobs.orchestrate.replay import replay
 
+    # only the replay's runs
     os.environ.update(
         RSP_HOME=str(home),
         RSP_STORE_URL=f"sqlite:///{home / 'store.sqlite'}",
         RSP_SCHEDULED_RUNS="false",
-    )  # only the replay's runs
+    )
     after, until = DAY + timedelta(hours=1), DAY + timedelta(hours=1, minutes=30)
     say("Airflow: starting a local deployment (about a minute)")
     with airflow_deployment(home) as airflow:

@@ -152,9 +152,8 @@ def airflow_deployment(
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
-        if not env.get(
-            "AIRFLOW_CONN_RSP_SPARK"
-        ):  # the tasks' Spark: a Connect server, warm for every task
+        # the tasks' Spark: a Connect server, warm for every task
+        if not env.get("AIRFLOW_CONN_RSP_SPARK"):
             port = free_port()
             token = airflow_env.ensure_connect_token(env)
             processes["spark-connect"] = connect_server.start(

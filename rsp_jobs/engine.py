@@ -221,9 +221,8 @@ def match(
     stream. Either way: no duplicates across batches and no matches lost at their borders
     (../shared/DESIGN.md, "Windows and micro-batches"). How a batch reads and joins is its
     physical plan's (``physical.patterns.plan_pattern``: ``rsp explain --physical``)."""
-    if isinstance(
-        pattern, RulePlan
-    ):  # a set of one (retention is EP-SPARQL's only: the registry refuses it)
+    # a set of one (retention is EP-SPARQL's only: the registry refuses it)
+    if isinstance(pattern, RulePlan):
         return match_rules(
             compile_rule_set([pattern]), lake, background_files, interval, entailment, [consumed]
         )[0]

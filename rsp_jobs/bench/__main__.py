@@ -80,9 +80,8 @@ def run(
         for e in batch.elements
         if to_us(e.ts) < day_end
     ]
-    warm = (
-        settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"
-    )  # the session warm, as timed runs find it
+    # the session warm, as timed runs find it
+    warm = settings.REPO_ROOT / "queries" / "citybench" / f"{QUERIES[0]}.rsp"
     list(
         evaluate(
             window_query(warm.read_text(), str(warm)),
@@ -236,9 +235,8 @@ def _beside_anchors(
         print(f"congestion_by_segment beside the anchors: {json.dumps(entry)}", file=sys.stderr)
         return entry
 
-    anchors.rdf_anchor(
-        spark, lake, TRAFFIC, properties, 3600, 300, day, day + timedelta(hours=2)
-    )  # warm both
+    # warm both
+    anchors.rdf_anchor(spark, lake, TRAFFIC, properties, 3600, 300, day, day + timedelta(hours=2))
     anchors.typed_floor(spark, typed, 3600, 300, day, day + timedelta(hours=2))
     by_days = [side_by_side(text, n) for n in days]
     by_ratio = [

@@ -156,9 +156,8 @@ def run(out_path: Path, minutes: int, per_second: int, batches: int) -> dict:
             profiles.setdefault(way.__name__, profile)
         return sorted(found), seconds
 
-    match_rules(
-        rule_set, lake, files, Interval(origin, origin + S)
-    )  # warm up Spark and the background
+    # warm up Spark and the background
+    match_rules(rule_set, lake, files, Interval(origin, origin + S))
     whole, whole_s = timed(together, [-1, end])
     step = end // batches
     batched, batch_s = timed(together, [-1] + [step * k for k in range(1, batches)] + [end])

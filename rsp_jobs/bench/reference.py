@@ -167,9 +167,8 @@ def rdflib_answer(
         named = dataset.graph(URIRef(iri))
         for triple in graph:
             named.add(triple)
-    if named_background or re.search(
-        r"\bGRAPH\b", sparql, re.IGNORECASE
-    ):  # a dataset, default graph copied in
+    # a dataset, default graph copied in
+    if named_background or re.search(r"\bGRAPH\b", sparql, re.IGNORECASE):
         target: Graph = dataset
         for graph in (window, *background):
             for triple in graph:

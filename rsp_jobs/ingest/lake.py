@@ -159,9 +159,8 @@ class Lake:
                 )
                 written, rows = self._write_parts(table, batch_id), table.num_rows
             for old in earlier - set(written):
-                old.unlink(
-                    missing_ok=True
-                )  # the batch replaces its earlier load, wherever its hours were
+                # the batch replaces its earlier load, wherever its hours were
+                old.unlink(missing_ok=True)
             return rows
         except OSError as exc:
             raise StorageError(f"cannot write the lake {self.root}: {_os_reason(exc)}") from exc
@@ -236,9 +235,8 @@ class Lake:
     def _quarantine(self, stream: str, batch_id: str, rejections: list[Rejection]) -> Path:
         self.quarantine_dir.mkdir(parents=True, exist_ok=True)
         path = self.quarantine_dir / f"{stream_key(stream)}-{batch_id}.jsonl"
-        aside = path.with_name(
-            f".{path.name}.{os.getpid()}.tmp"
-        )  # replaced whole, never left half-written
+        # replaced whole, never left half-written
+        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with aside.open("w", encoding="utf-8") as out:
                 for r in rejections:
@@ -435,9 +433,8 @@ def load_files(
                     mine.setdefault(ts, frame)
             merge_known_frames(batch, mine)
             if k == 0:
-                lake.discard(
-                    iri, base, chunks=True
-                )  # an earlier load of the file, in however many chunks
+                # an earlier load of the file, in however many chunks
+                lake.discard(iri, base, chunks=True)
             lake.write(batch, batch_id=base if k == 0 else f"{base}c{k}")
             accepted, repeated = (
                 accepted + len(batch.elements),

@@ -279,9 +279,8 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
         """(position, statement, line length) of each statement the store can keep."""
         parser, pos = _QuadLine(salt), 0
         for number, line in _lines(path):
-            if (
-                len(parser.known) > KNOWN_TOKENS
-            ):  # a term per line (frame IRIs, readings) would fill it
+            # a term per line (frame IRIs, readings) would fill it
+            if len(parser.known) > KNOWN_TOKENS:
                 parser.known.clear()
             try:
                 st = parser.quad(line, number)
@@ -329,9 +328,8 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
     del stamps, stamped
 
     # second reading: a frame's statements are handed on once its last one is read
-    found = StreamBatch(
-        stream_iri, source
-    )  # what the reading rejects, handed on with the next batch
+    # what the reading rejects, handed on with the next batch
+    found = StreamBatch(stream_iri, source)
     batch = StreamBatch(stream_iri, source, order=order, sha256=digest)
     pending: dict[_Group, list[tuple[int, Statement]]] = {}
     ready: list[tuple[int, Statement]] = []

@@ -161,9 +161,8 @@ class _Reader:
         )
         timed = {f: (s, t) for f, (s, t) in frames.items() if isinstance(t, datetime)}  # not NIL
         names = self._frame_names(timed)
-        content: dict[Node, list[tuple[int, Statement, tuple]]] = defaultdict(
-            list
-        )  # frame -> statements
+        # frame -> statements
+        content: dict[Node, list[tuple[int, Statement, tuple]]] = defaultdict(list)
         in_graph: dict[Node, set] = defaultdict(set)
         strays: dict[Node, list[Statement]] = {}  # named graphs that are no frame
         for pos, st in enumerate(self.statements):

@@ -102,9 +102,8 @@ def _term(tree, iri: Callable[[Tree], str]) -> ast.Term:
     if tree.data == "iri":
         return ast.IRI(iri(tree))
     if tree.data == "dstring":
-        lang = (
-            str(tree.children[1])[1:] if len(tree.children) > 1 else None
-        )  # as the SPARQL parser keeps it
+        # as the SPARQL parser keeps it
+        lang = str(tree.children[1])[1:] if len(tree.children) > 1 else None
         return ast.Literal(string_value(str(tree.children[0])), None, lang)
     if tree.data == "dtyped":
         datatype = iri(tree.children[1])

@@ -345,9 +345,8 @@ class _AstBuilder(Transformer):
             (c for c in children if isinstance(c, (ast.GroupPattern, ast.SubSelect))),
             ast.GroupPattern(()),
         )
-        if isinstance(
-            where, ast.SubSelect
-        ):  # WHERE { SELECT ... }: the group holding just the subquery
+        # WHERE { SELECT ... }: the group holding just the subquery
+        if isinstance(where, ast.SubSelect):
             where = ast.GroupPattern((where,))
         modifiers = next(c for c in children if isinstance(c, dict))
         return dict(

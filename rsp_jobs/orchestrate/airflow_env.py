@@ -82,9 +82,8 @@ def environment(
         "GX_ANALYTICS_ENABLED": "false",
     }
     conn = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
-    if (current.get(conn) or defaults[conn]).startswith(
-        "sqlite"
-    ):  # wait for its lock: see airflow_sqlite
+    # wait for its lock: see airflow_sqlite
+    if (current.get(conn) or defaults[conn]).startswith("sqlite"):
         defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS"] = f"{airflow_sqlite.__name__}.SYNC"
         defaults["AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS_ASYNC"] = (
             f"{airflow_sqlite.__name__}.ASYNC"
@@ -189,9 +188,8 @@ def ensure_connections(
         text=True,
         umask=UMASK,
     ).stdout.splitlines()
-    table = next(
-        (line for line in reversed(listed) if line.startswith("[")), "[]"
-    )  # after any warning
+    # after any warning
+    table = next((line for line in reversed(listed) if line.startswith("[")), "[]")
     existing = {c["conn_id"]: c for c in json.loads(table)}
     missing = {name: fields for name, fields in wanted.items() if name not in existing}
     spark = settings.spark_conn_id()

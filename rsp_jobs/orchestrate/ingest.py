@@ -308,9 +308,8 @@ def ingest_file(
             )
             watermark = conn.scalar(select(Stream.watermark).where(Stream.id == stream_id))
             written = True
-            lake().write(
-                batch, batch_id=batch_id
-            )  # inside: a failed lake write rolls the store back
+            # inside: a failed lake write rolls the store back
+            lake().write(batch, batch_id=batch_id)
             # last, just before the commit: a file still growing is not recorded as loaded
             _require_unchanged(path, seen, checksum, batch.sha256 if stream_file == path else None)
     except BaseException:

@@ -98,9 +98,8 @@ def ingested(airflow, dag_id: str, config, timeout: float) -> str:
             .raise_for_status()
             .json()
         )
-        runs = sorted(
-            runs["dag_runs"], key=lambda r: r["start_date"] or "~", reverse=True
-        )  # newest first
+        # newest first
+        runs = sorted(runs["dag_runs"], key=lambda r: r["start_date"] or "~", reverse=True)
         if landing_files(config):
             if not triggered and not any(r["state"] in ("running", "queued") for r in runs):
                 triggered.append(trigger(airflow, dag_id))

@@ -110,9 +110,8 @@ def _from_airflow(conn_id: str) -> SparkTarget | None:
     conn = connections.get_connection(conn_id)
     if conn is None:
         return None
-    if (
-        conn.conn_type == "spark_connect"
-    ):  # a Spark Connect server: the provider's hook builds its URL
+    # a Spark Connect server: the provider's hook builds its URL
+    if conn.conn_type == "spark_connect":
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         return SparkTarget(SparkConnectHook(conn_id).get_connection_url())

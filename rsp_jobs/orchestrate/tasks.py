@@ -317,9 +317,8 @@ def _revise_late_windows(registered: RegisteredQuery, engine, store_url) -> int:
     if span is None:
         return 0
     after, until = late.revision_interval(span)
-    if (
-        registered.kind != "window"
-    ):  # whole batches: a match is reported by the batch holding its end
+    # whole batches: a match is reported by the batch holding its end
+    if registered.kind != "window":
         after = span[0] - timedelta(microseconds=registered.step_us)
     frames = [
         f"{registered.output_stream}/frame/{iso_ms(c)}"

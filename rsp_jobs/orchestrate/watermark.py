@@ -158,9 +158,8 @@ class WatermarkSensor(BaseSensorOperator):
         query_path: str | None = None,
         **kwargs,
     ):
-        kwargs.setdefault(
-            "timeout", timedelta(days=7)
-        )  # a safety net: the wait ends at RSP_INPUT_WAIT
+        # a safety net: the wait ends at RSP_INPUT_WAIT
+        kwargs.setdefault("timeout", timedelta(days=7))
         super().__init__(**kwargs)
         self.streams, self.store_url, self.poll_seconds = list(streams), store_url, poll_seconds
         # a query on a timetable: its run's interval must be whole batches, checked before waiting
@@ -185,9 +184,8 @@ class WatermarkSensor(BaseSensorOperator):
             raise AirflowFailException(str(exc)) from exc
         from rsp_jobs.orchestrate.connections import store_url
 
-        self.store_url = (
-            self.store_url or store_url()
-        )  # the rsp_store connection, for the triggerer too
+        # the rsp_store connection, for the triggerer too
+        self.store_url = self.store_url or store_url()
         lagging = lagging_streams(self.store_url, self.streams, until)
         if not lagging:
             return

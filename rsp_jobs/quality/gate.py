@@ -117,9 +117,8 @@ def check_input_batch(
         used=[(batch, "lake_file", None), *([_source_entity(source)] if source else [])],
     )
     view = suites.input_view(rows, load_ranges(), background)
-    present = set(
-        view["range_property"].dropna()
-    )  # a range no row falls under would pass vacuously
+    # a range no row falls under would pass vacuously
+    present = set(view["range_property"].dropna())
     suite = suites.input_suite(stream, interval, [r for r in load_ranges() if r.shape in present])
     # the Data Docs list a check by its run name: the file a person dropped, not its checksum
     docs_name = (

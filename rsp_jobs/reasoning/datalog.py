@@ -98,12 +98,10 @@ def regime_clauses(schema) -> tuple[Clause, ...]:
                 Clause(Atom("?x", p, "?z"), (Atom("?x", p, "?y"), Atom("?y", p, "?z")), True)
             )
         same = Atom("?x", SAME_AS, "?y")
-        out.append(
-            Clause(Atom("?y", "?p", "?o"), (Atom("?x", "?p", "?o", local=True), same), True)
-        )  # eq-rep-s
-        out.append(
-            Clause(Atom("?s", "?p", "?y"), (Atom("?s", "?p", "?x", local=True), same), True)
-        )  # eq-rep-o
+        # eq-rep-s
+        out.append(Clause(Atom("?y", "?p", "?o"), (Atom("?x", "?p", "?o", local=True), same), True))
+        # eq-rep-o
+        out.append(Clause(Atom("?s", "?p", "?y"), (Atom("?s", "?p", "?x", local=True), same), True))
     return tuple(out)
 
 

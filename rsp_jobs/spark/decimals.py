@@ -80,9 +80,8 @@ def divide(a: Column, b: Column, approximate: Column) -> Column:
     short = b.cast(_DIVISOR)
     return (
         F.when(b == 0, F.lit(None).cast(EXACT))
-        .when(
-            short.cast(EXACT) == b, (a / short).cast(EXACT)
-        )  # (Spark's common type would drop b's digits)
+        # (Spark's common type would drop b's digits)
+        .when(short.cast(EXACT) == b, (a / short).cast(EXACT))
         .otherwise(from_double(approximate))
     )
 
@@ -108,9 +107,8 @@ def decimal_lexical(x: Column) -> Column:
     the point at least (``0.3``, ``5.0``, ``-0.000000000000000001``). Written from its digits
     (its unscaled value): Spark writes a decimal under 10^-6 with an exponent (``1E-18``)."""
     unscaled = (x * F.lit(10**DIGITS)).cast("decimal(36,0)")
-    digits = F.concat(
-        F.lit("0" * DIGITS), F.abs(unscaled).cast("string")
-    )  # (lpad would cut a longer one)
+    # (lpad would cut a longer one)
+    digits = F.concat(F.lit("0" * DIGITS), F.abs(unscaled).cast("string"))
     pointed = F.regexp_replace(digits, rf"^0*(\d+)(\d{{{DIGITS}}})$", "$1.$2")
     canonical = F.regexp_replace(F.regexp_replace(pointed, "0+$", ""), r"\.$", ".0")
     return F.concat(F.when(unscaled < 0, F.lit("-")).otherwise(F.lit("")), canonical)

@@ -215,9 +215,8 @@ class Evaluator:
             return Solutions(None, unit, ())
         # in the order written: optimize.order_joins wrote them in the order to join them
         patterns = [self._pattern(t, node.graph) for t in node.triples]
-        return functools.reduce(
-            self._join_solutions, patterns
-        )  # spanned: ``evaluate`` windows them
+        # spanned: ``evaluate`` windows them
+        return functools.reduce(self._join_solutions, patterns)
 
     def _into_windows(self, sols: Solutions, extra: Iterable[str] = ()) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is
@@ -518,9 +517,8 @@ class Evaluator:
         columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
         for bind in binds:
             columns[bind.var.name] = compile_expr(bind.expr, scope).term
-            if (
-                isinstance(bind.expr, ast.Var) and bind.expr.name in numbers
-            ):  # BIND(?count AS ?n): the same number
+            # BIND(?count AS ?n): the same number
+            if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:
                 numbers[bind.var.name] = numbers[bind.expr.name]
             vars_ += (bind.var.name,)
         hidden = list(stamps.values()) if stamps else []

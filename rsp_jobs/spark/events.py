@@ -476,9 +476,8 @@ class _Evaluator:
         # in the order written: optimize.order_joins wrote them in the order to join them
         if len(node.triples) == 1:
             return self._pattern(node.triples[0], node.graph)
-        with (
-            self._operands()
-        ):  # every pattern, and every combination but the last, is read by the next
+        # every pattern, and every combination but the last, is read by the next
+        with self._operands():
             acc, *rest = [self._pattern(t, node.graph) for t in node.triples]
             for pattern in rest[:-1]:
                 acc = self._combine(acc, pattern, "join")

@@ -42,9 +42,8 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 
     home = settings.home_dir()
     master = master or settings.spark_master() or settings.DEFAULT_SPARK_MASTER
-    if master.startswith(
-        "sc://"
-    ):  # a Spark Connect server: the JVM and its settings are the server's
+    # a Spark Connect server: the JVM and its settings are the server's
+    if master.startswith("sc://"):
         _SESSION = SparkSession.builder.remote(master).getOrCreate()
         settable = {k: v for k, v in engine_conf(home).items() if k in SESSION_SQL_KEYS}
         for key, value in {**settable, **(conf or {})}.items():

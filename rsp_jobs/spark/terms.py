@@ -175,9 +175,8 @@ def datetime_value(t: Column) -> Column:
     """The instant of an xsd:dateTime literal. Its lexical form as written: a valid one holds
     no escape, and unescaping (six replacements) would be most of the expression that every
     ORDER BY key, MIN, MAX and comparison carries into the plan."""
-    return F.when(
-        _suffix(t) == f"^^<{T.XSD_DATETIME}>", F.to_timestamp(_escaped(t))
-    )  # an IRI's "suffix" is itself
+    # an IRI's "suffix" is itself
+    return F.when(_suffix(t) == f"^^<{T.XSD_DATETIME}>", F.to_timestamp(_escaped(t)))
 
 
 ORDER_TERM = "term"  # the field of ``order_struct`` that holds the term

@@ -40,9 +40,8 @@ class Step:
     activity: Any  # the activities row (a Core row: its columns are untyped attributes)
     used: list = field(default_factory=list)  # rows of activity_used
     generated: list = field(default_factory=list)  # rows of activity_generated
-    derived: dict = field(
-        default_factory=dict
-    )  # generated entity -> the used frames it was derived from
+    # generated entity -> the used frames it was derived from
+    derived: dict = field(default_factory=dict)
 
 
 def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:
@@ -164,9 +163,8 @@ def summary(steps: list[Step]) -> list[str]:
         )
         run = f" DAG {a.dag_id} run {a.run_id} task {a.task_id}" if a.dag_id else ""
         window = ""
-        if (
-            a.window_close is not None
-        ):  # an evaluation's closes, or the times of the frames an ingest loaded
+        # an evaluation's closes, or the times of the frames an ingest loaded
+        if a.window_close is not None:
             span = "windows" if a.kind in EVALUATION_KINDS else "frames"
             window = f" {span} {_iso(a.window_open)} .. {_iso(a.window_close)}"
         used = Counter(u.entity_kind for u in step.used)

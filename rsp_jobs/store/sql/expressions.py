@@ -362,9 +362,8 @@ _COMPARISONS = {
 
 def exact_of(value: Value):
     """A numeric value's exact value (see ``Value.exact``)."""
-    if (
-        value.kind == "term"
-    ):  # read only where the store holds a number: most rows of a scan hold none
+    # read only where the store holds a number: most rows of a scan hold none
+    if value.kind == "term":
         return None if value.num is None else case((value.num.isnot(None), Exact("of", value.text)))
     if value.kind == "int":
         return Exact("const", value.sql)
