@@ -154,7 +154,7 @@ def _micro_batches(
 ) -> dict:
     """Each registered query over ``batches`` consecutive ``minutes``-long intervals from 06:00,
     as a DAG's schedule runs it, Spark warm: from the lake to the typed results the store gets
-    (issue 17: under 2 s; the output check and the store come on top, ``task_cost.json``), with
+    (the target is under 2 s; the output check and the store come on top, ``task_cost.json``), with
     the Spark jobs of each (they must not grow with the windows or the patterns)."""
     spark = get_spark()
     start = day + timedelta(hours=6)
@@ -244,7 +244,7 @@ def _beside_anchors(
         for r in ratios
     ]
     growth = {"engine": None, "hand_written": None}
-    if len(by_ratio) > 1:  # issue 17: at most 1.5 from RANGE/STEP 1 to 12
+    if len(by_ratio) > 1:  # the target: at most 1.5 from RANGE/STEP 1 to 12
         growth = {
             side: round(by_ratio[-1][f"{side}_seconds"] / by_ratio[0][f"{side}_seconds"], 2)
             for side in growth

@@ -1,4 +1,4 @@
-"""The hand-written Spark jobs ``make bench`` times the engine beside (issue 17), both computing
+"""The hand-written Spark jobs ``make bench`` times the engine beside, both computing
 ``queries/citybench/congestion_by_segment.rsp``'s answers: per window close and sensor, the
 average, count and maximum of the congestion levels observed in ``[close - RANGE, close)``.
 

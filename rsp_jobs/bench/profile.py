@@ -1,5 +1,5 @@
-"""Where an evaluation's time goes, for ``make bench`` (issue 17 asks for the profile wherever
-Spark itself is the limit on two cores): the Spark jobs and stages it ran (the status tracker
+"""Where an evaluation's time goes, for ``make bench`` (wanted wherever Spark itself is the
+limit on two cores): the Spark jobs and stages it ran (the status tracker
 of the bench's own session, in a job group of its own) and its py4j round trips to the JVM:
 how many, and how long the driver waited in the short ones (building the plan: every
 ``pyspark.sql.functions`` call is one or more) against the rest of the block (Spark running its
