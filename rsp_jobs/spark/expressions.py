@@ -10,6 +10,7 @@ exactly SPARQL's logical-and/or over errors (17.2).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -275,6 +276,18 @@ def _string_arg(value: Value) -> Column:
     )
 
 
+def _concat(args: list[Value]) -> Column:
+    """SPARQL 1.1 §17.4.3.12: "if all input literals are plain literals with identical language
+    tag, then the returned literal is a plain literal with the same language tag, in all other
+    cases, the returned literal is a simple literal"."""
+    text = F.concat(*[_string_arg(a) for a in args])
+    if not args:
+        return ST.string_literal(text)
+    tags = [ST.language(a.term) for a in args]
+    same = functools.reduce(lambda acc, tag: acc & (tag == tags[0]), tags[1:], F.lit(True))
+    return ST.lang_literal(text, F.when(same, tags[0]).otherwise(F.lit("")))
+
+
 def _same_kind_string(source: Value, text: Column) -> Column:
     """String functions keep the language tag of their first argument (17.4.3)."""
     return ST.lang_literal(text, ST.language(source.term))
@@ -302,6 +315,10 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         test = cond.ebv()
         return Value(F.when(test, yes.term).when(~test, no.term))
     if name == "coalesce":
+        # SPARQL 1.1 §17.4.1.4: "If none of the arguments evaluates to an RDF term, an error is
+        # raised", so COALESCE() with no argument is an error (unbound); Spark wants one.
+        if not expr.args:
+            return Value(F.lit(None).cast("string"))
         return Value(F.coalesce(*[compile_expr(a, scope).term for a in expr.args]))
     args = [compile_expr(a, scope) for a in expr.args]
     first = args[0].term if args else F.lit(None).cast("string")  # unread by nullary functions
@@ -332,7 +349,7 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
             _string_arg(args[0]).startswith(_string_arg(args[1]))
         ),
         "strends": lambda: Value.of_boolean(_string_arg(args[0]).endswith(_string_arg(args[1]))),
-        "concat": lambda: Value(ST.string_literal(F.concat(*[_string_arg(a) for a in args]))),
+        "concat": lambda: Value(_concat(args)),
         "langmatches": lambda: Value.of_boolean(
             _lang_matches(_string_arg(args[0]), _string_arg(args[1]))
         ),
