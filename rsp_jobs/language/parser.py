@@ -577,14 +577,16 @@ class _AstBuilder(Transformer):
         filters = [c for c in children if isinstance(c, ast.Filter)]
         return ast.GroupPattern((_fold_operators(chain), *filters))
 
+    # ``{ SELECT ... }`` after OPTIONAL, MINUS or GRAPH is a group holding the subquery
     def optional_pattern(self, children):
-        return ast.OptionalPattern(children[0])
+        return ast.OptionalPattern(_as_group(children[0]))
 
     def minus_pattern(self, children):
-        return ast.MinusPattern(children[0])
+        return ast.MinusPattern(_as_group(children[0]))
 
     def graph_pattern(self, children):
-        return ast.GraphPattern(*children)
+        name, group = children
+        return ast.GraphPattern(name, _as_group(group))
 
     window_pattern = graph_pattern
 
@@ -814,7 +816,8 @@ def _fold_operators(chain: list) -> ast.GroupPattern | ast.UnionPattern | ast.Ev
     """``g (op g)*`` folded left to right, all operators at one precedence (EP-SPARQL 3.1);
     a chain of UNIONs alone stays one ``UnionPattern``, as plain SPARQL has it."""
     node = chain[0]
-    for op, right in zip(chain[1::2], chain[2::2]):
+    for op, written in zip(chain[1::2], chain[2::2]):
+        right = _as_group(written)  # ``{ SELECT ... }`` is a group holding the subquery
         if op == "UNION":
             alternatives = (
                 node.alternatives if isinstance(node, ast.UnionPattern) else (_as_group(node),)

@@ -796,3 +796,28 @@ def test_a_construct_template_without_braces_and_a_where_that_is_a_subquery():
     sub = parse_query("PREFIX : <http://ex.org/> CONSTRUCT _:b :n ?n . { SELECT ?n AS ?m + 1 WHERE { ?s :m ?m } }")
     (element,) = sub.where.elements
     assert isinstance(element, ast.SubSelect) and element.query.projection[0].var == Var("n")
+
+
+@pytest.mark.parametrize("body", [
+    "{ ?s :q ?o } OPTIONAL { SELECT ?s WHERE { ?s :p ?o } }",
+    "{ ?s :q ?o } MINUS { SELECT ?s WHERE { ?s :p ?o } }",
+    "{ SELECT ?s WHERE { ?s :p ?o } } UNION { ?s :q ?o }",
+    "{ ?s :q ?o } UNION { SELECT ?s WHERE { ?s :p ?o } }",
+])
+def test_a_subquery_after_optional_minus_or_union_is_a_group_holding_it(body):
+    """SPARQL 1.1 §12: ``{ SELECT ... }`` is a GroupGraphPattern wherever one stands."""
+    query = parse_query(f"PREFIX : <http://ex/> SELECT * WHERE {{ {body} }}")
+    groups = [n for n in ast_walk(query.where) if isinstance(n, ast.GroupPattern)
+              and any(isinstance(e, ast.SubSelect) for e in n.elements)]
+    assert groups, "the subquery is not held by a group"
+    for node in ast_walk(query.where):
+        for field in ("group",):
+            if hasattr(node, field) and not isinstance(node, ast.SubSelect):
+                assert isinstance(getattr(node, field), ast.GroupPattern)
+        if isinstance(node, ast.UnionPattern):
+            assert all(isinstance(a, ast.GroupPattern) for a in node.alternatives)
+
+
+def ast_walk(node):
+    from rsp_jobs.tree import walk
+    return walk(node)
