@@ -25,6 +25,8 @@ import rdflib
 from rdflib import RDF, Graph, Namespace
 from rdflib.query import Result
 
+from rsp_jobs import terms as T
+
 MF = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#")
 QT = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/test-query#")
 RS = Namespace("http://www.w3.org/2001/sw/DataAccess/tests/result-set#")
@@ -128,9 +130,8 @@ def windowed(text: str) -> str:
     while i < len(masked):
         c = masked[i]
         if c in "({":
-            if depth == 0 and c == "{":
-                if skipped_template:
-                    return text[:i] + WINDOW + text[i:]
+            if depth == 0 and c == "{" and skipped_template:
+                return text[:i] + WINDOW + text[i:]
             depth += 1
         elif c in ")}":
             depth -= 1
@@ -166,15 +167,12 @@ def stream_lines(data: tuple[Path, ...]) -> list[str]:
 
 # ---------------------------------------------------------------------------------- answers
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
-_EXACT = {XSD + t for t in ("integer", "decimal", "int", "long", "short", "byte", "nonNegativeInteger",
-                            "positiveInteger", "nonPositiveInteger", "negativeInteger",
-                            "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte")}
-_FLOATING = {XSD + "double", XSD + "float"}
+_EXACT = T.INTEGER_TYPES | {T.XSD_DECIMAL}
+_FLOATING = {T.XSD_DOUBLE, T.XSD_FLOAT}
 
 
 def _literal(text: str, datatype: str | None, lang: str | None) -> tuple:
-    if datatype == XSD + "string":
+    if datatype == T.XSD_STRING:
         datatype = None
     return ("literal", text, datatype, (lang or "").lower() or None)
 
@@ -193,19 +191,14 @@ def _by_value(term: tuple) -> tuple:
 
 
 def _term(node) -> tuple:
-    """A term as compared: kind, lexical form, datatype, language (lower-cased; RDF 1.1 §3.3).
-    Blank nodes compare by kind only: labels are local to a result."""
-    if node is None:
-        return ("unbound",)
-    if isinstance(node, rdflib.BNode):
-        return ("bnode",)
-    if isinstance(node, rdflib.URIRef):
-        return ("uri", str(node))
-    datatype = str(node.datatype) if node.datatype and not node.language else None
-    return _literal(str(node), datatype, node.language)
+    """An rdflib term as compared, through the engine's own N-Triples and JSON encodings."""
+    return _json_term(None if node is None else T.nt_to_json(T.to_nt(node)))
 
 
 def _json_term(term: dict | None) -> tuple:
+    """A SPARQL JSON results term as compared: kind, lexical form, datatype, language
+    (lower-cased: tags are case-insensitive, RDF 1.1 §3.3). Blank nodes compare by kind only:
+    labels are local to a result."""
     if term is None:
         return ("unbound",)
     if term["type"] == "bnode":
@@ -252,15 +245,13 @@ def expected_answer(test: EvaluationTest) -> Answer:
     if suffix == ".srx":
         return _srx(path)
     if suffix in (".srj", ".tsv", ".csv"):
-        fmt = {".srx": "xml", ".srj": "json", ".tsv": "tsv", ".csv": "csv"}[suffix]
+        fmt = {".srj": "json", ".tsv": "tsv", ".csv": "csv"}[suffix]
         with path.open("rb") as handle:
             result = Result.parse(handle, format=fmt)
         if result.type == "ASK":
             return Answer(boolean=bool(result.askAnswer))
         variables = tuple(str(v) for v in result.vars or ())
-        return Answer(variables, _rows(variables, ([_term(row.get(v) if hasattr(row, "get") else row[i])
-                                                   for i, v in enumerate(result.vars or ())]
-                                                  for row in result)))
+        return Answer(variables, _rows(variables, ([_term(t) for t in row] for row in result)))
     graph = Graph().parse(path, format=rdflib.util.guess_format(str(path)) or "turtle")
     result_set = next(graph.subjects(RDF.type, RS.ResultSet), None)
     if result_set is None:
