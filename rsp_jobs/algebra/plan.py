@@ -28,6 +28,16 @@ class BGP:
 
 
 @dataclass(frozen=True)
+class Values:
+    """Inline data, ``VALUES`` (SPARQL 1.1 section 18.2.2.8, ToMultiSet): solutions written in
+    the query, None where a row leaves a variable unbound (UNDEF). They hold in every window."""
+
+    vars: tuple[ast.Var, ...]
+    rows: tuple[tuple[ast.IRI | ast.Literal | None, ...], ...]
+    position: ast.Position | None = None
+
+
+@dataclass(frozen=True)
 class Join:
     left: Node
     right: Node
@@ -179,6 +189,7 @@ class Slice:
 
 Node = (
     BGP
+    | Values
     | Join
     | LeftJoin
     | SeqJoin

@@ -32,6 +32,8 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     node = _aggregate_clauses(query, translate_group(query.where, None))
     node, variables = _modifiers(query, node)
     _check_binds(node, query.source)
+    if pattern:
+        _check_timeless(node, query.source)
     reg = query.registration
     kind = reg.kind if reg else "QUERY"
     return (P.PatternQuery if pattern else P.WindowQuery)(
@@ -108,6 +110,10 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
         order = [replace(c, expr=_substitute(c.expr, key_of)) for c in order]
     for expr in having:
         node = P.Filter(expr, node)
+    # SPARQL 1.1 section 18.2.4.3: "If the query has a trailing VALUES clause:
+    # P := Join(P, ToMultiSet(data))", after HAVING and before the select expressions
+    if query.values is not None:
+        node = P.Join(node, _values(query.values))
     for var, expr in lifted_select:
         if expr is not None:
             node = P.Extend(node, var, expr)
@@ -115,6 +121,7 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
         node = P.OrderBy(node, tuple(order))
 
     in_scope = _in_scope(query.where) | {c.var for c in query.aggregates}
+    in_scope |= set(query.values.vars) if query.values is not None else set()
     if query.form == "SELECT":
         variables = (
             tuple(v for v, _ in lifted_select)
@@ -161,6 +168,8 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
     if isinstance(node, P.BGP):
         graph = [node.graph.name] if isinstance(node.graph, ast.Var) and node.triples else []
         return frozenset(graph).union(*map(P.pattern_vars, node.triples))
+    if isinstance(node, P.Values):
+        return frozenset(v.name for v in node.vars)
     if isinstance(node, P.Project):
         _check_binds(node.input, source)
         return frozenset(v.name for v in node.vars)
@@ -179,6 +188,21 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
             )
         return bound | {node.var.name}
     return frozenset().union(*(_check_binds(child, source) for child in _plan_children(node)))
+
+
+def _check_timeless(node: P.Node, source: str) -> None:
+    """An EP-SPARQL solution is an event with its interval (section 3.2), and inline data has
+    none: a VALUES row would be an event of no time, so a pattern refuses it where written."""
+    for n in walk(node):
+        if isinstance(n, P.Values):
+            where = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                source,
+                "VALUES in an EP-SPARQL pattern (inline data is no event: it has no interval); "
+                "write the values in a FILTER(?x IN (...))",
+                where.line,
+                where.column,
+            )
 
 
 def _plan_children(node: P.Node) -> list[P.Node]:
@@ -359,6 +383,8 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
             )
         elif isinstance(element, ast.Bind):
             node = P.Extend(node if node is not None else _empty(graph), element.var, element.expr)
+        elif isinstance(element, ast.InlineData):
+            node = join(_values(element))
         else:
             raise UnsupportedConstruct("<query>", type(element).__name__)
     if node is None:
@@ -394,6 +420,10 @@ def _condition(node: P.Node) -> tuple[P.Node, ast.Expr | None]:
     return node, expr
 
 
+def _values(data: ast.InlineData) -> P.Values:
+    return P.Values(data.vars, data.rows, data.position)
+
+
 def _empty(graph) -> P.BGP:
     """The empty group: one solution binding nothing."""
     return P.BGP((), graph)
@@ -425,6 +455,8 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
                 found.add(element.name)
         elif isinstance(element, ast.Bind):
             found.add(element.var)
+        elif isinstance(element, ast.InlineData):
+            found |= set(element.vars)
         elif isinstance(element, ast.SubSelect):
             sub = element.query
             found |= (

@@ -219,6 +219,18 @@ class GroupPattern:
 
 
 @dataclass(frozen=True)
+class InlineData:
+    """``VALUES (?x ?y) { (:a 1) (UNDEF 2) }`` (SPARQL 1.1 section 10.2): a table of solutions
+    written in the query, one entry per variable in each row, None for UNDEF (unbound). In a
+    group it joins the group like any pattern; after the WHERE clause, the whole query's
+    solutions (section 18.2.4.3)."""
+
+    vars: tuple[Var, ...]
+    rows: tuple[tuple[IRI | Literal | None, ...], ...]
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
 class SubSelect:
     """``{ SELECT ... WHERE { ... } ... }`` inside a pattern (SPARQL 1.1 section 12): evaluated
     on its own, only its projected variables join the rest. ``query`` has form SELECT and no
@@ -238,6 +250,7 @@ PatternElement = (
     | GraphPattern
     | GroupPattern
     | SubSelect
+    | InlineData
 )
 
 
@@ -360,5 +373,6 @@ class Query:
     order_by: tuple[OrderCondition, ...] = ()
     limit: int | None = None
     offset: int | None = None
+    values: InlineData | None = None  # a trailing VALUES clause (SPARQL 1.1 section 10.2.2)
     text: str = field(default="", compare=False, repr=False)
     source: str = field(default="<query>", compare=False)  # file name, for messages

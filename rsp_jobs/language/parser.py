@@ -352,6 +352,7 @@ class _AstBuilder(Transformer):
         return dict(
             fields,
             **modifiers,
+            values=next((c for c in children if isinstance(c, ast.InlineData)), None),
             form=form,
             where=where,
             aggregates=tuple(c for c in children if isinstance(c, ast.AggregateClause)),
@@ -540,8 +541,38 @@ class _AstBuilder(Transformer):
         return "offset", self._count(children[0], "OFFSET")
 
     @v_args(meta=True)
-    def values_clause(self, meta, _):
-        raise self._unsupported(meta, "VALUES")
+    def values_clause(self, meta, children):
+        """SPARQL 1.1 section 10.2: "each row of the data block must have the same number of
+        values as there are variables"; a variable named twice would bind two values."""
+        ((vars_, rows),) = children
+        for var in vars_:
+            if vars_.count(var) > 1:
+                raise self._error(meta, f"VALUES names ?{var.name} twice")
+        for row, row_meta in rows:
+            if len(row) != len(vars_):
+                raise self._error(
+                    row_meta,
+                    f"this VALUES row has {len(row)} value(s) for {len(vars_)} variable(s)",
+                )
+        return ast.InlineData(tuple(vars_), tuple(row for row, _ in rows), _position(meta))
+
+    @v_args(meta=True)
+    def values_of_one(self, meta, children):
+        var, *data = children
+        return [var], [((self._data_value(d),), meta) for d in data]
+
+    def values_of_many(self, children):
+        vars_ = [c for c in children if isinstance(c, ast.Var)]
+        return vars_, [c for c in children if not isinstance(c, ast.Var)]
+
+    @v_args(meta=True)
+    def values_row(self, meta, children):
+        return tuple(self._data_value(d) for d in children), meta
+
+    @staticmethod
+    def _data_value(value):
+        """UNDEF leaves the variable unbound in that row."""
+        return None if isinstance(value, Token) and value.type == "UNDEF" else value
 
     # ---------------------------------------------------------------------- graph patterns
 
@@ -552,7 +583,7 @@ class _AstBuilder(Transformer):
 
     def subquery(self, children):
         """SPARQL 1.1 section 12: a SELECT nested in a pattern, evaluated on its own."""
-        (distinct, projection), where, modifiers = children[:3]  # a VALUES clause raises on its own
+        (distinct, projection), where, modifiers, *values = children
         return ast.SubSelect(
             ast.Query(
                 form="SELECT",
@@ -560,6 +591,7 @@ class _AstBuilder(Transformer):
                 projection=projection,
                 distinct=distinct,
                 **modifiers,
+                values=values[0] if values else None,
                 source=self._source,
             )
         )

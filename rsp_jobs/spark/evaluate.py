@@ -44,7 +44,7 @@ from rsp_jobs.spark import aggregates, r2r
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
-from rsp_jobs.spark.local import LOCAL_ROWS
+from rsp_jobs.spark.local import LOCAL_ROWS, local_frame
 from rsp_jobs.spark.r2r import HI, LO, WIN, triple_match, vcol
 from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
@@ -217,6 +217,15 @@ class Evaluator:
         patterns = [self._pattern(t, node.graph) for t in node.triples]
         # spanned: ``evaluate`` windows them
         return functools.reduce(self._join_solutions, patterns)
+
+    def _values(self, node: P.Values) -> Solutions:
+        """Inline data holds in every window: window-independent solutions, as the
+        background's are, in a local relation."""
+        names = tuple(v.name for v in node.vars)
+        rows = [tuple(None if t is None else ast.to_nt(t) for t in row) for row in node.rows]
+        schema = T.StructType([T.StructField(vcol(n), T.StringType()) for n in names])
+        maybe = frozenset(n for i, n in enumerate(names) if any(row[i] is None for row in rows))
+        return Solutions(None, local_frame(self.spark, rows, schema), names, maybe)
 
     def _into_windows(self, sols: Solutions, extra: Iterable[str] = ()) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsp_jobs.compiler import compile
-from rsp_jobs.errors import QueryError
+from rsp_jobs.errors import QueryError, UnsupportedConstruct
 
 WINDOW = "REGISTER QUERY q AS SELECT * FROM STREAM <urn:s> [RANGE 1m STEP 10s] WHERE {{ {body} }}"
 PATTERN = "REGISTER QUERY p AS SELECT * FROM STREAM <urn:s> WHERE {{ {body} }}"
@@ -46,3 +46,19 @@ def test_compile_refuses_it_in_a_dotr_event_select():
 ])
 def test_compile_accepts_a_bind_of_a_new_variable(body):
     compile(WINDOW.format(body=body), "q.rsp")
+
+
+def test_an_ep_sparql_pattern_refuses_inline_data_where_it_is_written():
+    text = PATTERN.format(body="{ ?s <urn:p> ?o } SEQ { ?s <urn:q> ?x VALUES ?x { 1 2 } }")
+    column = text.index("VALUES") + 1
+    with pytest.raises(UnsupportedConstruct, match=rf"^q\.rsp:1:{column}: unsupported construct: VALUES in an EP-SPARQL"):
+        compile(text, "q.rsp")
+
+
+def test_trailing_values_are_in_scope_for_select_star_and_join_after_having():
+    compiled = compile("REGISTER QUERY q AS SELECT * FROM STREAM <urn:s> [RANGE 1m STEP 10s] "
+                       "WHERE { ?s <urn:p> ?o } VALUES ?k { 1 }", "q.rsp")
+    assert [v.name for v in compiled.variables] == ["k", "o", "s"]
+    with pytest.raises(QueryError, match="selected but neither grouped nor aggregated"):
+        compile("REGISTER QUERY q AS SELECT ?s ?k FROM STREAM <urn:s> [RANGE 1m STEP 10s] "
+                "WHERE { ?s <urn:p> ?o } GROUP BY ?s VALUES ?k { 1 }", "q.rsp")

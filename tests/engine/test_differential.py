@@ -123,6 +123,12 @@ CASES = {
     "subquery": ("SELECT ?x ?y ?n", "{ { SELECT ?y (COUNT(*) AS ?n) WHERE { ?y ?p ?o } GROUP BY ?y } ?x ex:p0 ?y }", ""),
     "subquery_limit": ("SELECT ?x ?v", "{ { SELECT ?x ?v WHERE { ?x ex:val ?v } ORDER BY DESC(?v) ?x LIMIT 2 } "
                        "?x ?p ?o }", ""),
+    # inline data in the group, one row leaving ?k unbound, and after the WHERE clause
+    "values": ("SELECT ?x ?v ?k", '{ VALUES (?x ?k) { (ex:a0 "zero") (ex:a1 UNDEF) (ex:a4 "four") } ?x ex:val ?v }',
+               "VALUES ?v { 1 3 7 12 }"),
+    # VALUES after an OPTIONAL over the background: a row binds ?label where the OPTIONAL did not
+    "background_values": ("SELECT ?x ?label", '{ ?x ex:p0 ?o OPTIONAL { ?x ex:label ?label } '
+                          'VALUES ?label { "thing 0" "thing 3" } }', ""),
     "describe": ("DESCRIBE ?x ex:a1", "{ ?x ex:p0 ?y . ?y ex:val ?v FILTER(?v > 2) }", ""),
 }
 

@@ -641,7 +641,6 @@ def test_empty_query():
 
 
 @pytest.mark.parametrize("body, construct, start", [
-    ("?s ?p ?o VALUES ?o { 1 2 }", "VALUES", "VALUES"),
     ("?s ?p ?o SERVICE <http://ex.org/sparql> { ?s ?p ?o }", "SERVICE", "SERVICE"),
     ("?s ex:p/ex:q ?o", "property path", "ex:p"),
     ("?s ex:p|ex:q ?o", "property path", "ex:p"),
@@ -663,11 +662,33 @@ def test_unsupported_constructs(body, construct, start):
     assert str(info.value) == f"<query>:1:{column}: unsupported construct: {construct}"
 
 
-def test_unsupported_trailing_values_and_describe():
-    with pytest.raises(UnsupportedConstruct, match="<query>:1:23: unsupported construct: VALUES"):
-        parse_query("SELECT * { ?s ?p ?o } VALUES ?s { <a> }")
-    with pytest.raises(UnsupportedConstruct, match="unsupported construct: VALUES"):
-        parse_query("SELECT * { { SELECT ?s { ?s ?p ?o } VALUES ?s { <a> } } }")
+def test_values_inline_trailing_and_in_a_subquery():
+    q = parse_query(
+        "PREFIX ex: <http://ex.org/> SELECT * { VALUES (?s ?n) { (ex:a 1) (UNDEF -2.5) } "
+        "?s ?p ?o { SELECT ?o { ?s ?p ?o } VALUES ?o { \"x\"@en } } } VALUES ?p { ex:p }"
+    )
+    inline, _, sub = q.where.elements
+    assert inline == ast.InlineData(
+        (ast.Var("s"), ast.Var("n")),
+        (
+            (ast.IRI("http://ex.org/a"), ast.Literal("1", ast.XSD + "integer")),
+            (None, ast.Literal("-2.5", ast.XSD + "decimal")),
+        ),
+        ast.Position(1, 40),
+    )
+    assert sub.query.values.rows == ((ast.Literal("x", lang="en"),),)
+    assert q.values.vars == (ast.Var("p"),)
+    assert q.values.rows == ((ast.IRI("http://ex.org/p"),),)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT * { VALUES (?a ?b) { (1 2) (3) } }", "<query>:1:35: this VALUES row has 1 value(s) for 2 variable(s)"),
+    ("SELECT * { ?s ?p ?o } VALUES (?s ?s) { (1 1) }", "<query>:1:23: VALUES names ?s twice"),
+])
+def test_values_rows_must_fit_their_variables(text, message):
+    with pytest.raises(QuerySyntaxError) as info:
+        parse_query(text)
+    assert str(info.value) == message
 
 
 def test_parse_query_file_names_the_file(tmp_path):
