@@ -61,7 +61,11 @@ def _node(node, depth: int) -> list[str]:
     details = []
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
-        if _is_plan(value) or (f.name == "triples" and isinstance(node, P.BGP)):
+        if (
+            _is_plan(value)
+            or f.name == "position"
+            or (f.name == "triples" and isinstance(node, P.BGP))
+        ):
             continue
         if value in (None, (), frozenset()) or (f.name == "offset" and value == 0):
             continue

@@ -38,6 +38,26 @@ class Values:
 
 
 @dataclass(frozen=True)
+class Outer:
+    """The leaf of an EXISTS pattern's plan that stands for the solutions it is tested for:
+    each distinct binding of the variables the pattern mentions, once per window."""
+
+
+@dataclass(frozen=True)
+class Exists:
+    """``EXISTS`` or ``NOT EXISTS`` in an expression, its pattern translated (``plan``, which
+    joins ``Outer`` before the pattern's filters). SPARQL 1.1 section 18.6: "exists(pattern)
+    ... returns true if substitute(pattern, μ) has a match", evaluated here as whether some
+    solution of the pattern is compatible with μ on the variables it mentions: the same, except
+    where a variable is bound by μ inside a nested OPTIONAL, MINUS or subquery of the pattern
+    (docs/decisions/c-sparql.md)."""
+
+    plan: Node
+    negated: bool = False
+    position: ast.Position | None = None
+
+
+@dataclass(frozen=True)
 class Join:
     left: Node
     right: Node
@@ -190,6 +210,7 @@ class Slice:
 Node = (
     BGP
     | Values
+    | Outer
     | Join
     | LeftJoin
     | SeqJoin

@@ -32,6 +32,7 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     node = _aggregate_clauses(query, translate_group(query.where, None))
     node, variables = _modifiers(query, node)
     _check_binds(node, query.source)
+    _check_exists(node, query.source)
     if pattern:
         _check_timeless(node, query.source)
     reg = query.registration
@@ -79,10 +80,16 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
     select_items = list(query.projection or ())
     _check_aliases(query, select_items)
     lifted_select = [
-        (item.var, lift_all(item.expr) if item.expr is not None else None) for item in select_items
+        (item.var, with_patterns(lift_all(item.expr), None) if item.expr is not None else None)
+        for item in select_items
     ]
-    having = [lift_all(e) for e in query.having]
+    having = [with_patterns(lift_all(e), None) for e in query.having]
     order = [replace(c, expr=lift_all(c.expr)) for c in query.order_by]
+    for clause, exprs in (("ORDER BY", order), ("GROUP BY", query.group_by)):
+        for e in exprs:
+            _refuse_exists(
+                e.expr, f"{clause} (bind it first: BIND(EXISTS {{...}} AS ?e))", query.source
+            )
 
     grouped = bool(query.group_by or aggregates)
     if grouped:
@@ -190,10 +197,37 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
     return frozenset().union(*(_check_binds(child, source) for child in _plan_children(node)))
 
 
+def _refuse_exists(expr: ast.Expr | None, where: str, source: str) -> None:
+    """EXISTS is evaluated for the solutions of a FILTER or a BIND (and a SELECT expression or
+    HAVING, which are those); elsewhere it is refused where written."""
+    for n in walk(expr) if expr is not None else ():
+        if isinstance(n, (ast.Exists, P.Exists)):
+            position = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(source, f"EXISTS in {where}", position.line, position.column)
+
+
+def _check_exists(node: P.Node, source: str) -> None:
+    """An OPTIONAL's filter is its join condition (SPARQL 18.2.2.6), evaluated on pairs of
+    solutions, not on solutions: EXISTS is refused there."""
+    for n in walk(node):
+        if isinstance(n, (P.LeftJoin, P.SeqRightJoin, P.EqLeftJoin)):
+            _refuse_exists(n.expr, "an OPTIONAL's FILTER (its join condition)", source)
+
+
 def _check_timeless(node: P.Node, source: str) -> None:
     """An EP-SPARQL solution is an event with its interval (section 3.2), and inline data has
     none: a VALUES row would be an event of no time, so a pattern refuses it where written."""
     for n in walk(node):
+        if isinstance(n, P.Exists):
+            where = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                source,
+                "EXISTS in an EP-SPARQL pattern (whether a pattern has a match is no event: "
+                "it has no interval); match the pattern with OPTIONALSEQ or EQUALSOPTIONAL "
+                "and test bound()",
+                where.line,
+                where.column,
+            )
         if isinstance(n, P.Values):
             where = n.position or ast.Position(1, 1)
             raise UnsupportedConstruct(
@@ -382,7 +416,11 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
                 )
             )
         elif isinstance(element, ast.Bind):
-            node = P.Extend(node if node is not None else _empty(graph), element.var, element.expr)
+            node = P.Extend(
+                node if node is not None else _empty(graph),
+                element.var,
+                with_patterns(element.expr, graph),
+            )
         elif isinstance(element, ast.InlineData):
             node = join(_values(element))
         else:
@@ -390,8 +428,25 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
     if node is None:
         node = _empty(graph)
     for expr in filters:
-        node = P.Filter(expr, node)
+        node = P.Filter(with_patterns(expr, graph), node)
     return node
+
+
+def with_patterns(expr: ast.Expr, graph) -> ast.Expr:
+    """``expr`` with each EXISTS pattern in it translated over ``graph`` (SPARQL 18.6): the
+    outer solution's bindings join the pattern first (``P.Outer``), so the pattern's own
+    filters see them, as they would see the substituted values."""
+
+    def translated(node):
+        if not isinstance(node, ast.Exists):
+            return None
+        inner, condition = _condition(translate_group(node.group, graph))
+        seeded: P.Node = P.Join(P.Outer(), inner)
+        if condition is not None:
+            seeded = P.Filter(condition, seeded)
+        return P.Exists(seeded, node.negated, node.position)
+
+    return substitute(expr, translated)
 
 
 _EVENT_JOINS: dict[str, type[P.SeqJoin] | type[P.EqJoin]] = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}

@@ -146,7 +146,17 @@ class Timestamp:
     object: Term
 
 
-Expr = Var | IRI | Literal | BinaryOp | UnaryOp | FunctionCall | In | Aggregate | Timestamp
+@dataclass(frozen=True)
+class Exists:
+    """``EXISTS { ... }`` and ``NOT EXISTS { ... }`` (SPARQL 1.1 section 17.4.1.4): whether the
+    pattern, with the solution's bindings substituted, has a solution in the same window."""
+
+    group: GroupPattern
+    negated: bool = False
+    position: Position | None = None
+
+
+Expr = Var | IRI | Literal | BinaryOp | UnaryOp | FunctionCall | In | Aggregate | Timestamp | Exists
 
 
 # ------------------------------------------------------------------------------------- patterns

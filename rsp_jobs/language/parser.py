@@ -772,12 +772,12 @@ class _AstBuilder(Transformer):
         return ast.Aggregate("count", None, children[1] is not None)
 
     @v_args(meta=True)
-    def exists(self, meta, _):
-        raise self._unsupported(meta, "EXISTS")
+    def exists(self, meta, children):
+        return ast.Exists(_as_group(children[0]), False, _position(meta))
 
     @v_args(meta=True)
-    def not_exists(self, meta, _):
-        raise self._unsupported(meta, "NOT EXISTS")
+    def not_exists(self, meta, children):
+        return ast.Exists(_as_group(children[0]), True, _position(meta))
 
     # ------------------------------------------------------------------------------- terms
 

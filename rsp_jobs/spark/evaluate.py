@@ -57,6 +57,8 @@ SPAN = r2r.SPANNED.columns
 # _join_either's join key: a window close, or ANY_WINDOW (never a close) for solutions that
 # hold in every window
 KEY, ANY_WINDOW = "_key", -(2**63)
+# the variable keying an EXISTS pattern's outer solutions (``Evaluator._exists``)
+OUTER = "__outer"
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class Evaluator:
         self.ranks = ranks
         self.spark = active.sparkSession
         self._names = (f"_t{i}" for i in itertools.count())
+        # the solutions the EXISTS patterns being evaluated are tested for, innermost last
+        self._outers: list[Solutions] = []
 
     @property
     def rows(self) -> DataFrame:
@@ -458,9 +462,9 @@ class Evaluator:
 
     # ------------------------------------------------------------------ expressions
 
-    def _scope(self, sols: Solutions, timestamps: dict | None = None) -> Scope:
-        def timestamp(call: ast.Timestamp) -> Column:
-            return F.col((timestamps or {})[call])  # called only where timestamps are given
+    def _scope(self, sols: Solutions, joined: dict | None = None) -> Scope:
+        def column(node) -> Column:
+            return F.col((joined or {})[node])  # called only where they are joined in
 
         numbers = {
             name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()
@@ -468,18 +472,60 @@ class Evaluator:
         return r2r.scope(
             sols,
             self.query.source,
-            timestamp=timestamp if timestamps is not None else None,
+            timestamp=column if joined is not None else None,
+            exists=column if joined is not None else None,
             numbers=numbers,
         )
 
-    def _with_timestamps(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, dict | None]:
-        """Join in, for each timestamp(s, p, o) call, the time (ms) of the latest window
-        triple matching it under the solution's bindings (C-SPARQL, Barbieri et al. 2010)."""
+    def _with_joined(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, dict | None]:
+        """Join in a column for each timestamp() call and each EXISTS of ``expr``: they read
+        the window beyond the solution (``_scope`` then finds them by their node)."""
         calls = list(dict.fromkeys(_timestamp_calls(expr)))
-        if not calls:
+        tests = list(dict.fromkeys(_exists_tests(expr)))
+        if not calls and not tests:
             return sols, None
-        frame = self.to_dep(sols)
-        names = {}
+        frame, names = self._timestamps(self.to_dep(sols), sols, calls)
+        for test in tests:
+            names[test] = next(self._names)
+            frame = self._exists(frame, sols, test, names[test])
+        return Solutions(frame, None, sols.vars, sols.maybe, sols.ranked), names
+
+    def _exists(self, frame: DataFrame, sols: Solutions, test: P.Exists, name: str) -> DataFrame:
+        """``frame`` with the boolean column ``name``: whether ``test``'s pattern has a solution
+        in the window compatible with the row on the variables the pattern mentions. The
+        pattern is evaluated once for the distinct bindings of those (``P.Outer``), each keyed
+        by its window and values, and the keys that found a match come back by a left join."""
+        mentioned = {v.name for v in walk(test.plan) if isinstance(v, ast.Var)}
+        shared = [v for v in sols.vars if v in mentioned]
+        key = F.to_json(F.struct(F.col(WIN), *[F.col(vcol(v)) for v in shared]))
+        outer = frame.select(WIN, *[vcol(v) for v in shared], key.alias(vcol(OUTER))).distinct()
+        self._outers.append(
+            Solutions(outer, None, (*shared, OUTER), sols.maybe.intersection(shared))
+        )
+        try:
+            inner = self.evaluate(test.plan)
+        finally:
+            self._outers.pop()
+        found = self.to_dep(inner).select(F.col(vcol(OUTER)).alias(name)).distinct()
+        keyed = frame.withColumn(name + "_k", key)
+        return (
+            keyed.join(found, keyed[name + "_k"] == found[name], "left")
+            .withColumn(name, F.col(name).isNotNull())
+            .drop(name + "_k")
+        )
+
+    def _outer(self, node: P.Outer) -> Solutions:
+        if not self._outers:
+            raise ValueError("an EXISTS pattern's outer solutions outside its test")
+        return self._outers[-1]
+
+    def _timestamps(
+        self, frame: DataFrame, sols: Solutions, calls: list[ast.Timestamp]
+    ) -> tuple[DataFrame, dict]:
+        """``frame`` with, for each timestamp(s, p, o) call, the time (ms) of the latest window
+        triple matching it under the solution's bindings (C-SPARQL, Barbieri et al. 2010), and
+        the columns' names by call."""
+        names: dict = {}
         for call in calls:
             name = next(self._names)
             conds, keys = [], []
@@ -503,12 +549,12 @@ class Evaluator:
                 cond = cond & (F.col(vcol(v)) == F.col("_ts_" + c))
             frame = frame.join(latest, cond, "left").drop("_ts_win", *["_ts_" + c for c, _ in keys])
             names[call] = name
-        return Solutions(frame, None, sols.vars, sols.maybe, sols.ranked), names
+        return frame, names
 
     def _filter(self, node: P.Filter) -> Solutions:
-        sols, stamps = self._with_timestamps(self.evaluate(node.input, spanned=True), node.expr)
-        test = r2r.true(compile_expr(node.expr, self._scope(sols, stamps)))
-        hidden = list(stamps.values()) if stamps else []
+        sols, joined = self._with_joined(self.evaluate(node.input, spanned=True), node.expr)
+        test = r2r.true(compile_expr(node.expr, self._scope(sols, joined)))
+        hidden = list(joined.values()) if joined else []
 
         def apply(frame):
             return None if frame is None else r2r.filter_(frame, test).drop(*hidden)
@@ -521,8 +567,8 @@ class Evaluator:
 
     def _extend(self, node: P.Extend) -> Solutions:
         binds = _binds_together(node)
-        sols, stamps = self._with_timestamps(self.evaluate(binds[0].input, spanned=True), node.expr)
-        scope = self._scope(sols, stamps)
+        sols, joined = self._with_joined(self.evaluate(binds[0].input, spanned=True), node.expr)
+        scope = self._scope(sols, joined)
         columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
         for bind in binds:
             columns[bind.var.name] = compile_expr(bind.expr, scope).term
@@ -530,7 +576,7 @@ class Evaluator:
             if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:
                 numbers[bind.var.name] = numbers[bind.expr.name]
             vars_ += (bind.var.name,)
-        hidden = list(stamps.values()) if stamps else []
+        hidden = list(joined.values()) if joined else []
 
         def apply(frame):
             return None if frame is None else r2r.extend(frame, columns).drop(*hidden)
@@ -762,18 +808,33 @@ def _constant(term) -> str | None:
 
 def _binds_together(node: P.Extend) -> list[P.Extend]:
     """``node`` and the BINDs right under it that can be one plan step (``withColumns``), the
-    innermost first: none reads what another of them binds, and none calls timestamp() (which
-    joins the window's triples in first). A SELECT's ``(AVG(?x) AS ?avg)`` items are such a
+    innermost first: none reads what another of them binds, and none calls timestamp() or EXISTS (which
+    joins columns in first). A SELECT's ``(AVG(?x) AS ?avg)`` items are such a
     row; Spark analyses the whole plan again at each step."""
     binds = [node]
-    while isinstance(binds[-1].input, P.Extend) and not _timestamp_calls(node.expr):
+    while isinstance(binds[-1].input, P.Extend) and not _reads_window(node.expr):
         inner = binds[-1].input
         read = {v.name for bind in binds for v in walk(bind.expr) if isinstance(v, ast.Var)}
-        if _timestamp_calls(inner.expr) or inner.var.name in read:
+        if _reads_window(inner.expr) or inner.var.name in read:
             break
         binds.append(inner)
     return binds[::-1]
 
 
+def _reads_window(expr) -> bool:
+    """Whether ``expr`` reads the window beyond its solution: a column is joined in first."""
+    return bool(_timestamp_calls(expr) or _exists_tests(expr))
+
+
 def _timestamp_calls(expr) -> list[ast.Timestamp]:
-    return [n for n in walk(expr) if isinstance(n, ast.Timestamp)]
+    """The timestamp() calls of ``expr`` itself (those of an EXISTS pattern are its own)."""
+    return [n for n in walk(expr, _is_exists) if isinstance(n, ast.Timestamp)]
+
+
+def _exists_tests(expr) -> list[P.Exists]:
+    """The EXISTS of ``expr``, outermost ones (a nested one is its pattern's)."""
+    return [n for n in walk(expr, _is_exists) if isinstance(n, P.Exists)]
+
+
+def _is_exists(node) -> bool:
+    return isinstance(node, P.Exists)

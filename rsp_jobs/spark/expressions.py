@@ -20,6 +20,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms as T
+from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.spark import decimals as D
@@ -101,9 +102,11 @@ class Scope:
         source: str = "<query>",
         interval: Callable[[], tuple[Column, Column]] | None = None,
         numbers: dict[str, tuple[Column, Column]] | None = None,
+        exists: Callable[[P.Exists], Column] | None = None,
     ):
         self.columns = columns
         self.timestamp = timestamp
+        self.exists = exists  # an EXISTS pattern's boolean column, joined in by the evaluator
         self.source = source
         self.interval = interval
         self.numbers = numbers or {}  # a variable's number and rank where a column holds them
@@ -150,6 +153,14 @@ def compile_expr(expr: ast.Expr, scope: Scope) -> Value:
         return Value.of_boolean(~result if expr.negated else result)
     if isinstance(expr, ast.FunctionCall):
         return _call(expr, scope)
+    if isinstance(expr, P.Exists):
+        if scope.exists is None:
+            where = expr.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                scope.source, "EXISTS here (only in FILTER and BIND)", where.line, where.column
+            )
+        found = scope.exists(expr)
+        return Value.of_boolean(~found if expr.negated else found)
     if isinstance(expr, ast.Timestamp):
         if scope.timestamp is None:
             raise UnsupportedConstruct(scope.source, "timestamp() outside a window")

@@ -62,3 +62,15 @@ def test_trailing_values_are_in_scope_for_select_star_and_join_after_having():
     with pytest.raises(QueryError, match="selected but neither grouped nor aggregated"):
         compile("REGISTER QUERY q AS SELECT ?s ?k FROM STREAM <urn:s> [RANGE 1m STEP 10s] "
                 "WHERE { ?s <urn:p> ?o } GROUP BY ?s VALUES ?k { 1 }", "q.rsp")
+
+
+@pytest.mark.parametrize("text, construct, at", [
+    (PATTERN.format(body="{ ?s <urn:p> ?o } SEQ { ?s <urn:q> ?x } FILTER NOT EXISTS { ?x <urn:r> ?o }"),
+     "EXISTS in an EP-SPARQL pattern", "NOT EXISTS"),
+    (WINDOW.format(body="?s <urn:p> ?o OPTIONAL { ?s <urn:q> ?x FILTER EXISTS { ?x <urn:r> ?o } }"),
+     "EXISTS in an OPTIONAL's FILTER", "EXISTS"),
+    (WINDOW.format(body="?s <urn:p> ?o") + " ORDER BY (EXISTS { ?o <urn:r> ?s })", "EXISTS in ORDER BY", "EXISTS"),
+])
+def test_exists_is_refused_where_it_has_no_solutions_to_test(text, construct, at):
+    with pytest.raises(UnsupportedConstruct, match=rf"^q\.rsp:1:{text.index(at) + 1}: unsupported construct: {construct}"):
+        compile(text, "q.rsp")

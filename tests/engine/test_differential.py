@@ -129,6 +129,11 @@ CASES = {
     # VALUES after an OPTIONAL over the background: a row binds ?label where the OPTIONAL did not
     "background_values": ("SELECT ?x ?label", '{ ?x ex:p0 ?o OPTIONAL { ?x ex:label ?label } '
                           'VALUES ?label { "thing 0" "thing 3" } }', ""),
+    # EXISTS with a filter on an outer variable, NOT EXISTS on two, over the background alone, in a BIND
+    "exists": ("SELECT ?x ?y ?v", "{ ?x ex:p0 ?y . ?x ex:val ?v FILTER EXISTS { ?y ex:val ?w FILTER(?w > ?v) } }", ""),
+    "not_exists": ("SELECT ?x ?o", "{ ?x ?p ?o FILTER NOT EXISTS { ?o ex:p1 ?x } }", ""),
+    "background_not_exists": ("SELECT ?x ?y", "{ ?x ex:p0 ?y FILTER NOT EXISTS { ?y ex:label ?l } }", ""),
+    "exists_bind": ("SELECT ?x ?e", "{ ?x ex:val ?v BIND(EXISTS { ?x ex:p2 ?z } AS ?e) }", ""),
     "describe": ("DESCRIBE ?x ex:a1", "{ ?x ex:p0 ?y . ?y ex:val ?v FILTER(?v > 2) }", ""),
 }
 

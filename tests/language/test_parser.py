@@ -649,8 +649,6 @@ def test_empty_query():
     ("?s ex:p+ ?o", "property path", "ex:p"),
     ("?s ex:p? ?o", "property path", "ex:p"),
     ("?s !ex:p ?o", "property path", "!"),
-    ("?s ?p ?o FILTER EXISTS { ?s ?p 1 }", "EXISTS", "EXISTS"),
-    ("?s ?p ?o FILTER(NOT EXISTS { ?s ?p 1 })", "NOT EXISTS", "NOT"),
     ("?s ?p (1 2)", "RDF collection", "("),
 ])
 def test_unsupported_constructs(body, construct, start):
@@ -679,6 +677,18 @@ def test_values_inline_trailing_and_in_a_subquery():
     assert sub.query.values.rows == ((ast.Literal("x", lang="en"),),)
     assert q.values.vars == (ast.Var("p"),)
     assert q.values.rows == ((ast.IRI("http://ex.org/p"),),)
+
+
+def test_exists_and_not_exists_hold_their_group():
+    text = ("SELECT * { ?s ?p ?o FILTER(NOT EXISTS { ?o ?q 1 } || EXISTS { SELECT ?s {} }) "
+            "BIND(EXISTS { ?s ?p 2 } AS ?b) }")
+    q = parse_query(text)
+    test = q.where.elements[1].expr
+    assert test.left == ast.Exists(
+        ast.GroupPattern((ast.TriplesBlock((TriplePattern(Var("o"), Var("q"), Literal("1", XSD + "integer")),)),)),
+        negated=True, position=ast.Position(1, text.index("NOT") + 1))
+    assert isinstance(test.right.group.elements[0], ast.SubSelect) and not test.right.negated
+    assert q.where.elements[2].expr.position == ast.Position(1, text.index("EXISTS { ?s ?p 2") + 1)
 
 
 @pytest.mark.parametrize("text, message", [
