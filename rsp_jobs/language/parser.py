@@ -184,6 +184,7 @@ def _syntax_error(
 # -------------------------------------------------------------------------- the AST builder
 
 _XSD_STRING = ast.XSD + "string"
+_RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _NUMERIC = {ast.XSD + "integer", ast.XSD + "decimal", ast.XSD + "double"}
 _TIMESTAMP_IRI = ast.CSPARQL_FUNCTIONS + "timestamp"
 
@@ -666,9 +667,24 @@ class _AstBuilder(Transformer):
         node = self._fresh_bnode()
         return _WithTriples(node, self._expand(node, children[0]))
 
-    @v_args(meta=True)
-    def collection(self, meta, _):
-        raise self._unsupported(meta, "RDF collection")
+    def collection(self, children):
+        """SPARQL 1.1 section 4.2.5: ``(1 ?x)`` is a fresh blank node heading an rdf:first /
+        rdf:rest list of its members, ending in rdf:nil; ``()`` is rdf:nil itself. In a pattern
+        the nodes are non-distinguished variables, in a template fresh nodes per solution."""
+        if not children:
+            return ast.IRI(_RDF + "nil")
+        head = node = self._fresh_bnode()
+        triples: list[ast.TriplePattern] = []
+        for i, member in enumerate(children):
+            value, described = (
+                (member.node, member.triples) if isinstance(member, _WithTriples) else (member, [])
+            )
+            rest = self._fresh_bnode() if i < len(children) - 1 else ast.IRI(_RDF + "nil")
+            triples.append(ast.TriplePattern(node, ast.IRI(_RDF + "first"), value))
+            triples.extend(described)
+            triples.append(ast.TriplePattern(node, ast.IRI(_RDF + "rest"), rest))
+            node = rest
+        return _WithTriples(head, triples)
 
     def rdf_type(self, _):
         return ast.IRI(ast.RDF_TYPE)

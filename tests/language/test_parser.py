@@ -649,7 +649,6 @@ def test_empty_query():
     ("?s ex:p+ ?o", "property path", "ex:p"),
     ("?s ex:p? ?o", "property path", "ex:p"),
     ("?s !ex:p ?o", "property path", "!"),
-    ("?s ?p (1 2)", "RDF collection", "("),
 ])
 def test_unsupported_constructs(body, construct, start):
     head = "PREFIX ex: <http://ex.org/> SELECT *"
@@ -677,6 +676,25 @@ def test_values_inline_trailing_and_in_a_subquery():
     assert sub.query.values.rows == ((ast.Literal("x", lang="en"),),)
     assert q.values.vars == (ast.Var("p"),)
     assert q.values.rows == ((ast.IRI("http://ex.org/p"),),)
+
+
+def test_collections_are_rdf_lists_of_fresh_blank_nodes():
+    rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    (block,) = parse_query("SELECT * { ?s <urn:p> (1 [ <urn:q> ?x ] ()) }").where.elements
+    first, rest = IRI(rdf + "first"), IRI(rdf + "rest")
+    one = Literal("1", XSD + "integer")
+    s = block.triples[0].object
+    assert block.triples[0] == TriplePattern(Var("s"), IRI("urn:p"), s) and isinstance(s, BNode)
+    by_subject = {}
+    for t in block.triples[1:]:
+        by_subject.setdefault(t.subject, {})[t.predicate] = t.object
+    assert by_subject[s][first] == one
+    second = by_subject[s][rest]
+    member = by_subject[second][first]
+    assert isinstance(member, BNode) and by_subject[member] == {IRI("urn:q"): Var("x")}
+    third = by_subject[second][rest]
+    assert by_subject[third] == {first: IRI(rdf + "nil"), rest: IRI(rdf + "nil")}
+    assert len({s, second, member, third}) == 4
 
 
 def test_exists_and_not_exists_hold_their_group():
