@@ -92,6 +92,12 @@ def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, .
             )
 
     grouped = bool(query.group_by or aggregates)
+    if grouped and query.form == "SELECT" and query.projection is None:
+        raise QueryError(
+            f"{query.source}: SELECT * with GROUP BY: a grouped query selects its group keys "
+            "and aggregates by name (SPARQL 1.1 section 11.4; W3C syntax test syn-bad-01), e.g. "
+            "SELECT ?s (COUNT(*) AS ?n)"
+        )
     if grouped:
         keys = []
         for i, cond in enumerate(query.group_by):

@@ -82,11 +82,27 @@ def check_depth(tree: Tree, source: str, limit: int = MAX_DEPTH) -> Tree:
     return tree
 
 
+# \uXXXX or \UXXXXXXXX naming a UTF-16 surrogate, half of a pair: no character (SPARQL 1.1
+# section 19.2 reads the escapes as code points, and U+D800-U+DFFF are none)
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def check_literals(tree: Tree, source: str) -> Tree:
-    """``tree`` if no string in it is longer than ``RSP_MAX_LITERAL_BYTES``, else a
-    QuerySyntaxError where the first such string starts."""
+    """``tree`` if no string in it is longer than ``RSP_MAX_LITERAL_BYTES`` or escapes half of
+    a surrogate pair, else a QuerySyntaxError where the first such string starts."""
     from rsp_jobs import settings
 
+    for token in tree.scan_values(
+        lambda v: isinstance(v, Token) and v.type in ("STRING", "IRIREF") and "\\" in v
+    ):
+        escape = _SURROGATE_ESCAPE.search(token)
+        if escape:
+            raise QuerySyntaxError(
+                source,
+                token.line,
+                token.column,
+                f"{escape.group()} names half of a UTF-16 surrogate pair, which is no character",
+            )
     limit = settings.max_literal_bytes()
     for token in tree.scan_values(
         lambda v: isinstance(v, Token) and v.type == "STRING" and len(v) > limit // 4

@@ -74,3 +74,8 @@ def test_trailing_values_are_in_scope_for_select_star_and_join_after_having():
 def test_exists_is_refused_where_it_has_no_solutions_to_test(text, construct, at):
     with pytest.raises(UnsupportedConstruct, match=rf"^q\.rsp:1:{text.index(at) + 1}: unsupported construct: {construct}"):
         compile(text, "q.rsp")
+
+
+def test_select_star_with_group_by_is_refused():
+    with pytest.raises(QueryError, match=r"^q\.rsp: SELECT \* with GROUP BY"):
+        compile(WINDOW.format(body="?s <urn:p> ?o") + " GROUP BY ?s", "q.rsp")
