@@ -34,12 +34,24 @@ def pattern_streams(pattern) -> list[str]:
 def pattern_lookback_us(pattern, retention_us: int | None = None) -> int | None:
     """How far before a batch a pattern reads: its bounded duration, or the retention its
     ``.toml`` states for an unbounded one (matches longer than it are not reported), or None:
-    an unbounded EP-SPARQL pattern keeps its partial matches in the store instead (EP-SPARQL
-    §4; ``PartialMatches`` below)."""
-    bound = pattern.bound_us
+    an unbounded EP-SPARQL pattern, or one whose optional part may lie beyond its bound, keeps
+    its partial matches in the store instead (EP-SPARQL §4; ``PartialMatches`` below)."""
+    bound = None if _optional_part_reaches_back(pattern) else pattern.bound_us
     if retention_us is not None:
         bound = retention_us if bound is None else min(bound, retention_us)
     return bound
+
+
+def _optional_part_reaches_back(pattern) -> bool:
+    """Whether an optional part's absence depends on events at any distance before a match.
+    EP-SPARQL 3.2: OPTIONALSEQ keeps a right-hand μ alone only if no compatible μ' of its left
+    part ended before μ started, and OPTIONAL keeps μ alone only if no compatible μ' ended by
+    its end: however long before. The duration bound filters the combined match; it does not
+    make the older μ' absent, so a batch must know every earlier left part, which the kept
+    partial matches hold (an EQUALSOPTIONAL's part spans its match: within the bound)."""
+    return isinstance(pattern, ContinuousQuery) and any(
+        isinstance(node, (P.SeqRightJoin, P.LeftJoin)) for node in walk(pattern.plan)
+    )
 
 
 def check_batchable(pattern) -> int | None:

@@ -198,9 +198,9 @@ def plan_pattern(
 ) -> PatternPlan:
     """The physical plan of the matches of ``query`` ending in ``(after, until]`` (µs; None:
     unbounded). ``kept``: the run keeps the pattern's partial matches, cut at ``cut_us`` (None:
-    none kept yet); they are read only by an unbounded pattern without a retention."""
+    none kept yet); they are read only where nothing bounds the lookback (``pattern_lookback_us``)."""
     lookback = pattern_lookback_us(query, retention_us)
-    if query.bound_us is None and kept and retention_us is None:
+    if lookback is None and kept:
         reads, start = KEPT, None if cut_us is None else cut_us + 1
     else:
         start = None if after is None or lookback is None else after - lookback
