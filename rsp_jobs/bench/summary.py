@@ -63,7 +63,7 @@ def _page(report: dict, plot: str) -> str:
         f"({work['ingest_triples_per_second']:,} triples/s on one core; the CSV mapping before it took "
         f"{work['mapping_seconds']} s).",
         "",
-        "## Registered queries over the first day",
+        "## Queries over the first day (the registered CityBench queries, then the bench's own)",
         "",
         "| query | windows | engine s | s/window | rdflib s/window | engine vs rdflib per window | same answers |",
         "|---|---|---|---|---|---|---|",
