@@ -731,10 +731,13 @@ def cmd_import(args) -> int:
     from rsp_jobs.store.tardf import import_stream
 
     report = import_stream(_store_engine(args.store or ""), args.path, args.stream)
+    # new vs already there: an import of a stream the store holds (another export of it, in
+    # either format) should find every frame unchanged, and says so
     print(
-        f"rsp: {report.frames_written} frames written, {report.frames_unchanged} unchanged, "
-        f"{report.triples_written} triples, {report.invariant} time-invariant statements, "
-        f"{report.quarantined} quarantined",
+        f"rsp: {report.frames_new} frames new, {report.frames_unchanged} already stored "
+        f"(unchanged), {report.frames_replaced} replaced, {report.frames_merged} merged into; "
+        f"{report.triples_written} triples written, {report.invariant} time-invariant "
+        f"statements, {report.quarantined} quarantined",
         file=sys.stderr,
     )
     return 0

@@ -176,6 +176,7 @@ def reevaluate(
                 FrameTriple.o,
                 FrameTriple.o_num,
                 FrameTriple.o_time,
+                FrameTriple.start,
             )
             .join(Frame, Frame.stream_id == Stream.id)
             .join(FrameTriple, FrameTriple.frame_id == Frame.id)
@@ -190,9 +191,10 @@ def reevaluate(
         lake = Lake(Path(scratch) / "lake")
         for stream in {r.iri for r in rows}:
             batch = StreamBatch(stream, "store")
-            # a frame's triples were stored in the order the stream delivered them: that is their position
+            # a frame's triples were stored in the order the stream delivered them: that is their
+            # position; a derived event keeps its interval start, as the lake it was read from did
             batch.elements = [
-                Element(stream, r.ts, r.frame_iri, r.s, r.p, r.o, r.o_num, r.o_time, r.id)
+                Element(stream, r.ts, r.frame_iri, r.s, r.p, r.o, r.o_num, r.o_time, r.id, r.start)
                 for r in rows
                 if r.iri == stream
             ]

@@ -53,10 +53,15 @@ from rsp_jobs.textfile import decode
 from rsp_jobs.times import datetime_lexical, to_us
 
 PROV_GENERATED_AT = URIRef("http://www.w3.org/ns/prov#generatedAtTime")
+# a graph's interval start: its triples are derived events over [start, its generatedAtTime]
+# (EP-SPARQL §3.2; what ``rsp export`` writes of a REGISTER STREAM pattern's matches)
+RSP_START = URIRef("urn:rsp:ns:start")
 FORMATS = {".trig": "trig", ".nq": "nquads", ".nquads": "nquads"}
 # The reason of the rejection that holds the default graph's triples other than frame times
 # (store.tardf takes TA-RDF statements out of it on import).
-OUTSIDE_FRAMES = "triples in the default graph other than prov:generatedAtTime belong to no frame"
+OUTSIDE_FRAMES = (
+    "triples in the default graph other than prov:generatedAtTime and rsp:start belong to no frame"
+)
 
 
 # Element and Statement are made a million times a file: slotted, and hashable by value like
@@ -311,7 +316,9 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
         elif st.p == PROV_GENERATED_AT:
             ts = time_value(st.o) if isinstance(st.o, Literal) else None
             stamps[st.s] = NO_TIME if ts is None or st.s in stamps else to_us(ts)
-            stamped[st.s] = pos
+            stamped[st.s] = max(stamped.get(st.s, pos), pos)
+        elif st.p == RSP_START:  # read with its graph's frame, so it may close the frame
+            stamped[st.s] = max(stamped.get(st.s, pos), pos)
     group_of: dict[Node, _Group] = {}  # graph -> its frame's time (or ("graph", graph): alone)
     closes: dict[_Group, int] = {}  # frame time -> where its last statement is
     while last:
@@ -338,9 +345,9 @@ def _nquads_chunks(path: Path, stream_iri: str, order: int, limit: int) -> Itera
     for pos, st, size in statements(found):
         if st.graph is not None:
             group = group_of[st.graph]
-        elif st.p == PROV_GENERATED_AT and st.s in group_of:
+        elif st.p in (PROV_GENERATED_AT, RSP_START) and st.s in group_of:
             group = group_of[st.s]
-        elif st.p == PROV_GENERATED_AT:
+        elif st.p in (PROV_GENERATED_AT, RSP_START):
             continue  # the time of a graph that has no triples: no frame, as when read whole
         else:
             outside += 1
@@ -732,12 +739,15 @@ def _to_frames(
     place in its file (default: its index in ``statements``)."""
     collect = outside
     stamps: dict[object, list] = {}
+    starts: dict[Node, list] = {}  # graph -> its rsp:start values, with their lines
     outside = []
     parts: dict[Node, _Part] = {}
     for pos, st in zip(positions, statements) if positions is not None else enumerate(statements):
         if st.graph is None:
             if st.p == PROV_GENERATED_AT:
                 stamps.setdefault(st.s, []).append(st.o)
+            elif st.p == RSP_START and not isinstance(st.s, Literal):
+                starts.setdefault(st.s, []).append((st.o, st.line))
             else:
                 outside.append(st)
             continue
@@ -745,7 +755,8 @@ def _to_frames(
         if part is None:
             part = parts[st.graph] = _Part(st.line)
         part.statements.append((pos, st))
-    timed: list[tuple[datetime, int, str, _Part]] = []  # time, position, the part's graph IRI
+    timed: list[tuple[datetime, int, str, _Part, datetime | None]] = []
+    # time, position, the part's graph IRI, the part, its events' interval start
     horizon = future_horizon()
     for key, part in parts.items():
         if isinstance(key, Literal):
@@ -783,11 +794,18 @@ def _to_frames(
                 )
             )
             continue
-        timed.append((ts, part.statements[0][0], graph, part))
+        start, refused = _interval_start(key, ts, starts.pop(key, []))
+        if refused:
+            why, line = refused
+            batch.rejections.append(
+                Rejection(batch.source, line or part.line, why, len(part.statements))
+            )
+            continue
+        timed.append((ts, part.statements[0][0], graph, part, start))
     # the frame of a time is named by its first part in the file; frames leave in time order
     frame_of: dict[datetime, str] = {}
     seen: dict[str, set] = {}
-    for ts, _, graph, part in sorted(timed, key=lambda item: (item[0], item[1])):
+    for ts, _, graph, part, start in sorted(timed, key=lambda item: (item[0], item[1])):
         frame = frame_of.setdefault(ts, graph)
         triples = seen.setdefault(frame, set())
         batch.parts.append(
@@ -798,16 +816,20 @@ def _to_frames(
                 batch.source,
                 part.line,
                 len(part.statements),
-                frame_checksum(st.nt for _, st in part.statements),
+                frame_checksum((*st.nt, start) for _, st in part.statements),
             )
         )
         for pos, st in part.statements:
-            if st.nt in triples:
+            if (st.nt, start) in triples:  # the same triple over another interval is another event
                 batch.duplicates[frame] += 1
                 continue
-            triples.add(st.nt)
-            batch.elements.append(Element(batch.stream, ts, frame, *st.nt, *st.values, pos))
+            triples.add((st.nt, start))
+            batch.elements.append(Element(batch.stream, ts, frame, *st.nt, *st.values, pos, start))
     batch.elements.sort(key=attrgetter("ts", "pos"))
+    for subject, stated in starts.items():  # an rsp:start of no graph of the file: not dropped
+        outside.extend(
+            Statement.of(None, subject, RSP_START, value, line) for value, line in stated
+        )
     if collect is not None:
         collect.extend(outside)
     elif outside:
@@ -826,11 +848,22 @@ def past_horizon(ts: datetime, horizon: datetime) -> str:
     return f"time {datetime_lexical(ts)} is past the horizon of {datetime_lexical(horizon)} (now + RSP_FUTURE_HORIZON)"
 
 
-def frame_checksum(triples: Iterable[tuple[str, str, str]]) -> str:
+def frame_checksum(triples: Iterable[tuple]) -> str:
     """sha256 hex of a graph's distinct N-Triples lines ``s p o .``, sorted, UTF-8: a frame's
-    (or a part's) identity by content, whatever the order or repeats of its triples."""
-    lines = sorted({f"{s} {p} {o} .\n" for s, p, o in triples})
+    (or a part's) identity by content, whatever the order or repeats of its triples.
+
+    A triple may come as ``(s, p, o, start)``: a derived event over [start, the frame's time]
+    (EP-SPARQL §3.2) is another event than the same triple at the frame's instant, so its line
+    carries the start (``s p o . # start <UTC lexical form>``); a start of None adds nothing,
+    so frames without derived events keep the checksums stored before starts were."""
+    lines = sorted({_checksum_line(*t) for t in triples})
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+
+
+def _checksum_line(s: str, p: str, o: str, start: datetime | None = None) -> str:
+    if start is None:
+        return f"{s} {p} {o} .\n"
+    return f"{s} {p} {o} . # start {datetime_lexical(start)}\n"
 
 
 def merge_known_frames(batch: StreamBatch, known: dict[datetime, str]) -> None:
@@ -848,6 +881,36 @@ def merge_known_frames(batch: StreamBatch, known: dict[datetime, str]) -> None:
     batch.elements = [replace(e, frame=rename.get(e.frame, e.frame)) for e in batch.elements]
     batch.parts = [replace(p, frame=rename.get(p.frame, p.frame)) for p in batch.parts]
     batch.duplicates = Counter({rename.get(f, f): n for f, n in batch.duplicates.items()})
+
+
+def _interval_start(
+    graph, ts: datetime, stated: list[tuple[Node, int | None]]
+) -> tuple[datetime | None, tuple[str, int | None] | None]:
+    """The interval start a graph's ``rsp:start`` gives its events (None: the instant ``ts``),
+    or why its part is rejected, with the line that says so."""
+    if not stated:
+        return None, None
+    name = to_nt(graph)
+    values = {value for value, _ in stated}
+    line = stated[0][1]
+    if len(values) > 1:
+        return None, (
+            f"graph {name} has {len(values)} rsp:start values (one interval per graph)",
+            line,
+        )
+    start = time_value(stated[0][0]) if isinstance(stated[0][0], Literal) else None
+    if start is None:
+        return None, (
+            f"graph {name} has an rsp:start that is not an xsd:dateTime: {to_nt(stated[0][0])}",
+            line,
+        )
+    if start > ts:
+        return None, (
+            f"graph {name} has rsp:start {datetime_lexical(start)} after its time "
+            f"{datetime_lexical(ts)} (an event's interval ends at its frame's time)",
+            line,
+        )
+    return (None if start == ts else start.astimezone(UTC)), None
 
 
 def _frame_time_problem(frame, times: list) -> str | None:

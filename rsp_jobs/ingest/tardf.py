@@ -10,6 +10,9 @@ and rs = s". So, in a file:
   ``xsd:date`` (its first instant) or ``dsv:Nil``, and belongs to one stream (2(ii)). A frame
   that breaks a restriction is rejected whole, with the restriction named. The older exports'
   ``prov:generatedAtTime`` is accepted as the timestamp when ``dsv:hasTimestamp`` is absent.
+  ``F rsp:start s`` (one ``xsd:dateTime``, not after the frame's time) makes the statements of
+  ``F`` derived events over [s, t] (EP-SPARQL §3.2; ``store.tardf`` writes it), each element
+  keeping ``s`` as its start; a frame at Nil has no interval.
 * the default graph's statements about a frame (``F p o``, ``x p F``) are the TA-RDF triples
   ``S[t] p o``: they go into the stream's frame at t, with ``F`` written as ``S`` (the frame's
   state is the stream's state at t; a blank-node frame is named ``<S>/frame/<t>``, as
@@ -41,6 +44,7 @@ from rdflib.term import Node
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.rdf_stream import (
     PROV_GENERATED_AT,
+    RSP_START,
     Element,
     Part,
     Rejection,
@@ -226,6 +230,7 @@ class _Reader:
         streams: defaultdict[Node, set[Node]] = defaultdict(set)
         stamps: defaultdict[Node, set[Node]] = defaultdict(set)
         generated: defaultdict[Node, set[Node]] = defaultdict(set)
+        started: defaultdict[Node, set[Node]] = defaultdict(set)
         lines: dict[Node, int | None] = {}
         for st in self.statements:
             if st.graph is not None:
@@ -237,7 +242,10 @@ class _Reader:
                 stamps[st.s].add(st.o)
             elif st.p == PROV_GENERATED_AT:
                 generated[st.s].add(st.o)
+            elif st.p == RSP_START:
+                started[st.s].add(st.o)
         frames: dict[Node, tuple[URIRef, datetime | str]] = {}
+        self.starts: dict[Node, datetime] = {}
         problems: dict[Node, str] = {}
         horizon = future_horizon()
         for frame, owners in streams.items():
@@ -276,6 +284,8 @@ class _Reader:
                 )
             elif isinstance(when, datetime) and when > horizon:
                 problems[frame] = f"frame {name}'s {past_horizon(when, horizon)}"
+            elif reason := self._start_problem(frame, when, started.get(frame, set())):
+                problems[frame] = reason
             else:
                 frames[frame] = (owner, when)
         self.problems = problems
@@ -286,12 +296,39 @@ class _Reader:
             )
         return frames
 
+    def _start_problem(self, frame, when, values: set) -> str | None:
+        """Why a frame's ``rsp:start`` is refused, or None (its start noted in ``starts``)."""
+        if not values:
+            return None
+        name = to_nt(frame)
+        starts = {time_value(v) if isinstance(v, Literal) else None for v in values}
+        if when == NIL:
+            return f"frame {name} is at dsv:Nil and has an rsp:start: a time-invariant frame has no interval"
+        if len(values) > 1:
+            return f"frame {name} has {len(values)} rsp:start values (one interval per frame)"
+        [start] = starts
+        if start is None:
+            return f"frame {name} has an rsp:start that is not an xsd:dateTime: {to_nt(next(iter(values)))}"
+        if isinstance(when, datetime) and start > when:
+            return (
+                f"frame {name} has rsp:start {datetime_lexical(start)} after its time "
+                f"{datetime_lexical(when)} (an event's interval ends at its frame's time)"
+            )
+        if start != when:
+            self.starts[frame] = start
+        return None
+
     def _metadata(self, st: Statement, frames: dict) -> bool:
         """A default-graph statement of the dsv vocabulary about a frame or stream (already
         read), or any statement about a rejected frame (counted in its rejection)."""
         if st.s in self.problems or st.o in self.problems:
             return True
-        if st.s in frames and st.p in (DSV_BELONGS_TO, DSV_HAS_TIMESTAMP, PROV_GENERATED_AT):
+        if st.s in frames and st.p in (
+            DSV_BELONGS_TO,
+            DSV_HAS_TIMESTAMP,
+            PROV_GENERATED_AT,
+            RSP_START,
+        ):
             return True
         return st.p == RDF.type and st.o in (DSV_FRAME, DSV_DATA_STREAM)
 
@@ -326,7 +363,9 @@ class _Reader:
             ):
                 continue  # the translation of a triple the frame's graph states
             parts[graph].append((pos, st, nt, triple[2]))
-        known = {(e.s, e.p, e.o) for e in batch.elements if e.frame == name}
+        start = self.starts.get(frame)  # its events' interval start; None: the instant ts
+        # the same triple over another interval is another event (EP-SPARQL §3.2)
+        known = {(e.s, e.p, e.o, e.start) for e in batch.elements if e.frame == name}
         for graph, items in parts.items():
             # a part is keyed by its graph: the default graph's statements about one frame
             # resource are named after both
@@ -339,14 +378,23 @@ class _Reader:
                     self.source,
                     items[0][1].line,
                     len(items),
-                    frame_checksum(nt for _, _, nt, _ in items),
+                    frame_checksum((*nt, start) for _, _, nt, _ in items),
                 )
             )
             for pos, _triple, nt, obj in items:
-                if nt in known:
+                if (*nt, start) in known:
                     batch.duplicates[name] += 1
                     continue
-                known.add(nt)
+                known.add((*nt, start))
                 batch.elements.append(
-                    Element(batch.stream, ts, name, *nt, numeric_value(obj), time_value(obj), pos)
+                    Element(
+                        batch.stream,
+                        ts,
+                        name,
+                        *nt,
+                        numeric_value(obj),
+                        time_value(obj),
+                        pos,
+                        start,
+                    )
                 )

@@ -6,7 +6,11 @@ and graphs may share a timestamp), the union of the *parts* delivered for that t
 graphs or timestamped triples of files, or one evaluation's result (``frame_parts``). So a
 batch's frame at a time the stream already has is
 
-- unchanged, when each of its parts is stored with the same checksum (a re-load);
+- unchanged, when each of its parts is stored with the same checksum (a re-load), or when its
+  triples are the stored frame's (same checksum) whatever file, format or graph names brought
+  them: an N-Quads export imported into a store that holds the stream from its TriG export.
+  Nothing is written for it, not even the new parts: they would make the frame one merged
+  from two files, whose later correction from either file would then be refused;
 - replaced in place (same row id, triples re-inserted), when the stored frame consists only of
   parts of this batch's source (a corrected file, a re-run of an evaluation);
 - merged into the stored frame (which keeps its IRI and id) otherwise: its new parts are
@@ -58,6 +62,7 @@ __all__ = [
     "first_frame",
     "frame_at",
     "frame_checksum",
+    "frame_events",
     "frame_parts",
     "frame_triples",
     "frames_in_range",
@@ -71,7 +76,7 @@ __all__ = [
 EXECUTEMANY_ROWS = 10_000  # rows per executemany on SQLite
 KEYS_PER_QUERY = 1_000  # values per IN (...) list
 FRAME_COLUMNS = ("stream_id", "ts", "frame_iri", "triple_count", "checksum")
-TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time")
+TRIPLE_COLUMNS = ("frame_id", "s", "p", "o", "o_num", "o_time", "start")
 PART_COLUMNS = ("frame_id", "source", "graph_iri", "line", "statements", "checksum")
 # INSERT ... ON CONFLICT of the two backends the store runs on
 # typed so that what a dialect's INSERT adds (ON CONFLICT, ``excluded``) is known after ``[name]``
@@ -81,7 +86,10 @@ INSERT_ON_CONFLICT: dict[str, Callable[[Table], postgresql.Insert | sqlite.Inser
 }
 
 Triple = tuple[str, str, str]
-TripleRow = tuple[int, str, str, str, float | None, datetime | None]
+# a triple and the start of the interval it holds over when it is a derived event (None: the
+# frame's instant); the same triple with two starts is two events (EP-SPARQL §3.2)
+Event = tuple[str, str, str, datetime | None]
+TripleRow = tuple[int, str, str, str, float | None, datetime | None, datetime | None]
 
 
 @dataclass(frozen=True)
@@ -95,11 +103,17 @@ class FrameInfo:
 @dataclass(frozen=True)
 class LoadReport:
     frames_written: int  # inserted, replaced or merged into
-    frames_unchanged: int  # already stored with the same parts
+    frames_unchanged: int  # already stored: with the same parts, or the same triples
     triples_written: int
     quarantined: int  # triples in the batch's rejections: accepted + quarantined = read
     frames_merged: int = 0  # of frames_written: stored frames that gained a part of another source
     invariant: int = 0  # time-invariant statements stored (TA-RDF imports)
+    frames_replaced: int = 0  # of frames_written: stored frames whose source brought them anew
+
+    @property
+    def frames_new(self) -> int:
+        """Frames the store did not hold at their (stream, time) before this load."""
+        return self.frames_written - self.frames_merged - self.frames_replaced
 
 
 @dataclass(frozen=True)
@@ -107,8 +121,8 @@ class _BatchFrame:
     ts: datetime
     iri: str
     triples: dict[
-        Triple, tuple[float | None, datetime | None]
-    ]  # a graph: each triple once, in order
+        Event, tuple[float | None, datetime | None]
+    ]  # a graph: each event (triple and start) once, in order
     parts: tuple[Part, ...]
 
     @property
@@ -154,11 +168,13 @@ def write_batch(
         if f.ts not in stored:
             new.append(f)
             continue
-        frame_id, iri, _ = stored[f.ts]
+        frame_id, iri, checksum = stored[f.ts]
         parts = stored_parts.get(frame_id, {})
         mine = {(p.source, p.graph): p.checksum for p in f.parts}
         if all(parts.get(key) == value for key, value in mine.items()):
             continue  # a re-load: every part is stored as it is
+        if checksum == f.checksum:
+            continue  # the frame as stored, from another file or format (see the module doc)
         if set(parts) <= set(mine):  # the batch is the whole frame: replace it
             replaced.append((frame_id, f))
             continue
@@ -197,7 +213,14 @@ def write_batch(
     if frames:
         _advance_watermark(conn, stream_id, max(f.ts for f in frames))
     written = len(new) + len(replaced) + len(merged)
-    return LoadReport(written, len(frames) - written, triples, quarantined, len(merged))
+    return LoadReport(
+        written,
+        len(frames) - written,
+        triples,
+        quarantined,
+        len(merged),
+        frames_replaced=len(replaced),
+    )
 
 
 def known_frames(
@@ -246,14 +269,29 @@ def frame_at(engine: Engine, stream_iri: str, ts: datetime) -> FrameInfo | None:
 
 
 def frame_triples(engine: Engine, frame_iri: str) -> list[Triple]:
-    """The triples of a frame as N-Triples terms, sorted; empty for an unknown frame."""
+    """The triples of a frame as N-Triples terms, sorted, each once (a derived triple over two
+    intervals is two events, ``frame_events``, but one triple of the graph); empty for an
+    unknown frame."""
     query = (
         select(FrameTriple.s, FrameTriple.p, FrameTriple.o)
         .join(Frame, Frame.id == FrameTriple.frame_id)
         .where(Frame.frame_iri == frame_iri)
     )
     with engine.connect() as conn:
-        return sorted((s, p, o) for s, p, o in conn.execute(query))
+        return sorted({(s, p, o) for s, p, o in conn.execute(query)})
+
+
+def frame_events(engine: Engine, frame_iri: str) -> list[Event]:
+    """``frame_triples`` with each triple's interval start (None: the frame's instant): what
+    the frame's checksum sums, so what an audit recomputes it from."""
+    query = (
+        select(FrameTriple.s, FrameTriple.p, FrameTriple.o, FrameTriple.start)
+        .join(Frame, Frame.id == FrameTriple.frame_id)
+        .where(Frame.frame_iri == frame_iri)
+    )
+    with engine.connect() as conn:
+        events = [(s, p, o, start) for s, p, o, start in conn.execute(query)]
+    return sorted(events, key=lambda e: (*e[:3], e[3] is not None, e[3] or datetime.min))
 
 
 def frame_parts(engine: Engine, frame_iri: str) -> list[tuple[str, str, int | None, int]]:
@@ -278,8 +316,8 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
     is named by its first part; a frame IRI names one time (TA-RDF)."""
     triples: dict[datetime, dict] = {}
     named: dict[
-        datetime, dict[str, list[Triple]]
-    ] = {}  # time -> frame IRI -> its triples, as the elements name them
+        datetime, dict[str, list[Event]]
+    ] = {}  # time -> frame IRI -> its events, as the elements name them
     iri_time: dict[str, datetime] = {}
     for e in batch.elements:
         if e.stream != batch.stream:
@@ -296,8 +334,9 @@ def _frames_of(batch: StreamBatch) -> list[_BatchFrame]:
             raise InputError(
                 f"{batch.source}: frame <{e.frame}> has a literal time without time zone: {e.o}"
             )
-        triples.setdefault(ts, {}).setdefault((e.s, e.p, e.o), (e.o_num, e.o_time))
-        named.setdefault(ts, {}).setdefault(e.frame, []).append((e.s, e.p, e.o))
+        start = _start(e.start, ts, batch.source, e.frame)
+        triples.setdefault(ts, {}).setdefault((e.s, e.p, e.o, start), (e.o_num, e.o_time))
+        named.setdefault(ts, {}).setdefault(e.frame, []).append((e.s, e.p, e.o, start))
     parts: dict[datetime, list[Part]] = defaultdict(list)
     for part in batch.parts:
         parts[_utc(part.ts, batch.source, part.frame)].append(part)
@@ -317,6 +356,20 @@ def _utc(ts: datetime, source: str, frame: str) -> datetime:
     if ts.tzinfo is None:
         raise InputError(f"{source}: frame <{frame}> has a timestamp without time zone")
     return ts.astimezone(UTC)
+
+
+def _start(start: datetime | None, ts: datetime, source: str, frame: str) -> datetime | None:
+    """A derived event's interval start as stored: UTC, None for the frame's instant (an
+    interval [ts, ts] is the instant, and is stored as every other triple is)."""
+    if start is None:
+        return None
+    start = _utc(start, source, frame)
+    if start > ts:
+        raise InputError(
+            f"{source}: frame <{frame}> at {ts.isoformat()} has an event starting later, at "
+            f"{start.isoformat()} (an event's interval [start, end] ends at its frame's time)"
+        )
+    return None if start == ts else start
 
 
 def _check_frame_streams(
@@ -422,11 +475,11 @@ def _merge_frames(
     iris: dict[int, str] = {}
     for chunk in _chunks([frame_id for frame_id, _ in merged], KEYS_PER_QUERY):
         for row in conn.execute(
-            select(FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o).where(
-                FrameTriple.frame_id.in_(chunk)
-            )
+            select(
+                FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o, FrameTriple.start
+            ).where(FrameTriple.frame_id.in_(chunk))
         ):
-            stored[row.frame_id].add((row.s, row.p, row.o))
+            stored[row.frame_id].add((row.s, row.p, row.o, row.start))
         iris.update(
             conn.execute(select(Frame.id, Frame.frame_iri).where(Frame.id.in_(chunk))).all()
         )
@@ -480,8 +533,8 @@ def _insert_frames(conn: Connection, stream_id: int, frames: list[_BatchFrame]) 
 
 def _triple_rows(frames: Iterable[tuple[int, _BatchFrame]]) -> Iterator[TripleRow]:
     for frame_id, frame in frames:
-        for (s, p, o), (o_num, o_time) in frame.triples.items():
-            yield frame_id, s, p, o, stored_number(o_num), o_time
+        for (s, p, o, start), (o_num, o_time) in frame.triples.items():
+            yield frame_id, s, p, o, stored_number(o_num), o_time, start
 
 
 def stored_number(value: float | None) -> float | None:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
 from rsp_jobs.store.db import chunks
-from rsp_jobs.store.frames import frame_checksum, frame_triples
+from rsp_jobs.store.frames import frame_checksum, frame_events
 from rsp_jobs.store.models import (
     Activity,
     ActivityGenerated,
@@ -339,6 +339,6 @@ def audit(engine: Engine, iri: str) -> AuditReport:
             report.checked += 1
             if used.entity_iri not in known:
                 report.missing.append(used.entity_iri)
-            elif frame_checksum(frame_triples(engine, used.entity_iri)) != used.checksum:
+            elif frame_checksum(frame_events(engine, used.entity_iri)) != used.checksum:
                 report.changed.append(used.entity_iri)
     return report

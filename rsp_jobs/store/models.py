@@ -137,7 +137,8 @@ class Frame(Base):
 
 
 class FrameTriple(Base):
-    """A triple of a frame, terms as N-Triples text with the literal's typed values beside it."""
+    """A triple of a frame, terms as N-Triples text with the literal's typed values beside it,
+    and the start of the interval it holds over when it is a derived event."""
 
     __tablename__ = "frame_triples"
 
@@ -148,6 +149,10 @@ class FrameTriple(Base):
     o: Mapped[str] = mapped_column(Text)
     o_num: Mapped[float | None] = mapped_column(Double)
     o_time: Mapped[datetime | None]
+    # a derived event's interval start (EP-SPARQL §3.2, migration 0011): the triple holds over
+    # [start, frame ts]; NULL: at the frame's instant. The same triple with two starts is two
+    # events, so two rows.
+    start: Mapped[datetime | None]
 
 
 class InvariantTriple(Base):

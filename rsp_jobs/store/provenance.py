@@ -246,7 +246,8 @@ def record_ingest(
     ]
     triples: dict[str, list] = {}
     for e in batch.elements:
-        triples.setdefault(e.frame, []).append((e.s, e.p, e.o))
+        # with the events' interval starts, as the stored frame's checksum sums them
+        triples.setdefault(e.frame, []).append((e.s, e.p, e.o, e.start))
     record.generated = [(frame, "frame", frame_checksum(t)) for frame, t in triples.items()]
     if batch.elements:
         record.window_open = min(e.ts for e in batch.elements)

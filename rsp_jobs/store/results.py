@@ -142,6 +142,7 @@ def result_batch(
         frame_of[window.window_close] = frame
         triples = _window_triples(query, frame, window)
         starts = _starts(window)
+        first = len(batch.elements)
         for pos, (s, p, o) in enumerate(triples):
             rdf = nt_to_rdflib(o)
             for start in starts.get((s, p, o), [None]):
@@ -159,8 +160,11 @@ def result_batch(
                         None if start == close else start,
                     )
                 )
+        # summed with the events' starts, as the frame is: a re-run whose matches span other
+        # intervals is a changed part, not a re-delivered one
+        events = [(e.s, e.p, e.o, e.start) for e in batch.elements[first:]]
         batch.parts.append(
-            Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(triples))
+            Part(frame, close, frame, batch.source, None, len(triples), frame_checksum(events))
         )
     return batch, frame_of
 

@@ -16,6 +16,20 @@ An export is at once the plain-RDF translation of Definition 3 and an RSP stream
       <frame> a dsv:Frame ; dsv:belongsTo <stream> ; dsv:hasTimestamp "t"^^xsd:dateTime ;
           prov:generatedAtTime "t"^^xsd:dateTime ; ex:reading 10 .
 
+A derived event (a REGISTER STREAM pattern's match, EP-SPARQL §3.2) holds over an interval
+[start, t], the frame's time t its end; the store keeps its start beside the triple. The frame's
+graph name then gives the start in the default graph, ``<frame> rsp:start "s"^^xsd:dateTime``
+(``urn:rsp:ns:start``, the ``rsp:`` namespace of the stored results), which any RDF reader
+keeps as a plain triple; without it an event is the instant [t, t]. A frame whose events have
+several starts (matches over other intervals closing at one time) is written as one graph per
+start, the first named by the frame IRI and each other ``<frame>/interval/<start>``, every one
+a ``dsv:Frame`` of the stream at t: TA-RDF restriction 2(iv) makes them one frame again on
+import, each triple with its start (docs/decisions/streams-and-frames.md)::
+
+      <frame> { <x> ex:rose true . }
+      <frame> a dsv:Frame ; dsv:belongsTo <stream> ; dsv:hasTimestamp "t"^^xsd:dateTime ;
+          prov:generatedAtTime "t"^^xsd:dateTime ; rsp:start "s"^^xsd:dateTime .
+
 Importing (``ingest.tardf``) reads both forms, so export then import gives the same frames
 (Theorem 2's reversibility): the translation's statements that the named graph already states
 are not added twice.
@@ -41,14 +55,14 @@ from rdflib.namespace import RDF
 from sqlalchemy import Engine, select
 
 from rsp_jobs.errors import InputError
-from rsp_jobs.ingest.rdf_stream import FORMATS, PROV_GENERATED_AT
+from rsp_jobs.ingest.rdf_stream import FORMATS, PROV_GENERATED_AT, RSP_START
 from rsp_jobs.ingest.tardf import DSV, read_tardf
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import LoadReport, write_batch
 from rsp_jobs.store.invariant import invariants_about, write_invariants
 from rsp_jobs.store.models import Frame, FrameTriple, Stream
 from rsp_jobs.terms import XSD_DATETIME
-from rsp_jobs.times import xsd_datetime
+from rsp_jobs.times import datetime_lexical, xsd_datetime
 
 DSV_DATA_STREAM = DSV + "DataStream"
 DSV_FRAME = DSV + "Frame"
@@ -56,6 +70,7 @@ DSV_BELONGS_TO = DSV + "belongsTo"
 DSV_HAS_TIMESTAMP = DSV + "hasTimestamp"
 RDF_TYPE = str(RDF.type)
 PROV = "http://www.w3.org/ns/prov#"
+RSP = "urn:rsp:ns:"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 EXPORT_FORMATS = ("trig", "nquads")
 
@@ -75,6 +90,19 @@ class _StoredFrame:
     ts: datetime
     iri: str
     triples: list[tuple[str, str, str]]  # N-Triples text, sorted
+    start: datetime | None = None  # the interval start of its events; None: the instant ts
+
+
+def _graphs(frame: _StoredFrame, events: list[tuple[str, str, str, datetime | None]]):
+    """A stored frame as the graphs an export writes: one per interval start of its events,
+    instants first, then by start; the first is named by the frame IRI (see the module doc)."""
+    by_start: dict[datetime | None, list[tuple[str, str, str]]] = {}
+    for s, p, o, start in events:
+        by_start.setdefault(start, []).append((s, p, o))
+    starts = sorted(by_start, key=lambda t: (t is not None, t or frame.ts)) or [None]
+    for i, start in enumerate(starts):
+        iri = frame.iri if i == 0 else f"{frame.iri}/interval/{datetime_lexical(start or frame.ts)}"
+        yield _StoredFrame(frame.ts, iri, sorted(by_start.get(start, [])), start)
 
 
 def export_stream(
@@ -132,7 +160,15 @@ def _frame_rows(stream_id: int, start: datetime | None, end: datetime | None):
     """One row per triple, frames in time order along the (stream_id, ts) index; an outer join
     so that a frame without triples is still exported as a frame."""
     query = (
-        select(Frame.id, Frame.ts, Frame.frame_iri, FrameTriple.s, FrameTriple.p, FrameTriple.o)
+        select(
+            Frame.id,
+            Frame.ts,
+            Frame.frame_iri,
+            FrameTriple.s,
+            FrameTriple.p,
+            FrameTriple.o,
+            FrameTriple.start,
+        )
         .select_from(Frame)
         .outerjoin(FrameTriple, FrameTriple.frame_id == Frame.id)
         .where(Frame.stream_id == stream_id)
@@ -145,64 +181,81 @@ def _frame_rows(stream_id: int, start: datetime | None, end: datetime | None):
     return query
 
 
-def _frames(rows: Iterable) -> Iterator[_StoredFrame]:
+def _frames(rows: Iterable) -> Iterator[list[_StoredFrame]]:
+    """Each stored frame as the graphs it is written as (``_graphs``)."""
     for _, group in itertools.groupby(rows, key=lambda row: row.id):
         first = next(group)
-        triples = sorted(
-            (row.s, row.p, row.o) for row in itertools.chain([first], group) if row.s is not None
-        )
-        yield _StoredFrame(first.ts, first.frame_iri, triples)
+        events = [
+            (row.s, row.p, row.o, row.start)
+            for row in itertools.chain([first], group)
+            if row.s is not None
+        ]
+        yield list(_graphs(_StoredFrame(first.ts, first.frame_iri, []), events))
 
 
 def _write_trig(
     out: TextIO,
     stream_iri: str,
-    frames: Iterable[_StoredFrame],
+    frames: Iterable[list[_StoredFrame]],
     invariant: list[tuple[str, str, str]],
 ) -> ExportReport:
     out.write(
         f"# TA-RDF export of stream <{stream_iri}>\n"
-        f"@prefix dsv: <{DSV}> .\n@prefix prov: <{PROV}> .\n@prefix xsd: <{XSD}> .\n\n"
+        f"@prefix dsv: <{DSV}> .\n@prefix prov: <{PROV}> .\n@prefix xsd: <{XSD}> .\n"
+        f"@prefix rsp: <{RSP}> .\n\n"
         f"<{stream_iri}> a dsv:DataStream .\n"
     )
     out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
     count = triples = 0
-    for frame in frames:
-        graph = f"<{frame.iri}>"
-        if frame.triples:
-            out.write(f"\n{graph} {{\n")
-            out.writelines(f"  {s} {p} {o} .\n" for s, p, o in frame.triples)
-            out.write("}\n")
-        stamp = f'"{xsd_datetime(frame.ts)}"^^xsd:dateTime'
-        out.write(
-            f"{graph} a dsv:Frame ;\n  dsv:belongsTo <{stream_iri}> ;\n"
-            f"  dsv:hasTimestamp {stamp} ;\n  prov:generatedAtTime {stamp} .\n"
-        )
-        out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
-        count, triples = count + 1, triples + len(frame.triples)
+    for graphs in frames:
+        for frame in graphs:
+            graph = f"<{frame.iri}>"
+            if frame.triples:
+                out.write(f"\n{graph} {{\n")
+                out.writelines(f"  {s} {p} {o} .\n" for s, p, o in frame.triples)
+                out.write("}\n")
+            stamp = f'"{xsd_datetime(frame.ts)}"^^xsd:dateTime'
+            start = (
+                ""
+                if frame.start is None
+                else f' ;\n  rsp:start "{xsd_datetime(frame.start)}"^^xsd:dateTime'
+            )
+            out.write(
+                f"{graph} a dsv:Frame ;\n  dsv:belongsTo <{stream_iri}> ;\n"
+                f"  dsv:hasTimestamp {stamp} ;\n  prov:generatedAtTime {stamp}{start} .\n"
+            )
+            out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
+            triples += len(frame.triples)
+        count += 1
     return ExportReport(count, triples)
 
 
 def _write_nquads(
     out: TextIO,
     stream_iri: str,
-    frames: Iterable[_StoredFrame],
+    frames: Iterable[list[_StoredFrame]],
     invariant: list[tuple[str, str, str]],
 ) -> ExportReport:
     stream = f"<{stream_iri}>"
     out.write(f"# TA-RDF export of stream {stream}\n{stream} <{RDF_TYPE}> <{DSV_DATA_STREAM}> .\n")
     out.writelines(f"{s} {p} {o} .\n" for s, p, o in invariant)
     count = triples = 0
-    for frame in frames:
-        graph = f"<{frame.iri}>"
-        out.writelines(f"{s} {p} {o} {graph} .\n" for s, p, o in frame.triples)
-        stamp = f'"{xsd_datetime(frame.ts)}"^^<{XSD_DATETIME}>'
-        out.write(
-            f"{graph} <{RDF_TYPE}> <{DSV_FRAME}> .\n{graph} <{DSV_BELONGS_TO}> {stream} .\n"
-            f"{graph} <{DSV_HAS_TIMESTAMP}> {stamp} .\n{graph} <{PROV_GENERATED_AT}> {stamp} .\n"
-        )
-        out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
-        count, triples = count + 1, triples + len(frame.triples)
+    for graphs in frames:
+        for frame in graphs:
+            graph = f"<{frame.iri}>"
+            out.writelines(f"{s} {p} {o} {graph} .\n" for s, p, o in frame.triples)
+            stamp = f'"{xsd_datetime(frame.ts)}"^^<{XSD_DATETIME}>'
+            out.write(
+                f"{graph} <{RDF_TYPE}> <{DSV_FRAME}> .\n{graph} <{DSV_BELONGS_TO}> {stream} .\n"
+                f"{graph} <{DSV_HAS_TIMESTAMP}> {stamp} .\n{graph} <{PROV_GENERATED_AT}> {stamp} .\n"
+            )
+            if frame.start is not None:
+                out.write(
+                    f'{graph} <{RSP_START}> "{xsd_datetime(frame.start)}"^^<{XSD_DATETIME}> .\n'
+                )
+            out.writelines(f"{s} {p} {o} .\n" for s, p, o in _translation(stream_iri, frame))
+            triples += len(frame.triples)
+        count += 1
     return ExportReport(count, triples)
 
 

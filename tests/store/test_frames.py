@@ -99,7 +99,9 @@ def test_a_changed_frame_is_replaced_in_place_and_the_others_are_left_alone(stor
                     ("<http://ex.org/obs/1>", "<http://ex.org/note>", '"re-sent"'),
                     ("<http://ex.org/obs/1>", "<http://ex.org/note>", '"re-sent"')]  # a graph: once
     report = load_batch(store, batch_of(changed))
-    assert report == frames.LoadReport(frames_written=1, frames_unchanged=2, triples_written=2, quarantined=0)
+    assert report == frames.LoadReport(frames_written=1, frames_unchanged=2, triples_written=2, quarantined=0,
+                                       frames_replaced=1)
+    assert report.frames_new == 0
 
     after = {f.frame_iri: f for f in snapshot(store)["frames"]}
     assert after.keys() == before.keys()

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, insert, make_url, select
 from tests.store.conftest import empty_store_url
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest import citybench
-from rsp_jobs.ingest.rdf_stream import StreamBatch, read_stream_file
+from rsp_jobs.ingest.rdf_stream import Element, StreamBatch, read_stream_chunks, read_stream_file
 from rsp_jobs.store import db
 from rsp_jobs.store.frames import frame_checksum, load_batch
 from rsp_jobs.store.invariant import invariants_about
@@ -56,20 +56,20 @@ def weather_batch(data_dir: Path, tmp_path_factory) -> StreamBatch:
 
 def stored_frames(engine: Engine, stream_iri: str) -> list[tuple]:
     """The stream's frames in time order: (ts, IRI, triple count, checksum, triples with their
-    typed values); each checksum is checked against the triples it sums."""
+    typed values and interval start); each checksum is checked against the events it sums."""
     with engine.connect() as conn:
         frames = conn.execute(select(Frame.id, Frame.ts, Frame.frame_iri, Frame.triple_count, Frame.checksum)
                               .join(Stream, Stream.id == Frame.stream_id).where(Stream.iri == stream_iri)
                               .order_by(Frame.ts)).all()
         rows = conn.execute(select(FrameTriple.frame_id, FrameTriple.s, FrameTriple.p, FrameTriple.o,
-                                   FrameTriple.o_num, FrameTriple.o_time)
+                                   FrameTriple.o_num, FrameTriple.o_time, FrameTriple.start)
                             .where(FrameTriple.frame_id.in_(select(Frame.id).join(Stream).where(
                                 Stream.iri == stream_iri)))).all()
     triples = defaultdict(set)
     for frame_id, *triple in rows:
         triples[frame_id].add(tuple(triple))
     for frame in frames:
-        assert frame.checksum == frame_checksum(t[:3] for t in triples[frame.id]), frame.frame_iri
+        assert frame.checksum == frame_checksum((*t[:3], t[5]) for t in triples[frame.id]), frame.frame_iri
     return [(f.ts, f.frame_iri, f.triple_count, f.checksum, frozenset(triples[f.id])) for f in frames]
 
 
@@ -223,3 +223,146 @@ def test_exporting_an_unknown_stream_or_to_a_file_of_another_format_is_an_error(
         export_stream(store, STREAM, tmp_path / "x.trig")
     with pytest.raises(ValueError, match="holds nquads, not trig"):
         export_stream(store, STREAM, tmp_path / "x.nq", "trig")
+
+
+# --- a derived event's interval, and a frame the store already holds --------------------------
+
+RSP_START = "urn:rsp:ns:start"
+DAY = timedelta(days=1)
+DERIVED = "urn:rsp:query:rose/stream"
+
+
+def derived_batch() -> StreamBatch:
+    """A REGISTER STREAM pattern's output as ``store.results.result_batch`` makes it: frames at
+    each match's end, each derived triple with its match's start. Day 3 holds matches over two
+    intervals (one triple over both, two events) and an instant; day 4 only an instant."""
+    batch = StreamBatch(stream=DERIVED, source="evaluation of urn:rsp:query:rose")
+    rose, s, a = "<http://ex.org/rose>", "<http://ex.org/s>", "<http://ex.org/a>"
+    true = '"true"^^<http://www.w3.org/2001/XMLSchema#boolean>'
+    frame3, frame4 = f"{DERIVED}/frame/day3", f"{DERIVED}/frame/day4"
+    for pos, (frame, ts, subject, start) in enumerate([
+            (frame3, T0 + 3 * DAY, s, T0 + DAY),  # over [day 1, day 3]
+            (frame3, T0 + 3 * DAY, s, T0 + 2 * DAY),  # the same triple over [day 2, day 3]
+            (frame3, T0 + 3 * DAY, a, T0 + DAY),
+            (frame3, T0 + 3 * DAY, "<http://ex.org/now>", None),  # the instant [day 3, day 3]
+            (frame4, T0 + 4 * DAY, s, None)]):
+        batch.elements.append(Element(DERIVED, ts, frame, subject, rose, true, None, None, pos, start))
+    return batch
+
+
+def stored_events(engine: Engine, stream_iri: str) -> list[tuple]:
+    """(frame time, frame IRI, s, p, o, start) of every stored triple of the stream, sorted."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(Frame.ts, Frame.frame_iri, FrameTriple.s, FrameTriple.p, FrameTriple.o,
+                                   FrameTriple.start)
+                            .join(Frame, Frame.id == FrameTriple.frame_id).join(Stream)
+                            .where(Stream.iri == stream_iri)).all()
+    return sorted((tuple(r) for r in rows), key=str)
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads"])
+def test_a_derived_events_interval_survives_export_and_import(store, fresh_store, tmp_path, fmt):
+    """The issue: a match over [day 1, day 3] came back over [day 3, day 3]. The export states
+    each graph's start (``<graph> rsp:start``) beside its time, a triple any RDF reader keeps;
+    import and the stream-file reader a chained query loads give every event its interval."""
+    load_batch(store, derived_batch())
+    original = stored_events(store, DERIVED)
+    assert {(r[2], r[5]) for r in original if r[0] == T0 + 3 * DAY} == {
+        ("<http://ex.org/s>", T0 + DAY), ("<http://ex.org/s>", T0 + 2 * DAY), ("<http://ex.org/a>", T0 + DAY),
+        ("<http://ex.org/now>", None)}
+    out = tmp_path / f"export{SUFFIX[fmt]}"
+
+    assert export_stream(store, DERIVED, out, fmt) == ExportReport(2, 5)
+    dataset = Dataset()
+    dataset.parse(out, format=fmt)  # plain RDF: rdflib reads the starts as triples
+    starts = {(str(g), time_value(t)) for g, t in dataset.default_graph.subject_objects(URIRef(RSP_START))}
+    # day 3's instant is the graph named by the frame; each start has a graph of its own
+    assert starts == {(f"{DERIVED}/frame/day3/interval/2014-08-02T07:50:00Z", T0 + DAY),
+                      (f"{DERIVED}/frame/day3/interval/2014-08-03T07:50:00Z", T0 + 2 * DAY)}
+
+    report = import_stream(fresh_store, out)
+    assert (report.frames_new, report.frames_written, report.triples_written, report.quarantined) == (2, 2, 5, 0)
+    assert stored_events(fresh_store, DERIVED) == original
+    assert stored_frames(fresh_store, DERIVED) == stored_frames(store, DERIVED)  # checksums with the starts
+    again = tmp_path / f"again{SUFFIX[fmt]}"
+    export_stream(fresh_store, DERIVED, again, fmt)
+    assert again.read_bytes() == out.read_bytes()
+
+    # what `rsp evaluate --stream IRI=export` loads into the lake for a chained query
+    elements = read_stream_file(out, DERIVED).elements
+    assert sorted(((e.s, e.ts, e.start) for e in elements), key=str) == sorted(
+        ((r[2], r[0], r[5]) for r in original), key=str)
+
+
+def test_an_rsp_start_that_is_no_time_or_after_its_frame_is_rejected_naming_file_and_line(
+        store, fresh_store, tmp_path):
+    load_batch(store, derived_batch())
+    out = tmp_path / "export.nq"
+    export_stream(store, DERIVED, out, "nquads")
+    lines = out.read_text().splitlines()
+    graph = f"<{DERIVED}/frame/day3/interval/2014-08-02T07:50:00Z>"
+    number = next(i for i, line in enumerate(lines, 1) if line.startswith(f"{graph} <{RSP_START}>"))
+    lines[number - 1] = lines[number - 1].replace('"2014-08-02T07:50:00Z"', '"2014-08-09T07:50:00Z"')
+    out.write_text("\n".join(lines) + "\n")
+
+    report = import_stream(fresh_store, out)
+    assert report.frames_written == 2  # day 3 from its other graphs, day 4
+    with fresh_store.connect() as conn:
+        [(line, reason, source)] = conn.execute(select(QuarantinedInput.line, QuarantinedInput.reason,
+                                                       QuarantinedInput.source_file)).all()
+    # the frame resource is rejected whole where the file declares it
+    assert (source, line) == (str(out), next(i for i, text in enumerate(lines, 1)
+                                             if text.startswith(f"{graph} <{DSV_BELONGS_TO}>")))
+    assert f"frame {graph} has rsp:start 2014-08-09T07:50:00Z after its time 2014-08-04T07:50:00Z" in reason
+    assert ("<http://ex.org/a>", T0 + DAY) not in {(r[2], r[5]) for r in stored_events(fresh_store, DERIVED)}
+
+    # the stream-file reader (rsp evaluate --stream) rejects that graph, naming the line
+    [rejection] = [r for r in read_stream_file(out, DERIVED).rejections if "after its time" in r.reason]
+    assert (rejection.file, rejection.line, rejection.triples) == (str(out), number, 2)
+    assert "after its time 2014-08-04T07:50:00Z" in rejection.reason
+
+
+def test_an_nquads_export_imported_where_its_trig_export_was_finds_every_frame_there(
+        store, fresh_store, tmp_path):
+    """The issue: importing the N-Quads export of a stream into a store holding the stream from
+    its TriG export wrote every frame again. A frame is recognised by its content, whatever
+    the file, format or lexical form of its time, and the report tells new from already there."""
+    times = {f"{STREAM}/frame/{i}": T0 + timedelta(minutes=5 * i, microseconds=i) for i in range(6)}
+    load_batch(store, nquads_batch(tmp_path, times))
+    load_batch(store, derived_batch())
+    for stream, name in ((STREAM, "streams"), (DERIVED, "rose")):
+        export_stream(store, stream, tmp_path / f"{name}.trig", "trig")
+        export_stream(store, stream, tmp_path / f"{name}.nq", "nquads")
+    first = import_stream(fresh_store, tmp_path / "streams.trig")
+    assert (first.frames_new, first.frames_unchanged) == (6, 0)
+    assert import_stream(fresh_store, tmp_path / "rose.trig").frames_new == 2
+    before = (stored_frames(fresh_store, STREAM), stored_events(fresh_store, DERIVED))
+
+    for name, frames in (("streams", 6), ("rose", 2)):
+        report = import_stream(fresh_store, tmp_path / f"{name}.nq")
+        assert (report.frames_new, report.frames_written, report.frames_unchanged, report.triples_written) == (
+            0, 0, frames, 0), name
+    # the same instants written otherwise: at +02:00, with trailing zeros
+    text = (tmp_path / "streams.nq").read_text()
+    shifted = text.replace('"2014-08-01T07:50:00Z"', '"2014-08-01T09:50:00.000+02:00"')
+    assert shifted != text
+    (tmp_path / "shifted.nq").write_text(shifted)
+    assert import_stream(fresh_store, tmp_path / "shifted.nq").frames_unchanged == 6
+    assert (stored_frames(fresh_store, STREAM), stored_events(fresh_store, DERIVED)) == before
+    with fresh_store.connect() as conn:
+        assert conn.execute(select(QuarantinedInput.id)).all() == []
+
+
+def test_a_chunked_read_of_a_large_nquads_export_keeps_the_intervals(store, tmp_path, monkeypatch):
+    """An N-Quads file over RSP_STREAM_CHUNK_BYTES is read in batches of whole frames: a
+    graph's rsp:start, written after its triples and time, still reaches its frame."""
+    load_batch(store, derived_batch())
+    out = tmp_path / "export.nq"
+    export_stream(store, DERIVED, out, "nquads")
+    whole = read_stream_file(out, DERIVED)
+    monkeypatch.setenv("RSP_STREAM_CHUNK_BYTES", "200")
+    chunks = list(read_stream_chunks(out, DERIVED))
+    assert len(chunks) > 1
+    events = sorted(((e.frame, e.s, e.ts, e.start) for c in chunks for e in c.elements), key=str)
+    assert events == sorted(((e.frame, e.s, e.ts, e.start) for e in whole.elements), key=str)
+    assert sum(e.start is not None for e in whole.elements) == 3
