@@ -16,7 +16,7 @@ import re
 import tomllib
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -217,6 +217,9 @@ class Answer:
     rows: Counter | None = None
     boolean: bool | None = None
     graph: Graph | None = None
+    # the rows in order, where the format keeps one (not the RDF result sets without rs:index)
+    sequence: tuple | None = None
+    ordered: bool = False  # the query has ORDER BY: the order must be the same too
 
     def same_as(self, other: Answer) -> bool:
         if self.graph is not None or other.graph is not None:
@@ -224,18 +227,29 @@ class Answer:
             return self.graph is not None and other.graph is not None and isomorphic(self.graph, other.graph)
         if self.boolean is not None or other.boolean is not None:
             return self.boolean == other.boolean
-        return set(self.variables) == set(other.variables) and _compared(self.rows) == _compared(other.rows)
+        if set(self.variables) != set(other.variables) or _compared(self.rows) != _compared(other.rows):
+            return False
+        if (self.ordered or other.ordered) and self.sequence is not None and other.sequence is not None:
+            return [_by_values(row) for row in self.sequence] == [_by_values(row) for row in other.sequence]
+        return True
+
+
+def _by_values(row: tuple) -> tuple:
+    return tuple((v, _by_value(t)) for v, t in row)
 
 
 def _compared(rows: Counter | None) -> Counter | None:
     if rows is None:
         return None
-    return Counter({tuple((v, _by_value(t)) for v, t in row): n for row, n in rows.items()})
+    return Counter({_by_values(row): n for row, n in rows.items()})
 
 
-def _rows(variables, solutions) -> Counter:
-    return Counter(tuple(sorted((v, t) for v, t in zip(variables, row, strict=True) if t != ("unbound",)))
-                   for row in solutions)
+def _solutions(variables, solutions, ordered: bool = True) -> Answer:
+    """An answer of ``solutions`` (rows of terms, in ``variables``' order), their order kept
+    where the format has one."""
+    rows = tuple(tuple(sorted((v, t) for v, t in zip(variables, row, strict=True) if t != ("unbound",)))
+                 for row in solutions)
+    return Answer(variables, Counter(rows), sequence=rows if ordered else None)
 
 
 def expected_answer(test: EvaluationTest) -> Answer:
@@ -251,7 +265,7 @@ def expected_answer(test: EvaluationTest) -> Answer:
         if result.type == "ASK":
             return Answer(boolean=bool(result.askAnswer))
         variables = tuple(str(v) for v in result.vars or ())
-        return Answer(variables, _rows(variables, ([_term(t) for t in row] for row in result)))
+        return _solutions(variables, ([_term(t) for t in row] for row in result))
     graph = Graph().parse(path, format=rdflib.util.guess_format(str(path)) or "turtle")
     result_set = next(graph.subjects(RDF.type, RS.ResultSet), None)
     if result_set is None:
@@ -265,7 +279,7 @@ def expected_answer(test: EvaluationTest) -> Answer:
         bound = {str(graph.value(b, RS.variable)): graph.value(b, RS.value)
                  for b in graph.objects(solution, RS.binding)}
         solutions.append([_term(bound.get(v)) for v in variables])
-    return Answer(variables, _rows(variables, solutions))
+    return _solutions(variables, solutions, ordered=False)
 
 
 def lossy(answer: Answer) -> Answer:
@@ -275,8 +289,12 @@ def lossy(answer: Answer) -> Answer:
         return answer
     def value(term):
         return term if term[0] in ("unbound", "bnode") else ("value", term[1])
-    return Answer(answer.variables, Counter({tuple((v, value(t)) for v, t in row): n
-                                             for row, n in answer.rows.items()}))
+
+    def lossy_row(row):
+        return tuple((v, value(t)) for v, t in row)
+    sequence = None if answer.sequence is None else tuple(map(lossy_row, answer.sequence))
+    return Answer(answer.variables, Counter({lossy_row(row): n for row, n in answer.rows.items()}),
+                  sequence=sequence, ordered=answer.ordered)
 
 
 def run(test: EvaluationTest, tmp_path: Path) -> tuple[Answer, Answer]:
@@ -293,7 +311,7 @@ def run(test: EvaluationTest, tmp_path: Path) -> tuple[Answer, Answer]:
     load_files(lake, [(STREAM, stream)])
     compiled = compiler.compile(windowed(test.query.read_text()), str(test.query))
     windows = [w.to_json() for w in evaluate(compiled, lake)]
-    got = engine_answer(windows, compiled.form, expected.variables)
+    got = replace(engine_answer(windows, compiled.form, expected.variables), ordered=ordered(compiled.plan))
     if test.result is not None and test.result.suffix == ".csv":
         return lossy(got), lossy(expected)
     return got, expected
@@ -327,7 +345,16 @@ def _srx(path: Path) -> Answer:
                 lang = value.get("{http://www.w3.org/XML/1998/namespace}lang")
                 bound[binding.get("name")] = _literal(text, value.get("datatype"), lang)
         solutions.append([bound.get(v, ("unbound",)) for v in variables])
-    return Answer(variables, _rows(variables, solutions))
+    return _solutions(variables, solutions)
+
+
+def ordered(plan) -> bool:
+    """Whether the query's solutions come in an ORDER BY's order (SPARQL 1.1 §15.1)."""
+    from rsp_jobs.algebra import plan as P
+
+    while isinstance(plan, (P.Slice, P.Distinct, P.Project)):
+        plan = plan.input
+    return isinstance(plan, P.OrderBy)
 
 
 def engine_answer(windows: list[dict], form: str, variables: tuple[str, ...]) -> Answer:
@@ -338,8 +365,7 @@ def engine_answer(windows: list[dict], form: str, variables: tuple[str, ...]) ->
         return Answer(boolean=window["boolean"])
     if form in ("CONSTRUCT", "DESCRIBE"):
         return Answer(graph=Graph().parse(data="\n".join(window["triples"]), format="nt"))
-    return Answer(variables, _rows(variables, ([_json_term(b.get(v)) for v in variables]
-                                               for b in window["bindings"])))
+    return _solutions(variables, ([_json_term(b.get(v)) for v in variables] for b in window["bindings"]))
 
 
 def syntax_outcome(test: SyntaxTest) -> str | None:
