@@ -30,6 +30,8 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         )
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
+    if pattern:
+        _refuse_paths(node, query.source)
     node, variables = _modifiers(query, node)
     _check_binds(node, query.source)
     reg = query.registration
@@ -51,6 +53,21 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         pattern=pattern,
         bound_us=duration_bound_us(query.where) if pattern else None,
     )
+
+
+def _refuse_paths(node: P.Node, source: str) -> None:
+    """EP-SPARQL patterns (``spark/events.py``) match events, each solution carrying the
+    interval of the triples behind it; a path's solutions have no such triples, so a path that
+    is no triple pattern is refused there (``^p`` and ``p/q`` are triple patterns)."""
+    for n in walk(node):
+        if isinstance(n, P.Path):
+            where = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                source,
+                "a property path with |, *, +, ? or ! in an EP-SPARQL pattern",
+                where.line,
+                where.column,
+            )
 
 
 def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, ...]]:
@@ -161,6 +178,8 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
     if isinstance(node, P.BGP):
         graph = [node.graph.name] if isinstance(node.graph, ast.Var) and node.triples else []
         return frozenset(graph).union(*map(P.pattern_vars, node.triples))
+    if isinstance(node, P.Path):
+        return frozenset(P.path_vars(node))
     if isinstance(node, P.Project):
         _check_binds(node.input, source)
         return frozenset(v.name for v in node.vars)
@@ -329,7 +348,7 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
 
     for element in group.elements:
         if isinstance(element, ast.TriplesBlock):
-            node = join(P.BGP(element.triples, graph))
+            node = join(_triples_block(element, graph))
         elif isinstance(element, ast.Filter):
             filters.append(element.expr)
         elif isinstance(element, ast.OptionalPattern):
@@ -366,6 +385,20 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
     for expr in filters:
         node = P.Filter(expr, node)
     return node
+
+
+def _triples_block(block: ast.TriplesBlock, graph) -> P.Node:
+    """SPARQL 18.2.2.4-18.2.2.5: the block's triple patterns are one BGP, and each path
+    pattern that is no triple pattern a Path joined to it (the parser made the others triple
+    patterns). Join being associative and commutative on multisets, the triples are one BGP
+    whatever paths stand between them, so ``optimize.order_joins`` orders all of them."""
+    triples = tuple(t for t in block.triples if isinstance(t, ast.TriplePattern))
+    node: P.Node | None = P.BGP(triples, graph) if triples else None
+    for t in block.triples:
+        if isinstance(t, ast.PathPattern):
+            path = P.Path(t.subject, t.path, t.object, graph, t.position)
+            node = path if node is None else P.Join(node, path)
+    return node if node is not None else _empty(graph)
 
 
 _EVENT_JOINS: dict[str, type[P.SeqJoin] | type[P.EqJoin]] = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
@@ -409,7 +442,10 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
     for element in group.elements:
         if isinstance(element, ast.TriplesBlock):
             for t in element.triples:
-                found |= {x for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
+                ends = (t.subject, t.object) + (
+                    (t.predicate,) if isinstance(t, ast.TriplePattern) else ()
+                )
+                found |= {x for x in ends if isinstance(x, ast.Var)}
         elif isinstance(element, (ast.OptionalPattern, ast.GroupPattern)):
             found |= _in_scope(
                 element.group if isinstance(element, ast.OptionalPattern) else element
