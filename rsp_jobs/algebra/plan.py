@@ -288,8 +288,11 @@ def path_reads_all_terms(node: Path) -> bool:
     """Whether the path's zero-length part (section 18.4, ZeroLengthPath) may bind every term of
     the graph, from triples of any predicate: a ``*`` or ``?`` anywhere but at the top of a path
     with a constant end (there, or in an alternative there, it binds that constant alone: the
-    evaluator's seed, ``spark/paths.py``)."""
+    evaluator's seed, ``spark/paths.py``); under GRAPH ?g any ``*`` or ``?``, whose constant is
+    paired with itself in every named graph, which a triple of any predicate may name."""
     seeded = var_name(node.subject) is None or var_name(node.object) is None
+    if isinstance(node.graph, ast.Var):
+        seeded = False
     return _unseeded_zero(node.path, seeded)
 
 

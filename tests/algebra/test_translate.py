@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rsp_jobs.compiler import compile
-from rsp_jobs.errors import QueryError
+from rsp_jobs.errors import QueryError, UnsupportedConstruct
 
 WINDOW = "REGISTER QUERY q AS SELECT * FROM STREAM <urn:s> [RANGE 1m STEP 10s] WHERE {{ {body} }}"
 PATTERN = "REGISTER QUERY p AS SELECT * FROM STREAM <urn:s> WHERE {{ {body} }}"
@@ -46,3 +46,36 @@ def test_compile_refuses_it_in_a_dotr_event_select():
 ])
 def test_compile_accepts_a_bind_of_a_new_variable(body):
     compile(WINDOW.format(body=body), "q.rsp")
+
+
+# ---------------------------------------------------------------------------- property paths
+
+@pytest.mark.parametrize("body", [
+    "?s <urn:p>+ ?o BIND (1 AS ?o)",
+    "GRAPH ?o { ?s <urn:p>* ?x } BIND (1 AS ?o)",
+])
+def test_a_path_binds_its_ends_and_graph_for_the_bind_check(body):
+    with pytest.raises(QueryError, match=ALREADY_BOUND):
+        compile(WINDOW.format(body=body), "q.rsp")
+
+
+def test_an_ep_sparql_pattern_refuses_a_path_with_operators_where_it_is_written():
+    body = "{ ?s <urn:p>/<urn:q> ?o } SEQ {\n ?o <urn:q>+ ?x }"
+    with pytest.raises(UnsupportedConstruct) as info:
+        compile(PATTERN.format(body=body), "q.rsp")
+    assert str(info.value) == ("q.rsp:2:5: unsupported construct: a property path with |, *, +, ? "
+                               "or ! in an EP-SPARQL pattern")
+
+
+def test_an_ep_sparql_pattern_takes_a_sequence_and_an_inverse_as_triples():
+    body = "{ ?s <urn:p>/<urn:q> ?o } SEQ { ?o ^<urn:q> ?x }"
+    assert compile(PATTERN.format(body=body), "q.rsp") is not None
+
+
+def test_a_dotr_event_refuses_a_path_with_operators_where_it_is_written():
+    rule = ("FROM STREAM <urn:s>\ndefine r { ?s a <urn:R> }\n"
+            "from A = [SELECT ?s WHERE { ?s <urn:p>|<urn:q> ?o }]\nwith ?s = A.?s\n")
+    with pytest.raises(UnsupportedConstruct) as info:
+        compile(rule, "r.dotr")
+    assert str(info.value) == ("r.dotr:3:32: unsupported construct: a property path with |, *, +, ? "
+                               "or ! in a DOTR event")

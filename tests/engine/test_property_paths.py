@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rdflib import RDF, RDFS, Graph, URIRef
 
-from rsp_jobs.bench.reference import Elem, WindowSpec, window_contents
+from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
 from rsp_jobs.errors import QueryError
 from rsp_jobs.spark import paths
 from rsp_jobs.terms import nt_to_rdflib
@@ -244,3 +244,27 @@ def test_closures_over_cycles_and_diamonds_match_rdflib(body, elements, window, 
     check(tmp_path_factory.mktemp("case"), head, body, elements, [WindowSpec(ROOMS, range_ms, step_ms)],
           lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]",
           reference=head.replace("SELECT", "SELECT DISTINCT"))  # a set (CASES)
+
+
+S2 = EX + "stream/two"
+
+
+@pytest.mark.parametrize("body, reference", [
+    (f"{{ ?x ex:p0 ?y GRAPH <{S2}> {{ ?y (ex:p1|ex:p2)+ ?z }} }}", None),
+    ("{ GRAPH ?g { ?x (ex:p0|^ex:p1)+ ?y } }", None),
+    ("{ GRAPH ?g { ex:a0 ex:p1* ?y } }", "SELECT DISTINCT"),
+])
+@SETTINGS
+@given(elements=streams(names=(S1, S2)), window=time_windows())
+def test_paths_in_a_named_window_graph_match_rdflib(body, reference, elements, window, tmp_path_factory, spark):
+    """In GRAPH <iri> or GRAPH ?g a path walks that graph's triples alone, each named graph on
+    its own (FROM NAMED STREAM: the window of the stream)."""
+    range_ms, step_ms = window
+    specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms, step_ms, graph=S2)]
+    head = "SELECT " + " ".join(sorted(set(w for w in body.replace("}", " ").split() if w.startswith("?"))))
+    dataset = (f"FROM STREAM <{S1}> [RANGE {range_ms}ms STEP {step_ms}ms]\n"
+               f"FROM NAMED STREAM <{S2}> [RANGE {range_ms}ms STEP {step_ms}ms]")
+    rsp = f"REGISTER QUERY q AS {PREFIXES}{head}\n{dataset}\nWHERE {body}"
+    sparql = f"{PREFIXES}{head.replace('SELECT', reference or 'SELECT')}\nWHERE {body}"
+    expected = {close: rdflib_answer(sparql, content) for close, content in window_contents(elements, specs).items()}
+    assert_same(run_engine(tmp_path_factory.mktemp("case"), rsp, elements), expected, "SELECT", ordered=False)
