@@ -268,3 +268,13 @@ def test_paths_in_a_named_window_graph_match_rdflib(body, reference, elements, w
     sparql = f"{PREFIXES}{head.replace('SELECT', reference or 'SELECT')}\nWHERE {body}"
     expected = {close: rdflib_answer(sparql, content) for close, content in window_contents(elements, specs).items()}
     assert_same(run_engine(tmp_path_factory.mktemp("case"), rsp, elements), expected, "SELECT", ordered=False)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many", ""])
+def test_the_bound_is_a_positive_number_of_steps(value, monkeypatch):
+    from rsp_jobs import settings
+    from rsp_jobs.errors import InputError
+
+    monkeypatch.setenv("RSP_MAX_PATH_STEPS", value)
+    with pytest.raises(InputError, match="^RSP_MAX_PATH_STEPS: a positive number of steps"):
+        settings.max_path_steps()
