@@ -62,21 +62,24 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
 
 def _check_size(tree: Tree, source: str) -> None:
     """At most MAX_PATTERNS triple patterns and MAX_BINDS BINDs, refused where the first one
-    past the limit is written."""
+    past the limit is written. A property path counts a pattern for each IRI it names: each
+    is a triple pattern (section 18.2.2.4) or a join or union of the path's."""
     patterns = binds = 0
     for node in tree.iter_subtrees_topdown():
-        if node.data == "object_list":
-            if patterns + len(node.children) > MAX_PATTERNS:
-                first_past = node.children[MAX_PATTERNS - patterns]
-                where = first_past.meta if isinstance(first_past, Tree) else first_past
-                raise QuerySyntaxError(
-                    source,
-                    where.line,
-                    where.column,
-                    f"more than {MAX_PATTERNS} triple patterns in one query; split it into "
-                    "queries chained by REGISTER STREAM",
-                )
-            patterns += len(node.children)
+        if node.data == "property_list":
+            for verb, objects in zip(node.children[::2], node.children[1::2]):
+                weight = max(1, sum(1 for _ in verb.find_pred(_names_a_predicate)))
+                for obj in objects.children:
+                    patterns += weight
+                    if patterns > MAX_PATTERNS:
+                        where = obj.meta if isinstance(obj, Tree) else obj
+                        raise QuerySyntaxError(
+                            source,
+                            where.line,
+                            where.column,
+                            f"more than {MAX_PATTERNS} triple patterns in one query; split it "
+                            "into queries chained by REGISTER STREAM",
+                        )
         elif node.data == "bind":
             binds += 1
             if binds > MAX_BINDS:
@@ -86,6 +89,10 @@ def _check_size(tree: Tree, source: str) -> None:
                     node.meta.column,
                     f"more than {MAX_BINDS} BINDs in one query; compute fewer values per query",
                 )
+
+
+def _names_a_predicate(node: Tree) -> bool:
+    return node.data in ("iri", "rdf_type", "bare_name")
 
 
 def _check_registration(query: ast.Query) -> None:

@@ -264,6 +264,8 @@ class _Path:
                 release(delta)
             if new.isEmpty():
                 release(new)
+                if known is not edges:
+                    release(edges)
                 return known
             grown = materialized(known.unionByName(new))
             if known is not edges:
