@@ -388,17 +388,47 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
 
 
 def _triples_block(block: ast.TriplesBlock, graph) -> P.Node:
-    """SPARQL 18.2.2.4-18.2.2.5: the block's triple patterns are one BGP, and each path
-    pattern that is no triple pattern a Path joined to it (the parser made the others triple
-    patterns). Join being associative and commutative on multisets, the triples are one BGP
-    whatever paths stand between them, so ``optimize.order_joins`` orders all of them."""
-    triples = tuple(t for t in block.triples if isinstance(t, ast.TriplePattern))
-    node: P.Node | None = P.BGP(triples, graph) if triples else None
-    for t in block.triples:
-        if isinstance(t, ast.PathPattern):
-            path = P.Path(t.subject, t.path, t.object, graph, t.position)
-            node = path if node is None else P.Join(node, path)
-    return node if node is not None else _empty(graph)
+    """SPARQL 18.2.2.4-18.2.2.5: the block's triple patterns become BGPs, and each path pattern
+    that is no triple pattern (the parser made the others triple patterns) a Path joined to
+    them. Join being associative and commutative on multisets, the order is free: each set of
+    triples that share variables is one BGP (``optimize.order_joins`` orders it), and the BGPs
+    and Paths are joined in the order written, except that the next one joined shares a
+    variable with those before it where one does, so that ``?s :p ?x . ?x :q* ?y . ?y :r ?z``
+    is no product of its two triples. A block without paths is one BGP, as written."""
+    triples = [t for t in block.triples if isinstance(t, ast.TriplePattern)]
+    paths = [
+        P.Path(t.subject, t.path, t.object, graph, t.position)
+        for t in block.triples
+        if isinstance(t, ast.PathPattern)
+    ]
+    if not paths:
+        return P.BGP(tuple(triples), graph)
+    parts: list[tuple[P.Node, set[str]]] = [
+        (P.BGP(tuple(c), graph), set().union(*map(P.pattern_vars, c))) for c in _connected(triples)
+    ]
+    parts += [(p, {n for n in map(P.var_name, (p.subject, p.object)) if n}) for p in paths]
+    node, bound = parts.pop(0)
+    while parts:
+        i = next((i for i, (_, names) in enumerate(parts) if names & bound), 0)
+        part, names = parts.pop(i)
+        node, bound = P.Join(node, part), bound | names
+    return node
+
+
+def _connected(triples: list[ast.TriplePattern]) -> list[list[ast.TriplePattern]]:
+    """The triples in sets that share variables (blank nodes among them), each set in the
+    order written, the sets in the order of their first triple."""
+    groups: list[tuple[set[str], list[ast.TriplePattern]]] = []
+    for triple in triples:
+        names = P.pattern_vars(triple)
+        joined = [g for g in groups if g[0] & names]
+        merged = (names.union(*(g[0] for g in joined)), [t for g in joined for t in g[1]])
+        merged[1].append(triple)
+        groups = [g for g in groups if g not in joined]
+        groups.append(merged)
+    order = {id(t): i for i, t in enumerate(triples)}
+    ordered = [sorted(ts, key=lambda t: order[id(t)]) for _, ts in groups]
+    return sorted(ordered, key=lambda ts: order[id(ts[0])])
 
 
 _EVENT_JOINS: dict[str, type[P.SeqJoin] | type[P.EqJoin]] = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}

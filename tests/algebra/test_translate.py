@@ -79,3 +79,18 @@ def test_a_dotr_event_refuses_a_path_with_operators_where_it_is_written():
         compile(rule, "r.dotr")
     assert str(info.value) == ("r.dotr:3:32: unsupported construct: a property path with |, *, +, ? "
                                "or ! in a DOTR event")
+
+
+def test_a_block_with_paths_joins_what_shares_variables_first():
+    """``?s :p ?x . ?x :q* ?y . ?y :r ?z``: the two triples share no variable, so they are two
+    BGPs joined through the path, not one BGP that is their product (SPARQL 18.2.2.5's joins
+    commute)."""
+    from rsp_jobs.algebra import plan as P
+
+    query = compile(WINDOW.format(body="?s <urn:p> ?x . ?x <urn:q>* ?y . ?y <urn:r> ?z . ?s <urn:t> ?w"),
+                    "q.rsp", skip=["order_joins"])
+    join = query.plan.input
+    assert isinstance(join, P.Join) and isinstance(join.right, P.BGP)
+    assert [t.predicate.value for t in join.right.triples] == ["urn:r"]
+    assert isinstance(join.left.right, P.Path)
+    assert [t.predicate.value for t in join.left.left.triples] == ["urn:p", "urn:t"]
