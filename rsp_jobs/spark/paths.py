@@ -29,26 +29,41 @@ Section 18.4's operators, each written once below:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from rsp_jobs import settings
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.algebra.explain import path as path_text
 from rsp_jobs.errors import QueryError
+from rsp_jobs.ingest.lake import Vocabulary
 from rsp_jobs.language import ast
 from rsp_jobs.spark import r2r
+from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.local import materialized, release
 from rsp_jobs.spark.r2r import WIN, vcol
-
-if TYPE_CHECKING:
-    from rsp_jobs.spark.evaluate import Evaluator
 
 START, END, MIDDLE = "_s", "_o", "_m"  # a pair's columns (N-Triples), and a join's middle
 # the end of a path that is a constant, and that constant (N-Triples): ``s`` or ``o``
 Seed = tuple[str, str] | None
+
+
+class Evaluator(Protocol):
+    """What a path reads of the evaluator it is part of (``evaluate.Evaluator``): the query
+    (for messages), the window rows, the background, what the slice's triples name, and the
+    windows that have data."""
+
+    query: P.ContinuousQuery
+    background: Background
+    vocabulary: Vocabulary | None
+    spark: SparkSession
+    active: DataFrame
+
+    @property
+    def rows(self) -> DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +127,9 @@ class _Path:
         names = tuple(binds)
         dep, indep = bind(pairs.dep, True), bind(pairs.indep, False)
         if dep is None and indep is None:  # matches nothing; an operator above may need a frame
-            dep = self.ev._empty(names, windowed=True)
+            fields = [T.StructField(WIN, T.LongType())]
+            fields += [T.StructField(vcol(n), T.StringType()) for n in names]
+            dep = self.ev.spark.createDataFrame([], T.StructType(fields))
         return dep, indep, names
 
     # ------------------------------------------------------------------ path expressions
