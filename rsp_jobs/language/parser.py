@@ -292,8 +292,8 @@ def _normalized(path: ast.PathExpr) -> ast.PathExpr:
     """``path`` with every inverse pushed down to an IRI or a negated set (SPARQL 1.1 section
     18.4: eval(Path(X, inv(P), Y)) is eval(Path(Y, P, X)), so inv(seq(P, Q)) has the solutions
     of seq(inv(Q), inv(P)), inv(alt(P, Q)) those of alt(inv(P), inv(Q)), inv(P*) those of
-    inv(P)*, and inv(NPS) reverses which members are forward), and one-step sequences and
-    alternatives written in brackets flattened into the ones around them."""
+    inv(P)*, and inv(NPS) reverses which members are forward), and a sequence in a sequence,
+    or an alternative in an alternative, made one (``(p/q)/r`` is ``p/q/r``)."""
     if isinstance(path, ast.PathInverse):
         return _inverted(_normalized(path.path))
     if isinstance(path, ast.PathSequence):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rdflib import RDF, RDFS, Graph, URIRef
+from rdflib import RDF, RDFS, Graph, Literal, URIRef
 
 from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
 from rsp_jobs.errors import QueryError
 from rsp_jobs.spark import paths
-from rsp_jobs.terms import nt_to_rdflib
+from rsp_jobs.terms import nt_to_rdflib, to_nt
 from tests.engine.test_differential import (BACKGROUND, EX, PREFIXES, S1, SETTINGS, assert_same,
                                             run_engine, streams, time_windows)
 from tests.support.stream_files import in_delivery_order, layouts
@@ -48,6 +48,16 @@ CASES = {
     # a path over the background's predicates alone: computed once, in every window
     "background_only": ("SELECT ?x ?k", "{ ?x ex:p0 ?y . ?y (ex:kind|ex:label)+ ?k }", None),
 }
+
+
+# rdflib 7.6 takes a path's end bound to a literal whose Python value is false ("0"^^xsd:integer)
+# for an unbound one, and then answers as if it were any term: the streams that rdflib answers
+# for reference hold no such literal (the engine compares N-Triples text, no value).
+FALSE_LITERAL = to_nt(Literal(0))
+
+
+def _without_false_literals(elements: list[Elem]) -> list[Elem]:
+    return [e for e in elements if e.o != FALSE_LITERAL]
 
 
 def _reference(head: str, body: str, reference: str | None) -> tuple[str, str]:
@@ -92,7 +102,7 @@ def background_file(tmp_path_factory):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @SETTINGS
-@given(elements=streams(), window=time_windows(), layout=layouts)
+@given(elements=streams().map(_without_false_literals).filter(bool), window=time_windows(), layout=layouts)
 def test_paths_over_windows_and_the_background_match_rdflib(case, elements, window, layout,
                                                               tmp_path_factory, background_file, spark):
     range_ms, step_ms = window
@@ -255,7 +265,7 @@ S2 = EX + "stream/two"
     ("{ GRAPH ?g { ex:a0 ex:p1* ?y } }", "SELECT DISTINCT"),
 ])
 @SETTINGS
-@given(elements=streams(names=(S1, S2)), window=time_windows())
+@given(elements=streams(names=(S1, S2)).map(_without_false_literals).filter(bool), window=time_windows())
 def test_paths_in_a_named_window_graph_match_rdflib(body, reference, elements, window, tmp_path_factory, spark):
     """In GRAPH <iri> or GRAPH ?g a path walks that graph's triples alone, each named graph on
     its own (FROM NAMED STREAM: the window of the stream)."""
