@@ -288,3 +288,27 @@ def test_the_bound_is_a_positive_number_of_steps(value, monkeypatch):
     monkeypatch.setenv("RSP_MAX_PATH_STEPS", value)
     with pytest.raises(InputError, match="^RSP_MAX_PATH_STEPS: a positive number of steps"):
         settings.max_path_steps()
+
+
+@pytest.mark.parametrize("case", ["one_or_more", "zero_or_more_from_a_constant", "negated_set_with_an_inverse_member"])
+@SETTINGS
+@given(elements=streams().map(_without_false_literals).filter(bool), n=st.integers(1, 6))
+def test_paths_over_count_windows_match_rdflib(case, elements, n, tmp_path_factory, spark):
+    """[TRIPLES n]: a path walks the last n triples (window rows, not solutions before windows)."""
+    head, body, reference = CASES[case]
+    check(tmp_path_factory.mktemp("case"), head, body, elements, [WindowSpec(S1, triples=n)],
+          lambda s: f"[TRIPLES {n}]", reference=reference)
+
+
+@pytest.mark.parametrize("case", ["one_or_more", "zero_or_more_between_variables"])
+@SETTINGS
+@given(elements=streams(names=(S1, S2)).map(_without_false_literals).filter(bool), window=time_windows(),
+       other_range=st.sampled_from([1, 2]))
+def test_paths_over_two_streams_with_different_windows_match_rdflib(case, elements, window, other_range,
+                                                                     tmp_path_factory, spark):
+    """Two streams' windows merged into the default graph: a path's steps may come from either."""
+    range_ms, step_ms = window
+    head, body, reference = CASES[case]
+    specs = [WindowSpec(S1, range_ms, step_ms), WindowSpec(S2, range_ms + (other_range - 1) * step_ms, step_ms)]
+    check(tmp_path_factory.mktemp("case"), head, body, elements, specs,
+          lambda s: f"[RANGE {s.range_ms}ms STEP {s.step_ms}ms]", reference=reference)
