@@ -102,6 +102,19 @@ def max_window_rows() -> int:
     return int(text)
 
 
+def max_path_steps() -> int:
+    """The most steps a ``*`` or ``+`` property path may take to reach its fixpoint
+    (``RSP_MAX_PATH_STEPS``, default 100): each step is a Spark job over the pairs found last
+    (``spark/paths.py``), so a path through a longer chain of a window's or the background's
+    triples is refused, naming it, rather than left to run job after job."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_MAX_PATH_STEPS", "100").strip().replace("_", "")
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"RSP_MAX_PATH_STEPS: a positive number of steps, got {text!r}")
+    return int(text)
+
+
 def future_horizon():
     """How far past the present a frame's time may be (``RSP_FUTURE_HORIZON``, a duration such as
     ``5m`` or ``P1D``; default 5 minutes): a frame later than that is a wrong clock or a typo, and

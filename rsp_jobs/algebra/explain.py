@@ -67,6 +67,8 @@ def _node(node, depth: int) -> list[str]:
             or (f.name == "triples" and isinstance(node, P.BGP))
         ):
             continue
+        if isinstance(node, P.Path) and f.name in ("subject", "path", "object", "position"):
+            continue
         if value in (None, (), frozenset()) or (f.name == "offset" and value == 0):
             continue
         details.append(f"{f.name}={_value(value)}")
@@ -76,9 +78,36 @@ def _node(node, depth: int) -> list[str]:
             f"{pad}  {_term(t.subject)} {_term(t.predicate)} {_term(t.object)} ."
             for t in node.triples
         ]
+    if isinstance(node, P.Path):
+        lines.append(f"{pad}  {_term(node.subject)} {path(node.path)} {_term(node.object)} .")
     for child in kids:
         lines += _node(child, depth + 1)
     return lines
+
+
+def path(p) -> str:
+    """A property path in SPARQL syntax (bracketed where its parts are paths of two or more)."""
+    if isinstance(p, ast.IRI):
+        return _term(p)
+    if isinstance(p, ast.PathInverse):
+        return "^" + _path_part(p.path)
+    if isinstance(p, ast.PathSequence):
+        return "/".join(_path_part(s) for s in p.steps)
+    if isinstance(p, ast.PathAlternative):
+        return "|".join(_path_part(a) for a in p.alternatives)
+    if isinstance(p, ast.PathNegated):
+        members = [_term(i) for i in p.forward] + ["^" + _term(i) for i in p.inverse]
+        return "!(" + "|".join(members) + ")"
+    modifier = {ast.PathZeroOrMore: "*", ast.PathOneOrMore: "+", ast.PathZeroOrOne: "?"}
+    inner = path(p.path)
+    if not isinstance(p.path, (ast.IRI, ast.PathNegated)):
+        inner = f"({inner})"
+    return inner + modifier[type(p)]
+
+
+def _path_part(p) -> str:
+    text = path(p)
+    return f"({text})" if isinstance(p, (ast.PathSequence, ast.PathAlternative)) else text
 
 
 def _is_plan(value) -> bool:

@@ -11,7 +11,7 @@ the background graphs, and the algebra expression evaluated at every window clos
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from rsp_jobs.language import ast
@@ -55,6 +55,20 @@ class Exists:
     plan: Node
     negated: bool = False
     position: ast.Position | None = None
+
+
+@dataclass(frozen=True)
+class Path:
+    """Path(X, P, Y) of W3C SPARQL 1.1 Query section 18.2.2.4: a property path that is no triple
+    pattern (an alternative, ``*``, ``+``, ``?`` or a negated property set, section 9), matched
+    in the graph a BGP in its place would match (``graph``), evaluated as section 18.4 says
+    (``spark/paths.py``). ``position``: where the query writes it."""
+
+    subject: ast.Term
+    path: ast.PathExpr
+    object: ast.Term
+    graph: ast.IRI | ast.Var | None = None
+    position: ast.Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -211,6 +225,7 @@ Node = (
     BGP
     | Values
     | Outer
+    | Path
     | Join
     | LeftJoin
     | SeqJoin
@@ -293,3 +308,57 @@ def pattern_vars(triple: ast.TriplePattern) -> set[str]:
     return {
         n for n in map(var_name, (triple.subject, triple.predicate, triple.object)) if n is not None
     }
+
+
+def path_vars(node: Path) -> set[str]:
+    """The variables a path pattern binds: its ends' and a GRAPH variable's."""
+    graph = [node.graph] if isinstance(node.graph, ast.Var) else []
+    return {n for n in map(var_name, (node.subject, node.object, *graph)) if n is not None}
+
+
+def path_reads_all_terms(node: Path) -> bool:
+    """Whether the path's zero-length part (section 18.4, ZeroLengthPath) may bind every term of
+    the graph, from triples of any predicate: a ``*`` or ``?`` anywhere but at the top of a path
+    with a constant end (there, or in an alternative there, it binds that constant alone: the
+    evaluator's seed, ``spark/paths.py``); under GRAPH ?g any ``*`` or ``?``, whose constant is
+    paired with itself in every named graph, which a triple of any predicate may name."""
+    seeded = var_name(node.subject) is None or var_name(node.object) is None
+    if isinstance(node.graph, ast.Var):
+        seeded = False
+    return _unseeded_zero(node.path, seeded)
+
+
+def _unseeded_zero(path: ast.PathExpr, seeded: bool) -> bool:
+    if seeded and isinstance(path, ast.PathAlternative):
+        return any(_unseeded_zero(p, True) for p in path.alternatives)
+    if seeded and isinstance(path, (ast.PathZeroOrMore, ast.PathZeroOrOne)):
+        path = path.path
+    return any(isinstance(n, (ast.PathZeroOrMore, ast.PathZeroOrOne)) for n in _walk_path(path))
+
+
+def path_iris(path: ast.PathExpr) -> set[str] | None:
+    """The predicates (N-Triples) a path's steps can match; None where a negated property set
+    can match any other."""
+    found = set()
+    for n in _walk_path(path):
+        if isinstance(n, ast.PathNegated):
+            return None
+        if isinstance(n, ast.IRI):
+            found.add(f"<{n.value}>")
+    return found
+
+
+def _walk_path(path: ast.PathExpr):
+    yield path
+    if isinstance(path, ast.PathSequence):
+        parts: tuple = path.steps
+    elif isinstance(path, ast.PathAlternative):
+        parts = path.alternatives
+    elif isinstance(
+        path, (ast.PathInverse, ast.PathZeroOrMore, ast.PathOneOrMore, ast.PathZeroOrOne)
+    ):
+        parts = (path.path,)
+    else:
+        parts = ()
+    for part in parts:
+        yield from _walk_path(part)

@@ -30,6 +30,8 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         )
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
+    if pattern:
+        _refuse_paths(node, query.source)
     node, variables = _modifiers(query, node)
     _check_binds(node, query.source)
     _check_exists(node, query.source)
@@ -54,6 +56,21 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
         pattern=pattern,
         bound_us=duration_bound_us(query.where) if pattern else None,
     )
+
+
+def _refuse_paths(node: P.Node, source: str) -> None:
+    """EP-SPARQL patterns (``spark/events.py``) match events, each solution carrying the
+    interval of the triples behind it; a path's solutions have no such triples, so a path that
+    is no triple pattern is refused there (``^p`` and ``p/q`` are triple patterns)."""
+    for n in walk(node):
+        if isinstance(n, P.Path):
+            where = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                source,
+                "a property path with |, *, +, ? or ! in an EP-SPARQL pattern",
+                where.line,
+                where.column,
+            )
 
 
 def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, ...]]:
@@ -183,6 +200,8 @@ def _check_binds(node: P.Node, source: str) -> frozenset[str]:
         return frozenset(graph).union(*map(P.pattern_vars, node.triples))
     if isinstance(node, P.Values):
         return frozenset(v.name for v in node.vars)
+    if isinstance(node, P.Path):
+        return frozenset(P.path_vars(node))
     if isinstance(node, P.Project):
         _check_binds(node.input, source)
         return frozenset(v.name for v in node.vars)
@@ -393,7 +412,7 @@ def translate_group(group: ast.GroupPattern, graph) -> P.Node:
 
     for element in group.elements:
         if isinstance(element, ast.TriplesBlock):
-            node = join(P.BGP(element.triples, graph))
+            node = join(_triples_block(element, graph))
         elif isinstance(element, ast.Filter):
             filters.append(element.expr)
         elif isinstance(element, ast.OptionalPattern):
@@ -455,6 +474,50 @@ def with_patterns(expr: ast.Expr, graph) -> ast.Expr:
     return substitute(expr, translated)
 
 
+def _triples_block(block: ast.TriplesBlock, graph) -> P.Node:
+    """SPARQL 18.2.2.4-18.2.2.5: the block's triple patterns become BGPs, and each path pattern
+    that is no triple pattern (the parser made the others triple patterns) a Path joined to
+    them. Join being associative and commutative on multisets, the order is free: each set of
+    triples that share variables is one BGP (``optimize.order_joins`` orders it), and the BGPs
+    and Paths are joined in the order written, except that the next one joined shares a
+    variable with those before it where one does, so that ``?s :p ?x . ?x :q* ?y . ?y :r ?z``
+    is no product of its two triples. A block without paths is one BGP, as written."""
+    triples = [t for t in block.triples if isinstance(t, ast.TriplePattern)]
+    paths = [
+        P.Path(t.subject, t.path, t.object, graph, t.position)
+        for t in block.triples
+        if isinstance(t, ast.PathPattern)
+    ]
+    if not paths:
+        return P.BGP(tuple(triples), graph)
+    parts: list[tuple[P.Node, set[str]]] = [
+        (P.BGP(tuple(c), graph), set().union(*map(P.pattern_vars, c))) for c in _connected(triples)
+    ]
+    parts += [(p, {n for n in map(P.var_name, (p.subject, p.object)) if n}) for p in paths]
+    node, bound = parts.pop(0)
+    while parts:
+        i = next((i for i, (_, names) in enumerate(parts) if names & bound), 0)
+        part, names = parts.pop(i)
+        node, bound = P.Join(node, part), bound | names
+    return node
+
+
+def _connected(triples: list[ast.TriplePattern]) -> list[list[ast.TriplePattern]]:
+    """The triples in sets that share variables (blank nodes among them), each set in the
+    order written, the sets in the order of their first triple."""
+    groups: list[tuple[set[str], list[ast.TriplePattern]]] = []
+    for triple in triples:
+        names = P.pattern_vars(triple)
+        joined = [g for g in groups if g[0] & names]
+        merged = (names.union(*(g[0] for g in joined)), [t for g in joined for t in g[1]])
+        merged[1].append(triple)
+        groups = [g for g in groups if g not in joined]
+        groups.append(merged)
+    order = {id(t): i for i, t in enumerate(triples)}
+    ordered = [sorted(ts, key=lambda t: order[id(t)]) for _, ts in groups]
+    return sorted(ordered, key=lambda ts: order[id(ts[0])])
+
+
 _EVENT_JOINS: dict[str, type[P.SeqJoin] | type[P.EqJoin]] = {"SEQ": P.SeqJoin, "EQUALS": P.EqJoin}
 
 
@@ -500,7 +563,10 @@ def _in_scope(group: ast.GroupPattern) -> set[ast.Var]:
     for element in group.elements:
         if isinstance(element, ast.TriplesBlock):
             for t in element.triples:
-                found |= {x for x in (t.subject, t.predicate, t.object) if isinstance(x, ast.Var)}
+                ends = (t.subject, t.object) + (
+                    (t.predicate,) if isinstance(t, ast.TriplePattern) else ()
+                )
+                found |= {x for x in ends if isinstance(x, ast.Var)}
         elif isinstance(element, (ast.OptionalPattern, ast.GroupPattern)):
             found |= _in_scope(
                 element.group if isinstance(element, ast.OptionalPattern) else element

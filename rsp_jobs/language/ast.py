@@ -169,9 +169,91 @@ class TriplePattern:
     object: Term
 
 
+# Property paths (W3C SPARQL 1.1 Query, section 9), as section 18.2.2.3 translates them: an IRI
+# is ``link(iri)``, the others are below. The parser applies section 18.2.2.4 at once, so a path
+# that is an IRI, ``^iri`` or a sequence of those arrives as triple patterns, and ``PathPattern``
+# holds only what needs the path operators of section 18.4.
+
+
+@dataclass(frozen=True)
+class PathInverse:
+    """``^path``: inv(path). The parser pushes it down to an IRI (``inv(seq(P, Q))`` is
+    ``seq(inv(Q), inv(P))``, and so on), so only ``^iri`` and ``^!()`` keep it."""
+
+    path: PathExpr
+
+
+@dataclass(frozen=True)
+class PathSequence:
+    """``p1 / p2 / ...``: seq, two or more steps."""
+
+    steps: tuple[PathExpr, ...]
+
+
+@dataclass(frozen=True)
+class PathAlternative:
+    """``p1 | p2 | ...``: alt, two or more alternatives."""
+
+    alternatives: tuple[PathExpr, ...]
+
+
+@dataclass(frozen=True)
+class PathZeroOrMore:
+    """``path*``: ZeroOrMorePath."""
+
+    path: PathExpr
+
+
+@dataclass(frozen=True)
+class PathOneOrMore:
+    """``path+``: OneOrMorePath."""
+
+    path: PathExpr
+
+
+@dataclass(frozen=True)
+class PathZeroOrOne:
+    """``path?``: ZeroOrOnePath."""
+
+    path: PathExpr
+
+
+@dataclass(frozen=True)
+class PathNegated:
+    """``!(iri1|...|^iri2|...)``, section 18.2.2.3: NPS(forward) when only forward IRIs are
+    written, inv(NPS(inverse)) when only inverse ones, their alt when both; ``!()`` is NPS({}),
+    every triple."""
+
+    forward: tuple[IRI, ...]
+    inverse: tuple[IRI, ...] = ()
+
+
+PathExpr = (
+    IRI
+    | PathInverse
+    | PathSequence
+    | PathAlternative
+    | PathZeroOrMore
+    | PathOneOrMore
+    | PathZeroOrOne
+    | PathNegated
+)
+
+
+@dataclass(frozen=True)
+class PathPattern:
+    """``subject path object`` where the path is not a triple pattern (section 18.2.2.4's
+    Path(X, P, Y)); ``position`` is where the path is written, for messages."""
+
+    subject: Term
+    path: PathExpr
+    object: Term
+    position: Position | None = field(default=None, compare=False)
+
+
 @dataclass(frozen=True)
 class TriplesBlock:
-    triples: tuple[TriplePattern, ...]
+    triples: tuple[TriplePattern | PathPattern, ...]
 
 
 @dataclass(frozen=True)

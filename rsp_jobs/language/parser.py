@@ -62,21 +62,24 @@ def parse_query(text: str, source: str = "<query>") -> ast.Query:
 
 def _check_size(tree: Tree, source: str) -> None:
     """At most MAX_PATTERNS triple patterns and MAX_BINDS BINDs, refused where the first one
-    past the limit is written."""
+    past the limit is written. A property path counts a pattern for each IRI it names: each
+    is a triple pattern (section 18.2.2.4) or a join or union of the path's."""
     patterns = binds = 0
     for node in tree.iter_subtrees_topdown():
-        if node.data == "object_list":
-            if patterns + len(node.children) > MAX_PATTERNS:
-                first_past = node.children[MAX_PATTERNS - patterns]
-                where = first_past.meta if isinstance(first_past, Tree) else first_past
-                raise QuerySyntaxError(
-                    source,
-                    where.line,
-                    where.column,
-                    f"more than {MAX_PATTERNS} triple patterns in one query; split it into "
-                    "queries chained by REGISTER STREAM",
-                )
-            patterns += len(node.children)
+        if node.data == "property_list":
+            for verb, objects in zip(node.children[::2], node.children[1::2]):
+                weight = max(1, sum(1 for _ in verb.find_pred(_names_a_predicate)))
+                for obj in objects.children:
+                    patterns += weight
+                    if patterns > MAX_PATTERNS:
+                        where = obj.meta if isinstance(obj, Tree) else obj
+                        raise QuerySyntaxError(
+                            source,
+                            where.line,
+                            where.column,
+                            f"more than {MAX_PATTERNS} triple patterns in one query; split it "
+                            "into queries chained by REGISTER STREAM",
+                        )
         elif node.data == "bind":
             binds += 1
             if binds > MAX_BINDS:
@@ -86,6 +89,10 @@ def _check_size(tree: Tree, source: str) -> None:
                     node.meta.column,
                     f"more than {MAX_BINDS} BINDs in one query; compute fewer values per query",
                 )
+
+
+def _names_a_predicate(node: Tree) -> bool:
+    return node.data in ("iri", "rdf_type", "bare_name")
 
 
 def _check_registration(query: ast.Query) -> None:
@@ -272,7 +279,56 @@ class _WithTriples(NamedTuple):
     """A blank-node property list: the fresh node and the triples that describe it."""
 
     node: ast.BNode
-    triples: list[ast.TriplePattern]
+    triples: list[ast.TriplePattern | ast.PathPattern]
+
+
+class _PathVerb(NamedTuple):
+    """A property path in a verb's place, and where it is written."""
+
+    path: ast.PathExpr
+    position: ast.Position
+
+
+def _normalized(path: ast.PathExpr) -> ast.PathExpr:
+    """``path`` with every inverse pushed down to an IRI or a negated set (SPARQL 1.1 section
+    18.4: eval(Path(X, inv(P), Y)) is eval(Path(Y, P, X)), so inv(seq(P, Q)) has the solutions
+    of seq(inv(Q), inv(P)), inv(alt(P, Q)) those of alt(inv(P), inv(Q)), inv(P*) those of
+    inv(P)*, and inv(NPS) reverses which members are forward), and a sequence in a sequence,
+    or an alternative in an alternative, made one (``(p/q)/r`` is ``p/q/r``)."""
+    if isinstance(path, ast.PathInverse):
+        return _inverted(_normalized(path.path))
+    if isinstance(path, ast.PathSequence):
+        steps = [_normalized(p) for p in path.steps]
+        return ast.PathSequence(
+            tuple(s for p in steps for s in (p.steps if isinstance(p, ast.PathSequence) else (p,)))
+        )
+    if isinstance(path, ast.PathAlternative):
+        alts = [_normalized(p) for p in path.alternatives]
+        return ast.PathAlternative(
+            tuple(
+                a
+                for p in alts
+                for a in (p.alternatives if isinstance(p, ast.PathAlternative) else (p,))
+            )
+        )
+    if isinstance(path, (ast.PathZeroOrMore, ast.PathOneOrMore, ast.PathZeroOrOne)):
+        return type(path)(_normalized(path.path))
+    return path
+
+
+def _inverted(path: ast.PathExpr) -> ast.PathExpr:
+    """inv(``path``) for a normalized ``path``, normalized."""
+    if isinstance(path, ast.PathInverse):
+        return path.path
+    if isinstance(path, ast.PathSequence):
+        return ast.PathSequence(tuple(_inverted(p) for p in reversed(path.steps)))
+    if isinstance(path, ast.PathAlternative):
+        return ast.PathAlternative(tuple(_inverted(p) for p in path.alternatives))
+    if isinstance(path, (ast.PathZeroOrMore, ast.PathOneOrMore, ast.PathZeroOrOne)):
+        return type(path)(_inverted(path.path))
+    if isinstance(path, ast.PathNegated) and (path.forward or path.inverse):
+        return ast.PathNegated(path.inverse, path.forward)
+    return ast.PathInverse(path)  # an IRI, or !() (every triple, reversed)
 
 
 class _AstBuilder(Transformer):
@@ -286,6 +342,7 @@ class _AstBuilder(Transformer):
         self._next_label = 0
         self._prefixes: dict[str, str] = {}
         self._base: str | None = None
+        self._path_positions: list[ast.Position] = []  # every property path's (``verb``)
 
     def _error(self, where, message: str) -> QuerySyntaxError:
         """An error at a token or a rule's ``meta``."""
@@ -390,7 +447,9 @@ class _AstBuilder(Transformer):
         op, operand = children
         return str(op), operand
 
-    def bare_template(self, children):
+    @v_args(meta=True)
+    def bare_template(self, meta, children):
+        self._check_no_paths(meta, "a CONSTRUCT template")
         return tuple(children[0])
 
     def bare_name(self, children):
@@ -414,7 +473,9 @@ class _AstBuilder(Transformer):
             "CONSTRUCT", [c for c in children if c is not template] + [where], template=template
         )
 
-    def construct_template(self, children):
+    @v_args(meta=True)
+    def construct_template(self, meta, children):
+        self._check_no_paths(meta, "a CONSTRUCT template")
         return tuple(children[0] or ())
 
     def ask_query(self, children):
@@ -644,18 +705,45 @@ class _AstBuilder(Transformer):
             return subject.triples + self._expand(subject.node, properties)
         return self._expand(subject, properties)
 
-    def _expand(self, subject: ast.Term, properties) -> list[ast.TriplePattern]:
+    def _expand(self, subject: ast.Term, properties) -> list[ast.TriplePattern | ast.PathPattern]:
         """Triples for ``subject verb object, ... ; ...``; a blank-node property list in object
-        position contributes its node, then its own triples right after."""
-        triples = []
+        position contributes its node, then its own triples right after; a property path its
+        patterns (``_path_patterns``)."""
+        triples: list[ast.TriplePattern | ast.PathPattern] = []
         for verb, objects in properties:
             for obj in objects:
-                if isinstance(obj, _WithTriples):
-                    triples.append(ast.TriplePattern(subject, verb, obj.node))
-                    triples.extend(obj.triples)
+                node = obj.node if isinstance(obj, _WithTriples) else obj
+                if isinstance(verb, _PathVerb):
+                    triples.extend(self._path_patterns(subject, verb.path, node, verb.position))
                 else:
-                    triples.append(ast.TriplePattern(subject, verb, obj))
+                    triples.append(ast.TriplePattern(subject, verb, node))
+                if isinstance(obj, _WithTriples):
+                    triples.extend(obj.triples)
         return triples
+
+    def _path_patterns(
+        self, subject: ast.Term, path: ast.PathExpr, obj: ast.Term, position: ast.Position
+    ) -> list[ast.TriplePattern | ast.PathPattern]:
+        """SPARQL 1.1 section 18.2.2.4, Translate Property Path Patterns: "X link(iri) Y" is
+        the triple pattern "X iri Y", "X inv(iri) Y" is "Y iri X", "X seq(P, Q) Y" is
+        "X P ?V . ?V Q Y" with ?V a fresh variable, and any other "X P Y" is Path(X, P, Y).
+        Inverses are pushed down to the IRIs first (``_inverted``), so ``^(p/q)`` becomes
+        triples as ``^q/^p`` does. The fresh variables are blank nodes: non-distinguished
+        variables, never in SELECT * (section 18.2.1)."""
+        path = _normalized(path)
+        if isinstance(path, ast.IRI):
+            return [ast.TriplePattern(subject, path, obj)]
+        if isinstance(path, ast.PathInverse) and isinstance(path.path, ast.IRI):
+            return [ast.TriplePattern(obj, path.path, subject)]
+        if isinstance(path, ast.PathSequence):
+            patterns: list[ast.TriplePattern | ast.PathPattern] = []
+            start = subject
+            for i, step in enumerate(path.steps):
+                end = obj if i == len(path.steps) - 1 else self._fresh_bnode()
+                patterns += self._path_patterns(start, step, end, position)
+                start = end
+            return patterns
+        return [ast.PathPattern(subject, path, obj, position)]
 
     def property_list(self, children):
         return list(zip(children[::2], children[1::2]))
@@ -689,11 +777,59 @@ class _AstBuilder(Transformer):
     def rdf_type(self, _):
         return ast.IRI(ast.RDF_TYPE)
 
-    @v_args(meta=True)
-    def _property_path(self, meta, _):
-        raise self._unsupported(meta, "property path")
+    # ---------------------------------------------------------------------- property paths
 
-    path = path_sequence = path_inverse = path_modified = path_negated = _property_path
+    @v_args(meta=True)
+    def verb(self, meta, children):
+        """A variable or IRI as it is; a property path with where it is written, for
+        ``_expand`` (section 18.2.2.4) and for messages."""
+        (verb,) = children
+        if isinstance(verb, (ast.Var, ast.IRI)):
+            return verb
+        position = _position(meta)
+        self._path_positions.append(position)
+        return _PathVerb(verb, position)
+
+    def path(self, children):
+        return ast.PathAlternative(tuple(children))
+
+    def path_sequence(self, children):
+        return ast.PathSequence(tuple(children))
+
+    def path_inverse(self, children):
+        return ast.PathInverse(children[0])
+
+    def path_zero_or_one(self, children):
+        return ast.PathZeroOrOne(children[0])
+
+    def path_zero_or_more(self, children):
+        return ast.PathZeroOrMore(children[0])
+
+    def path_one_or_more(self, children):
+        return ast.PathOneOrMore(children[0])
+
+    def path_negated(self, children):
+        """Rules [95]-[96]: ``!iri``, ``!^iri``, ``!()`` and ``!(iri|^iri|...)``."""
+        return ast.PathNegated(
+            tuple(iri for inverse, iri in children if not inverse),
+            tuple(iri for inverse, iri in children if inverse),
+        )
+
+    def path_in_set(self, children):
+        return False, children[0]
+
+    def path_in_set_inverse(self, children):
+        return True, children[0]
+
+    def _check_no_paths(self, meta, what: str) -> None:
+        """A CONSTRUCT template is TriplesTemplate (SPARQL 1.1 rules [73]-[75], [52]): its verbs
+        are variables and IRIs, never paths, which have no triples to construct."""
+        start, end = (meta.line, meta.column), (meta.end_line, meta.end_column)
+        for position in self._path_positions:
+            if start <= (position.line, position.column) <= end:
+                raise self._error(
+                    position, f"a property path cannot stand in {what}; write one triple a step"
+                )
 
     # ------------------------------------------------------------------------- expressions
 

@@ -198,6 +198,17 @@ class WindowPlan:
                     "keyed to meet every window",
                 ),
             ]
+        paths = [n for n in walk(self.query.plan) if isinstance(n, P.Path)]
+        if paths:
+            steps.append(
+                Step(
+                    "Paths",
+                    f"{len(paths)} property path(s) over the window rows and the background's "
+                    "triples, their * and + to a fixpoint by semi-naive iteration, a Spark job a "
+                    f"step, at most {settings.max_path_steps()} (RSP_MAX_PATH_STEPS); over the "
+                    "background's predicates alone computed once for every window",
+                )
+            )
         for node in walk(self.query.plan):
             if isinstance(node, P.Group):
                 for (agg, _var), places in zip(

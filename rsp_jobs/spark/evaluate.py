@@ -45,6 +45,7 @@ from rsp_jobs.spark import terms as ST
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.expressions import Scope, compile_expr
 from rsp_jobs.spark.local import LOCAL_ROWS, local_frame
+from rsp_jobs.spark.paths import evaluate_path
 from rsp_jobs.spark.r2r import HI, LO, WIN, triple_match, vcol
 from rsp_jobs.spark.windows import Spans
 from rsp_jobs.tree import walk
@@ -230,6 +231,13 @@ class Evaluator:
         schema = T.StructType([T.StructField(vcol(n), T.StringType()) for n in names])
         maybe = frozenset(n for i, n in enumerate(names) if any(row[i] is None for row in rows))
         return Solutions(None, local_frame(self.spark, rows, schema), names, maybe)
+
+    def _path(self, node: P.Path) -> Solutions:
+        """A property path that is no triple pattern (SPARQL 1.1 section 18.4), over the
+        window's and the background's triples: ``paths``. Its solutions are in windows already
+        (a path's matches are not one triple's, so they have no span to window later)."""
+        dep, indep, names = evaluate_path(self, node)
+        return Solutions(dep, indep, names)
 
     def _into_windows(self, sols: Solutions, extra: Iterable[str] = ()) -> Solutions:
         """A BGP's spanned solutions → the windows that hold all their triples. A solution is

@@ -280,18 +280,22 @@ def union_maybe(a: Domain, b: Domain) -> frozenset[str]:
 # ---------------------------------------------------------------------------- patterns
 
 
+def graph_match(graph) -> tuple[Column, dict[str, str]]:
+    """The condition a ``g, s, p, o`` row meets to be a triple of ``graph`` (None: the default
+    graph; an IRI: that named graph; a variable: any named graph, which it binds to ``g``)."""
+    if graph is None:
+        return F.col("g").isNull(), {}
+    if isinstance(graph, ast.IRI):
+        return F.col("g") == f"<{graph.value}>", {}
+    return F.col("g").isNotNull(), {graph.name: "g"}
+
+
 def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, str]]:
     """The condition a ``g, s, p, o`` row meets to match ``triple`` in ``graph`` (None: the
     default graph; an IRI; a variable), and the column each variable binds (SPARQL 18.3: a
     solution is a substitution of the pattern's variables that makes it a triple of the graph)."""
-    conds, binds = [], {}
-    if graph is None:
-        conds.append(F.col("g").isNull())
-    elif isinstance(graph, ast.IRI):
-        conds.append(F.col("g") == f"<{graph.value}>")
-    else:
-        conds.append(F.col("g").isNotNull())
-        binds[graph.name] = "g"
+    condition, binds = graph_match(graph)
+    conds = [condition]
     for column, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object)):
         name = var_name(term)
         if name is None:

@@ -79,3 +79,51 @@ def test_exists_is_refused_where_it_has_no_solutions_to_test(text, construct, at
 def test_select_star_with_group_by_is_refused():
     with pytest.raises(QueryError, match=r"^q\.rsp: SELECT \* with GROUP BY"):
         compile(WINDOW.format(body="?s <urn:p> ?o") + " GROUP BY ?s", "q.rsp")
+
+
+# ---------------------------------------------------------------------------- property paths
+
+@pytest.mark.parametrize("body", [
+    "?s <urn:p>+ ?o BIND (1 AS ?o)",
+    "GRAPH ?o { ?s <urn:p>* ?x } BIND (1 AS ?o)",
+])
+def test_a_path_binds_its_ends_and_graph_for_the_bind_check(body):
+    with pytest.raises(QueryError, match=ALREADY_BOUND):
+        compile(WINDOW.format(body=body), "q.rsp")
+
+
+def test_an_ep_sparql_pattern_refuses_a_path_with_operators_where_it_is_written():
+    body = "{ ?s <urn:p>/<urn:q> ?o } SEQ {\n ?o <urn:q>+ ?x }"
+    with pytest.raises(UnsupportedConstruct) as info:
+        compile(PATTERN.format(body=body), "q.rsp")
+    assert str(info.value) == ("q.rsp:2:5: unsupported construct: a property path with |, *, +, ? "
+                               "or ! in an EP-SPARQL pattern")
+
+
+def test_an_ep_sparql_pattern_takes_a_sequence_and_an_inverse_as_triples():
+    body = "{ ?s <urn:p>/<urn:q> ?o } SEQ { ?o ^<urn:q> ?x }"
+    assert compile(PATTERN.format(body=body), "q.rsp") is not None
+
+
+def test_a_dotr_event_refuses_a_path_with_operators_where_it_is_written():
+    rule = ("FROM STREAM <urn:s>\ndefine r { ?s a <urn:R> }\n"
+            "from A = [SELECT ?s WHERE { ?s <urn:p>|<urn:q> ?o }]\nwith ?s = A.?s\n")
+    with pytest.raises(UnsupportedConstruct) as info:
+        compile(rule, "r.dotr")
+    assert str(info.value) == ("r.dotr:3:32: unsupported construct: a property path with |, *, +, ? "
+                               "or ! in a DOTR event")
+
+
+def test_a_block_with_paths_joins_what_shares_variables_first():
+    """``?s :p ?x . ?x :q* ?y . ?y :r ?z``: the two triples share no variable, so they are two
+    BGPs joined through the path, not one BGP that is their product (SPARQL 18.2.2.5's joins
+    commute)."""
+    from rsp_jobs.algebra import plan as P
+
+    query = compile(WINDOW.format(body="?s <urn:p> ?x . ?x <urn:q>* ?y . ?y <urn:r> ?z . ?s <urn:t> ?w"),
+                    "q.rsp", skip=["order_joins"])
+    join = query.plan.input
+    assert isinstance(join, P.Join) and isinstance(join.right, P.BGP)
+    assert [t.predicate.value for t in join.right.triples] == ["urn:r"]
+    assert isinstance(join.left.right, P.Path)
+    assert [t.predicate.value for t in join.left.left.triples] == ["urn:p", "urn:t"]

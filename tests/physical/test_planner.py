@@ -80,3 +80,14 @@ def test_rsp_explain_prints_the_physical_plan(capsys):
     assert printed.startswith("WindowQuery congestion_by_segment")
     assert printed.endswith(planner.plan_windows(compile_file(path), planner.SliceOf(188_000, AFTER),
                                                  AFTER, UNTIL).explain())
+
+
+def test_a_plan_with_property_paths_names_them_and_their_bound(monkeypatch):
+    from rsp_jobs.compiler import compile
+
+    monkeypatch.setenv("RSP_MAX_PATH_STEPS", "40")
+    query = compile("PREFIX ex: <http://ex.org/> SELECT * FROM STREAM <urn:s> [RANGE 1h STEP 10m] "
+                    "WHERE { ?room ex:partOf+ ?building ; ex:temperature ?t . ?building a/ex:subClassOf* ex:Site }")
+    steps = {s.name: s.detail for s in planner.plan_windows(query, planner.SliceOf(2_000, AFTER), AFTER, UNTIL).steps()}
+    assert steps["Paths"].startswith("2 property path(s) over the window rows and the background's triples")
+    assert "at most 40 (RSP_MAX_PATH_STEPS)" in steps["Paths"]

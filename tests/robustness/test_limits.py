@@ -193,3 +193,17 @@ def test_window_rows_past_the_limit_are_refused_naming_the_copies():
     with pytest.raises(InputError, match="copies each of the slice's 1,001 rows into 3,600 windows, 3,603,600 "
                                          "window rows, more than RSP_MAX_WINDOW_ROWS"):
         check_size(query, sched, None, None, (0, 3_600_000_000), 1001, 10**9, 3_600_000)
+
+
+def test_a_property_path_counts_a_pattern_for_each_iri_it_names():
+    """``?s p1/p2/.../pn ?o`` is n triple patterns (SPARQL 1.1 section 18.2.2.4), so a long
+    path is refused as a long BGP is, at the object that takes the query past the limit."""
+    from rsp_jobs.language.parser import MAX_PATTERNS
+
+    head = HEAD + "[RANGE 1m STEP 1m]\nWHERE { "
+    path = "/".join(f"<http://ex.org/p{i}>" for i in range(MAX_PATTERNS - 1))
+    parse_query(head + f"?s {path} ?a . ?s <http://ex.org/q>* ?b }}", "q.rsp")
+    text = head + f"?s {path}|<http://ex.org/q> ?a, ?b }}"
+    with pytest.raises(QuerySyntaxError, match=f"more than {MAX_PATTERNS} triple patterns in one query") as err:
+        parse_query(text, "q.rsp")
+    assert (err.value.line, err.value.column) == (4, text.split("\n")[3].index("?b") + 1)

@@ -23,7 +23,14 @@ def prune_predicates(query: P.ContinuousQuery) -> P.ContinuousQuery:
         return query
     found = set()
     for node in walk(query.plan):
-        if isinstance(node, (ast.TriplePattern, ast.Timestamp)):
+        if isinstance(node, P.Path):
+            # a negated property set matches other predicates, and a zero-length path with no
+            # constant end every term of the window's graph, whatever its triples' predicates
+            iris = P.path_iris(node.path)
+            if iris is None or P.path_reads_all_terms(node):
+                return query
+            found |= iris
+        elif isinstance(node, (ast.TriplePattern, ast.Timestamp)):
             if not isinstance(node.predicate, ast.IRI):
                 return query
             found.add(f"<{node.predicate.value}>")

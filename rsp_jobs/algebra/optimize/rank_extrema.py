@@ -54,6 +54,8 @@ def _sources(node, name: str) -> tuple[P.TermsAt, ...]:
             or any(var.name == name and expr != var for expr, var in n.keys)
         ):
             return ()
+        if isinstance(n, P.Path) and name in P.path_vars(n):
+            return ()  # a path's ends are terms of any step, or of none (zero length)
         if isinstance(n, ast.TriplePattern):
             place = _place(n, name)
             if place == "":
