@@ -308,11 +308,6 @@ def _same_kind_string(source: Value, text: Column) -> Column:
     return ST.lang_literal(text, ST.language(source.term))
 
 
-def _regex_flags(flags: str | None) -> str:
-    mapping = {"i": "i", "s": "s", "m": "m", "x": "x"}
-    return "".join(mapping[f] for f in (flags or "") if f in mapping)
-
-
 def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     name = expr.name
     if name in _INTERVAL_CALLS:
@@ -406,10 +401,14 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
             raise UnsupportedConstruct(
                 scope.source, "regex() with a pattern or flags that are not constant strings"
             )
-        prefix = _regex_flags(flags.lexical if flags else None)
-        java = (f"(?{prefix})" if prefix else "") + pattern.lexical
+        # XPath fn:matches (§17.4.3.14): its flags as fn:replace's; one that is not XPath's is
+        # an error (FORX0001)
+        letters = flags.lexical if flags else ""
+        java = B.java_pattern(pattern.lexical, letters)
+        if java is None:
+            return Value.of_boolean(F.lit(None).cast("boolean"))
         try:
-            re.compile(pattern.lexical)
+            re.compile(re.escape(pattern.lexical) if "q" in letters else pattern.lexical)
         except re.error as exc:
             raise UnsupportedConstruct(
                 scope.source, f"regex pattern {pattern.lexical!r}: {exc}"

@@ -157,6 +157,11 @@ BY_HAND = [
     ('REPLACE(?a, ".", "x", "q")', '"a.b.c"', None, '"axbxc"'),
     ('REPLACE(?a, "b", "$0$0")', '"abc"', None, '"abbc"'),
     ('REPLACE(?a, "b", "\\\\$1")', '"abc"', None, '"a$1c"'),
+    # REGEX takes fn:replace's flags: i folds case beyond ASCII, q quotes, another is an error
+    ('REGEX(?a, "éTÉ", "i")', '"Été"', None, _typed("true", "boolean")),
+    ('REGEX(?a, "a.c", "q")', '"xa.cx"', None, _typed("true", "boolean")),
+    ('REGEX(?a, "a.c", "q")', '"abc"', None, _typed("false", "boolean")),
+    ('REGEX(?a, "a", "k")', '"abc"', None, None),
     # errors: a pattern matching "" (FORX0003), an invalid replacement (FORX0004), a bad flag
     ('REPLACE(?a, "x*", "y")', '"abc"', None, None),
     ('REPLACE(?a, "b", "$")', '"abc"', None, None),
