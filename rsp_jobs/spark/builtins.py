@@ -243,7 +243,23 @@ def strlang(lexical: Column, tag: Column) -> Column:
 
 _IRI_TEXT = r'^[^<>"{}|^`\\\x00-\x20]*$'  # what an IRIREF may hold (N-Triples)
 _SCHEME = r"^[A-Za-z][A-Za-z0-9+.\-]*:"
-_DOT_SEGMENT = r"(^|/)\.\.?(/|$|[?#])"
+_DOT_SEGMENT = r"(^|/)\.\.?(/|$)"
+# an absolute IRI as its scheme and authority, its path, and its query and fragment
+_IRI_PARTS = r"^([A-Za-z][A-Za-z0-9+.\-]*:(//[^/?#]*)?)([^?#]*)(.*)$"
+_DOT_PASSES = 4  # ".." segments undone in one path, one inside another at most (else an error)
+
+
+def _remove_dot_segments(path: Column) -> Column:
+    """RFC 3986 §5.2.4 remove_dot_segments on a path, by regular expressions: a ``.`` segment
+    goes, a ``..`` segment goes with the segment before it (at the root, alone), a last ``.``
+    or ``..`` leaves a ``/``. Each pass undoes one level of ``a/b/../..``; a path still holding
+    a dot segment after ``_DOT_PASSES`` is NULL, an error rather than a wrong IRI."""
+    path = F.regexp_replace(path, r"/\.\.?$", "$0/")
+    for _ in range(_DOT_PASSES):
+        path = F.regexp_replace(path, r"/\.(?=/)", "")
+        path = F.regexp_replace(path, r"/(?!\.\.(?:/|$))[^/]+/\.\.(?=/)", "")
+        path = F.regexp_replace(path, r"^/\.\.(?=/)", "")
+    return F.when(~path.rlike(_DOT_SEGMENT), path)
 
 
 def iri(arg: Column, base: str | None) -> Column:
@@ -253,9 +269,10 @@ def iri(arg: Column, base: str | None) -> Column:
     argument is another term, the text cannot be an IRI, or a relative one has no base.
 
     A relative reference is resolved by its first character, with the base's parts computed
-    here from the query's BASE (RFC 3986 §5.2.2). One holding a ``.`` or ``..`` segment is
-    unbound: removing dot segments (§5.2.4) is a loop over segments that no Spark function
-    does; a constant argument is resolved in full where the query is compiled."""
+    here from the query's BASE (RFC 3986 §5.2.2), and the dot segments of the result's path
+    removed (§5.2.4, ``_remove_dot_segments``); an absolute one stays as written, as the
+    parser keeps the query's own IRIs. A constant argument is resolved where the query is
+    compiled."""
     from rsp_jobs.language.parser import _resolve
 
     text = simple_arg(arg)
@@ -269,15 +286,24 @@ def iri(arg: Column, base: str | None) -> Column:
             base that every reference of its shape is appended to."""
             return F.lit(_resolve(base, reference)[: -len(reference)])
 
-        resolved = (
-            F.when(absolute, text)
-            .when(text == "", F.lit(_resolve(base, "")))
-            .when(text.rlike(_DOT_SEGMENT), _none())
-            .when(text.startswith("//"), F.concat(prefix("//x"), text))
+        joined = (
+            F.when(text.startswith("//"), F.concat(prefix("//x"), text))
             .when(text.startswith("/"), F.concat(prefix("/x"), text))
             .when(text.startswith("?"), F.concat(prefix("?x"), text))
             .when(text.startswith("#"), F.concat(prefix("#x"), text))
             .otherwise(F.concat(prefix("x"), text))
+        )
+        path = _remove_dot_segments(F.regexp_extract(joined, _IRI_PARTS, 3))
+        resolved = (
+            F.when(absolute, text)
+            .when(text == "", F.lit(_resolve(base, "")))
+            .otherwise(
+                F.concat(
+                    F.regexp_extract(joined, _IRI_PARTS, 1),
+                    path,
+                    F.regexp_extract(joined, _IRI_PARTS, 4),
+                )
+            )
         )
     valid = F.when(resolved.rlike(_IRI_TEXT), F.concat(F.lit("<"), resolved, F.lit(">")))
     return F.when(ST.is_iri(arg), arg).otherwise(valid)

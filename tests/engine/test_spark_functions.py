@@ -247,11 +247,29 @@ def test_a_function_gives_what_the_specification_says(spark, expression, a, b, e
         ('"x y"', None),  # not an IRI
         ('"x"@en', None),  # not a simple literal
         ('"1"^^<http://www.w3.org/2001/XMLSchema#integer>', None),
-        ('"../x"', None),  # a dot segment of a column's value: not resolved (builtins.iri)
     ],
 )
 def test_iri_resolves_a_column_against_the_querys_base(spark, argument, expected):
     assert engine(spark, "IRI(?a)", argument, base="http://example.org/a/b") == expected
+
+
+# RFC 3986 §5.4's examples (base http://a/b/c/d;p?q), normal and abnormal, each as the parser
+# resolves the same reference where the query holds it (``parser._resolve``), and a few more:
+# dot segments in the query part stay, four levels of ".." are undone
+RFC_REFERENCES = ["g", "./g", "g/", "/g", "//g", "?y", "g?y", "#s", "g#s", "g?y#s", ";x", "g;x",
+                  "g;x?y#s", ".", "./", "..", "../", "../g", "../..", "../../", "../../g",
+                  "../../../g", "../../../../g", "/./g", "/../g", "g.", ".g", "g..", "..g",
+                  "./../g", "./g/.", "g/./h", "g/../h", "g;x=1/./y", "g;x=1/../y", "g?y/./x",
+                  "g?y/../x", "g#s/./x", "g#s/../x", "a/b/../../../../g", "a/b/c/d/../../../../g",
+                  "a/.../b", "a/..b/../c"]
+
+
+@pytest.mark.parametrize("reference", RFC_REFERENCES)
+def test_iri_of_a_column_resolves_as_the_parser_resolves_a_constant(spark, reference):
+    from rsp_jobs.language.parser import _resolve
+
+    base = "http://a/b/c/d;p?q"
+    assert engine(spark, "IRI(?a)", f'"{reference}"', base=base) == f"<{_resolve(base, reference)}>"
 
 
 def test_iri_of_a_constant_is_resolved_in_full_and_a_relative_one_without_base_is_an_error(spark):
