@@ -335,20 +335,20 @@ def hashed(name: str, arg: Column) -> Column:
 # ---------------------------------------------------------------------------- times
 
 # An xsd:dateTime's lexical form (XSD 1.1 Part 2 §3.3.7.2): the parts as written
-_DATETIME = (
+DATETIME_LEXICAL = (
     r"^(-?[0-9]{4,})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2}(\.[0-9]+)?)"
     r"(Z|[+-][0-9]{2}:[0-9]{2})?$"
 )
 
 
 def datetime_part(t: Column, group: int) -> Column:
-    """Group ``group`` of ``_DATETIME`` in an xsd:dateTime's lexical form as written (NULL for
+    """Group ``group`` of ``DATETIME_LEXICAL`` in an xsd:dateTime's lexical form as written (NULL for
     other terms and invalid forms). §17.4.5: YEAR ... SECONDS are XPath's
     fn:year-from-dateTime etc., which read the value in its own time zone: HOURS of
     "2010-12-21T15:38:02-08:00" is 15, not the UTC hour 23."""
     lexical = F.when(ST.datatype(t) == T.XSD_DATETIME, ST.lexical(t))
-    valid = lexical.rlike(_DATETIME) & ST.datetime_value(t).isNotNull()
-    return F.when(valid, F.regexp_extract(lexical, _DATETIME, group))
+    valid = lexical.rlike(DATETIME_LEXICAL) & ST.datetime_value(t).isNotNull()
+    return F.when(valid, F.regexp_extract(lexical, DATETIME_LEXICAL, group))
 
 
 def timezone_text(t: Column) -> Column:

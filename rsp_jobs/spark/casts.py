@@ -28,6 +28,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from rsp_jobs import terms as T
+from rsp_jobs.spark import builtins as B
 from rsp_jobs.spark import decimals as D
 from rsp_jobs.spark import terms as ST
 
@@ -186,3 +187,15 @@ def to_string(t: Column, num: Column, rank: Column, exact: Column) -> Column:
         # here also where a numeric literal is ill-typed: that is an error, not its text)
         .when(xsd & ~dt.isin(*T.NUMERIC_RANK), ST.lexical(t))
     )
+
+
+def to_datetime(t: Column) -> Column:
+    """The term of xsd:dateTime(t): a string whose collapsed lexical form is an xsd:dateTime's
+    (``B.DATETIME_LEXICAL``, and a real instant: not February 30th) or an xsd:dateTime as it
+    is; NULL where an error (SPARQL §17.5's table: no other type casts to xsd:dateTime)."""
+    text = _collapsed(t)
+    valid_text = F.when(text.rlike(B.DATETIME_LEXICAL) & F.to_timestamp(text).isNotNull(), text)
+    lexical = F.when(
+        ST.datatype(t) == T.XSD_DATETIME, F.when(ST.datetime_value(t).isNotNull(), ST.lexical(t))
+    ).otherwise(valid_text)
+    return F.concat(F.lit('"'), lexical, F.lit(f'"^^<{T.XSD_DATETIME}>'))

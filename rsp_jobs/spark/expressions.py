@@ -645,4 +645,5 @@ _CASTS = {
     T.XSD_DOUBLE: _cast_number(3),
     T.XSD_STRING: _cast_to_string,
     T.XSD_BOOLEAN: _cast_boolean,
+    T.XSD_DATETIME: lambda value: Value(C.to_datetime(value.term)),
 }

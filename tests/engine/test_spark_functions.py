@@ -224,6 +224,13 @@ BY_HAND = [
     ("xsd:string(<http://example.org/z>)", None, None, '"http://example.org/z"'),
     ("xsd:string(?a)", '"chat"@fr', None, None),
     ('xsd:string("abc"^^xsd:integer)', None, None, None),
+    ('xsd:dateTime("2002-10-10T17:00:00Z")', None, None, _typed("2002-10-10T17:00:00Z", "dateTime")),
+    ('xsd:dateTime(" 2002-10-10T17:00:00.5-08:00 ")', None, None, _typed("2002-10-10T17:00:00.5-08:00", "dateTime")),
+    ("xsd:dateTime(?a)", _typed("2002-10-10T17:00:00", "dateTime"), None, _typed("2002-10-10T17:00:00", "dateTime")),
+    ('xsd:dateTime("2002-02-30T17:00:00Z")', None, None, None),
+    ('xsd:dateTime("2002-10-10")', None, None, None),
+    ("xsd:dateTime(?a)", _typed("1", "integer"), None, None),
+    ("xsd:dateTime(?a)", '"2002-10-10T17:00:00Z"@en', None, None),
     # STR() is still the lexical form as written, not a cast's canonical form
     ("STR(1.0)", None, None, '"1.0"'),
 ]
