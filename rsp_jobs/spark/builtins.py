@@ -342,8 +342,8 @@ DATETIME_LEXICAL = (
 
 
 def datetime_part(t: Column, group: int) -> Column:
-    """Group ``group`` of ``DATETIME_LEXICAL`` in an xsd:dateTime's lexical form as written (NULL for
-    other terms and invalid forms). §17.4.5: YEAR ... SECONDS are XPath's
+    """Group ``group`` of ``DATETIME_LEXICAL`` in an xsd:dateTime's lexical form as written (NULL
+    for other terms and invalid forms). §17.4.5: YEAR ... SECONDS are XPath's
     fn:year-from-dateTime etc., which read the value in its own time zone: HOURS of
     "2010-12-21T15:38:02-08:00" is 15, not the UTC hour 23."""
     lexical = F.when(ST.datatype(t) == T.XSD_DATETIME, ST.lexical(t))

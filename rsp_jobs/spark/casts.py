@@ -3,18 +3,23 @@
 SPARQL §17.5: "SPARQL imports a subset of the XPath constructor functions ... The function
 is applied to an RDF term ... [its] lexical form, for a simple literal or xsd:string, or its
 value otherwise"; a cast that F&O §19 does not allow, or whose input is not in the target's
-lexical space, is an error (unbound). As F&O §19.1.1 and §19.2 say:
+lexical space, is an error (unbound). As F&O §19.1 ("Casting from primitive types to
+primitive types") and §19.2 say:
 
 - *from a string* (simple literal or xsd:string, F&O §19.2: "cast as if to xs:untypedAtomic"):
   the lexical form, whitespace collapsed, must be in the target type's lexical space:
   ``xsd:integer("-10.2E3")`` and ``xsd:integer("1.5")`` are errors, ``xsd:decimal("1E0")`` is
   an error (xsd:decimal has no exponent), ``xsd:boolean("1")`` is true;
-- *from a number* (§19.1.2): to xsd:integer truncated towards zero, NaN and infinities are
-  errors (FOCA0002) to xsd:integer and xsd:decimal; to xsd:boolean, 0 and NaN are false;
-- *from a boolean* (§19.1.2.2-4): true is 1, false is 0;
-- *to xsd:string* (§19.1.2.1): the canonical form of the value: an xsd:decimal that is whole
-  is written as an integer (``xsd:string(1.0)`` is "1"), a float or double between 10^-6 and
-  10^6 as such a decimal, any other one in mantissa-exponent form; an IRI its text;
+- *from a number* (§19.1, "Casting to numeric types"): to xsd:integer truncated towards
+  zero, NaN and infinities are errors (FOCA0002) to xsd:integer and xsd:decimal; to
+  xsd:boolean, 0 and NaN are false;
+- *from a boolean* (§19.1, to each numeric type): true is 1, false is 0;
+- *to xsd:string* (§19.1, "Casting to xs:string and xs:untypedAtomic"): the canonical form
+  of the value: an xsd:decimal that is whole is written as an integer (``xsd:string(1.0)`` is
+  "1"), a float or double between 10^-6 and 10^6 as such a decimal, any other one in
+  mantissa-exponent form; an IRI its text;
+- *to xsd:dateTime* (§19.1 and SPARQL's table): from a string in its lexical space, or from
+  an xsd:dateTime (itself); from anything else an error;
 - an IRI, a blank node, a literal with a language tag or another datatype is an error
   (except an IRI to xsd:string, SPARQL's table in §17.5).
 
@@ -63,7 +68,8 @@ def _finite(num: Column) -> Column:
 
 
 def to_integer(t: Column, num: Column, rank: Column, exact: Column) -> tuple[Column, Column]:
-    """(double, exact) of xsd:integer(t) (F&O §19.1.2.2: "towards zero"); NULL where an error."""
+    """(double, exact) of xsd:integer(t) (F&O §19.1, "Casting to xs:integer": "towards
+    zero"); NULL where an error."""
     text = _collapsed(t)
     boolean = source_boolean(t)
     value = (
@@ -76,7 +82,8 @@ def to_integer(t: Column, num: Column, rank: Column, exact: Column) -> tuple[Col
 
 
 def to_decimal(t: Column, num: Column, rank: Column, exact: Column) -> tuple[Column, Column]:
-    """(double, exact) of xsd:decimal(t) (F&O §19.1.2.3); NULL where an error."""
+    """(double, exact) of xsd:decimal(t) (F&O §19.1, "Casting to xs:decimal"); NULL where an
+    error."""
     text = _collapsed(t)
     boolean = source_boolean(t)
     value = (
@@ -90,7 +97,7 @@ def to_decimal(t: Column, num: Column, rank: Column, exact: Column) -> tuple[Col
 
 def to_floating(t: Column, num: Column, rank: Column, single: bool) -> Column:
     """The double of xsd:double(t), or of xsd:float(t) with ``single`` (rounded to a float's
-    precision, F&O §19.1.2.2); NULL where an error."""
+    precision, F&O §19.1, "Casting to xs:float"); NULL where an error."""
     boolean = source_boolean(t)
     value = (
         F.when(rank.isNotNull(), num)
@@ -101,8 +108,8 @@ def to_floating(t: Column, num: Column, rank: Column, single: bool) -> Column:
 
 
 def to_boolean(t: Column, num: Column, rank: Column) -> Column:
-    """xsd:boolean(t) (F&O §19.1.2.4: from a number, "false if SV is 0, +0, -0, NaN";
-    from a string, its lexical form: "true", "false", "1", "0")."""
+    """xsd:boolean(t) (F&O §19.1, "Casting to xs:boolean": from a number, "false if SV is 0,
+    +0, -0, NaN"; from a string, its lexical form: "true", "false", "1", "0")."""
     text = _collapsed(t)
     return (
         F.when(rank.isNotNull(), F.when(num.isNotNull(), (num != 0) & ~F.isnan(num)))
@@ -143,21 +150,21 @@ def floating_lexical(num: Column, single: bool) -> Column:
 
 
 def _decimal_string(exact: Column) -> Column:
-    """F&O §19.1.2.1 from xs:decimal: "If SV is in the value space of xs:integer, the result is
-    the canonical lexical representation of the integer, i.e. no decimal point", else the
-    decimal's canonical form."""
+    """F&O §19.1 (casting to xs:string) from xs:decimal: "If SV is in the value space of
+    xs:integer, the result is the canonical lexical representation of the integer, i.e. no decimal
+    point", else the decimal's canonical form."""
     return F.when(exact == F.floor(exact), D.integer_lexical(exact)).otherwise(
         D.decimal_lexical(exact)
     )
 
 
 def _floating_string(num: Column, single: bool) -> Column:
-    """F&O §19.1.2.1 from xs:float or xs:double: "If SV has an absolute value that is greater
-    than or equal to 0.000001 (one millionth) and less than 1000000 (one million), then the
-    value is converted to an xs:decimal and the resulting xs:decimal is converted to an
-    xs:string according to the rules above ... If SV has the value positive or negative zero,
-    TV is "0" or "-0" respectively"; else the canonical form. The decimal is the shortest form
-    of the value, with 30 digits after the point (a decimal(36,18) would round 10^-6 · 1.2345678)."""
+    """F&O §19.1 (casting to xs:string) from xs:float or xs:double: "If SV has an absolute value
+    that is greater than or equal to 0.000001 (one millionth) and less than 1000000 (one million),
+    then the value is converted to an xs:decimal and the resulting xs:decimal is converted to an
+    xs:string according to the rules above ... If SV has the value positive or negative zero, TV is
+    "0" or "-0" respectively"; else the canonical form. The decimal is the shortest form of the
+    value, with 30 digits after the point (a decimal(36,18) would round 10^-6 · 1.2345678)."""
     java = (num.cast("float") if single else num).cast("string")
     decimal = java.cast("decimal(38,30)").cast("string")
     trimmed = F.regexp_replace(F.regexp_replace(decimal, "0+$", ""), r"\.$", "")

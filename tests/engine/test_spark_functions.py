@@ -231,6 +231,13 @@ BY_HAND = [
     ('xsd:dateTime("2002-10-10")', None, None, None),
     ("xsd:dateTime(?a)", _typed("1", "integer"), None, None),
     ("xsd:dateTime(?a)", '"2002-10-10T17:00:00Z"@en', None, None),
+    # F&O §19.3 (casting to derived types): a cast to a derived type must land in its value space (FORG0001)
+    ('xsd:int("2147483647")', None, None, _typed("2147483647", "int")),
+    ('xsd:int("2147483648")', None, None, None),
+    ("xsd:int(-7.9e0)", None, None, _typed("-7", "int")),
+    ('xsd:long("-9000000000")', None, None, _typed("-9000000000", "long")),
+    ('xsd:int("x")', None, None, None),
+    ("xsd:int(2147483647) + 1", None, None, _typed("2147483648", "integer")),
     # STR() is still the lexical form as written, not a cast's canonical form
     ("STR(1.0)", None, None, '"1.0"'),
 ]
