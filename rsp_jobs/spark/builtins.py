@@ -26,10 +26,6 @@ from rsp_jobs import terms as T
 from rsp_jobs.spark import terms as ST
 
 
-def _none() -> Column:
-    return F.lit(None).cast("string")
-
-
 def is_string_literal(t: Column) -> Column:
     """§17.4.3.1.1: a simple literal, an xsd:string or a literal with a language tag."""
     return ST.is_string_literal(t) | ST.has_language(t)

@@ -96,8 +96,8 @@ class Scope:
     column the evaluator joined in for them; ``interval`` gives an EP-SPARQL solution's start
     and end (µs columns) to getDURATION(), getSTARTTIME() and getENDTIME(); ``now`` gives NOW()
     its instant (µs; the window's close, docs/semantics/functions.md) and ``solution`` a
-    column that names the solution, for BNODE(str) (where the evaluator adds them:
-    ``uses_now``, ``uses_solution``)."""
+    column that names the solution, for BNODE(str) (``evaluate.Evaluator._with_execution``
+    adds them where an expression calls those)."""
 
     def __init__(
         self,
