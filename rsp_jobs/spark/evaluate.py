@@ -585,8 +585,9 @@ class Evaluator:
     # ------------------------------------------------------------------ grouping
 
     def _group(self, node: P.Group) -> Solutions:
-        inner = self.evaluate(node.input, spanned=True)
-        scope = self._scope(inner)
+        exprs = [e for e, _ in node.keys] + [a.arg for a, _ in node.aggregates if a.arg is not None]
+        inner, execution = self._with_execution(self.evaluate(node.input, spanned=True), exprs)
+        scope = self._scope(inner, execution=execution)
         # The keys and each aggregate's argument become plain columns first, per solution
         # before windows, so that the aggregation and the rendering after it work on columns,
         # not on copies of the whole expression.
@@ -672,8 +673,10 @@ class Evaluator:
         name = next(self._names)
         arguments = {}
         if node.aggregate.arg is not None:
+            # (window rows: NOW() is their window's close)
+            scope = self._scope(inner, execution=Execution(now=lambda: F.col(WIN)))
             arguments = aggregates.arguments(
-                node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)), name
+                node.aggregate, compile_expr(node.aggregate.arg, scope), name
             )
             frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
         columns, render, _ = aggregates.aggregate(
@@ -710,7 +713,8 @@ class Evaluator:
     def _orderby(self, node: P.OrderBy) -> Solutions:
         inner = self.evaluate(node.input)
         frame = self.to_dep(inner)
-        scope = self._scope(inner)
+        # (window rows: NOW() is their window's close)
+        scope = self._scope(inner, execution=Execution(now=lambda: F.col(WIN)))
         keys = []
         for cond in node.conditions:
             for part in ST.order_key(compile_expr(cond.expr, scope).term):

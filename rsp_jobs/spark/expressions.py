@@ -539,7 +539,7 @@ def _now(scope: Scope) -> Value:
     window's close (docs/semantics/functions.md): the same in every call over that window,
     and the same when the window is evaluated again."""
     if scope.now is None:
-        raise UnsupportedConstruct(scope.source, "NOW() outside a FILTER or BIND over windows")
+        raise UnsupportedConstruct(scope.source, "NOW() outside the evaluation of a window")
     return _interval_call("getendtime", scope.now(), scope.now())
 
 

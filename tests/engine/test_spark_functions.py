@@ -329,6 +329,16 @@ def test_now_is_the_windows_close_in_every_solution(spark, tmp_path):
     assert all(b["n"]["datatype"] == XSD + "dateTime" for w in windows for b in w["bindings"])
 
 
+def test_now_is_the_windows_close_in_group_keys_aggregates_and_order(spark, tmp_path):
+    query = (f"{PREFIXES}REGISTER QUERY q AS SELECT ?n (COUNT(*) AS ?c) (MAX(NOW()) AS ?m) "
+             f"FROM STREAM <{STREAM}> [RANGE 1h STEP 1h] WHERE {{ ?s <http://example.org/p> ?o }} "
+             "GROUP BY (NOW() AS ?n) ORDER BY NOW()")
+    windows = _answers(tmp_path, query, FRAMES)
+    got = [[(b["n"]["value"], b["c"]["value"], b["m"]["value"]) for b in w["bindings"]] for w in windows]
+    assert got == [[("1970-01-01T01:00:00Z", "3", "1970-01-01T01:00:00Z")],
+                   [("1970-01-01T02:00:00Z", "1", "1970-01-01T02:00:00Z")]]
+
+
 def test_bnode_of_a_string_is_one_node_per_solution_and_bnode_is_fresh_per_call(spark, tmp_path):
     """§17.4.2.9: BNODE(str) is "the same blank node for calls with the same simple literal
     within expressions for one solution mapping", distinct across solutions; BNODE() "every
