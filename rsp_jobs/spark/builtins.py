@@ -11,8 +11,8 @@ The argument kinds are §17.4.3.1's:
   that datatype written).
 
 Spark's strings count Unicode code points, not UTF-16 units: ``length``, ``substring`` and
-``instr`` treat a character outside the BMP as one character, as XPath does (F&O 3.1 §5.1:
-"a string is a sequence of characters ... each character is a Unicode codepoint").
+``instr`` treat a character outside the BMP as one character, as XPath's string functions
+count characters (code points: the W3C tests substring01-non-bmp, length01-non-bmp).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def encode_for_uri(arg: Column) -> Column:
     return ST.string_literal(F.replace(encoded, F.lit("%7E"), F.lit("~")))
 
 
-# fn:replace flags (F&O 3.1 §5.6.1.1) as Java's: i is Unicode case folding (Java's (?i) alone
+# fn:replace flags (F&O 3.1 §5.6.2) as Java's: i is Unicode case folding (Java's (?i) alone
 # folds ASCII only); q (quote) is applied to the pattern and the replacement, not as a flag
 _JAVA_FLAGS = {"i": "iu", "s": "s", "m": "m", "x": "x"}
 
@@ -173,7 +173,7 @@ def java_pattern(pattern: str, flags: str) -> str | None:
 
 def java_replacement(replacement: str, groups: int, quoted: bool) -> str | None:
     """An fn:replace replacement string as Java's Matcher reads one; None where it is invalid
-    (FORX0004). F&O 3.1 §5.6.3: "$N ... is replaced by the substring captured by the Nth
+    (FORX0004). F&O 3.1 §5.6.4: "$N ... is replaced by the substring captured by the Nth
     parenthesized sub-expression ... [N is] the longest sequence of digits that is less than or
     equal to the number of capturing subexpressions"; a $N with N above that count (or a
     group that did not take part in the match) is replaced by the empty string; ``\\$`` and

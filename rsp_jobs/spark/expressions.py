@@ -565,7 +565,7 @@ def _bnode(args: list[Value], scope: Scope) -> Value:
 
 def _replace(expr: ast.FunctionCall, args: list[Value], scope: Scope) -> Value:
     """§17.4.3.15 REPLACE(arg, pattern, replacement[, flags]), XPath fn:replace (F&O 3.1
-    §5.6.3) on the lexical form, keeping arg's kind (its language tag). Pattern, replacement
+    §5.6.4) on the lexical form, keeping arg's kind (its language tag). Pattern, replacement
     and flags must be constants (as regex()'s): they are checked and translated to Java's
     here. Errors: a flag that is not XPath's (FORX0001), a pattern that "matches a zero-length
     string" (FORX0003), an invalid replacement (FORX0004): each makes the call unbound."""

@@ -149,8 +149,8 @@ BY_HAND = [
     # match and the lexical form of the result is the empty string" (the first's tag kept)
     ("STRBEFORE(?a, ?b)", '"abc"@en', '""', '""@en'),
     ("STRAFTER(?a, ?b)", '"abc"@en', '""@en', '"abc"@en'),
-    # F&O §5.6.3 fn:replace: a non-participating group is "", q quotes the pattern
-    # F&O §5.6.1.1 flag i: "case-insensitive mode" (rdflib ignores the flag)
+    # F&O §5.6.4 fn:replace: a non-participating group is "", q quotes the pattern
+    # F&O §5.6.2 flag i: "case-insensitive mode" (rdflib ignores the flag)
     ('REPLACE(?a, "a", "x", "i")', '"aAbB"', None, '"xxbB"'),
     ('REPLACE(?a, "é", "x", "i")', '"Été"', None, '"xtx"'),
     ('REPLACE(?a, "(ab)|(a)", "[1=$1][2=$2]")', '"abcd"', None, '"[1=ab][2=]cd"'),
