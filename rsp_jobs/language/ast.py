@@ -118,6 +118,8 @@ class FunctionCall:
 
     name: str
     args: tuple[Expr, ...]
+    # IRI() and URI(): the query's BASE, which SPARQL 1.1 §17.4.2.8 resolves their argument against
+    base: str | None = None
 
 
 @dataclass(frozen=True)

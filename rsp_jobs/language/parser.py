@@ -875,6 +875,8 @@ class _AstBuilder(Transformer):
             raise self._error(name_token, "bound() takes a variable")
         if name == "timestamp":
             return self._timestamp(name_token, args)
+        if name in ("iri", "uri") and self._base:
+            return ast.FunctionCall(name, args, base=self._base)
         return ast.FunctionCall(name, args)
 
     @v_args(meta=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
@@ -101,6 +101,19 @@ class Solutions:
     @property
     def window_columns(self) -> list[str]:
         return list(self.annotation.columns)
+
+
+SOLUTION = "_solution"  # a solution's name, for BNODE(str) (``Evaluator._with_execution``)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What an expression over window rows reads beside the solution: NOW()'s instant, the
+    solution's name for BNODE(str), and the columns added for them (dropped after)."""
+
+    now: Callable[[], Column] | None = None
+    solution: Callable[[], Column] | None = None
+    hidden: tuple[str, ...] = ()
 
 
 class Evaluator:
@@ -470,19 +483,51 @@ class Evaluator:
 
     # ------------------------------------------------------------------ expressions
 
-    def _scope(self, sols: Solutions, joined: dict | None = None) -> Scope:
+    def _scope(
+        self, sols: Solutions, joined: dict | None = None, execution: Execution | None = None
+    ) -> Scope:
         def column(node) -> Column:
             return F.col((joined or {})[node])  # called only where they are joined in
 
         numbers = {
             name: (F.col(number), F.lit(COUNT_RANK)) for name, number in sols.numbers.items()
         }
+        execution = execution or Execution()
         return r2r.scope(
             sols,
             self.query.source,
             timestamp=column if joined is not None else None,
             exists=column if joined is not None else None,
             numbers=numbers,
+            now=execution.now,
+            solution=execution.solution,
+        )
+
+    def _with_execution(
+        self, sols: Solutions, exprs: Iterable[ast.Expr]
+    ) -> tuple[Solutions, Execution]:
+        """Where ``exprs`` call NOW(), solutions as window rows, NOW() being the window's close
+        (``expressions._now``); where they call BNODE(str), each solution named by a column
+        (``SOLUTION``, a random UUID) that its BNODE(str) calls share."""
+        calls = [n for e in exprs for n in walk(e) if isinstance(n, ast.FunctionCall)]
+        now = any(c.name == "now" for c in calls)
+        named = any(c.name == "bnode" and c.args for c in calls)
+        if not now and not named:
+            return sols, Execution()
+        numbers = sols.numbers
+        if sols.indep is None and not sols.spanned and sols.dep is not None:
+            frame = sols.dep
+        else:  # (the numbers' columns are not carried into the windows: their terms are)
+            frame, numbers = self.to_dep(sols), {}
+        if named:
+            # a column of its own: Spark evaluates a nondeterministic expression once per row
+            # there, where each call in the expression would draw another UUID
+            frame = frame.withColumn(SOLUTION, F.expr("uuid()"))
+        sols = Solutions(frame, None, sols.vars, sols.maybe, sols.ranked, numbers=numbers)
+        return sols, Execution(
+            now=(lambda: F.col(WIN)) if now else None,
+            solution=(lambda: F.col(SOLUTION)) if named else None,
+            hidden=(SOLUTION,) if named else (),
         )
 
     def _with_joined(self, sols: Solutions, expr: ast.Expr) -> tuple[Solutions, dict | None]:
@@ -561,8 +606,9 @@ class Evaluator:
 
     def _filter(self, node: P.Filter) -> Solutions:
         sols, joined = self._with_joined(self.evaluate(node.input, spanned=True), node.expr)
-        test = r2r.true(compile_expr(node.expr, self._scope(sols, joined)))
-        hidden = list(joined.values()) if joined else []
+        sols, execution = self._with_execution(sols, [node.expr])
+        test = r2r.true(compile_expr(node.expr, self._scope(sols, joined, execution)))
+        hidden = (list(joined.values()) if joined else []) + list(execution.hidden)
 
         def apply(frame):
             return None if frame is None else r2r.filter_(frame, test).drop(*hidden)
@@ -576,7 +622,8 @@ class Evaluator:
     def _extend(self, node: P.Extend) -> Solutions:
         binds = _binds_together(node)
         sols, joined = self._with_joined(self.evaluate(binds[0].input, spanned=True), node.expr)
-        scope = self._scope(sols, joined)
+        sols, execution = self._with_execution(sols, [bind.expr for bind in binds])
+        scope = self._scope(sols, joined, execution)
         columns, numbers, vars_ = {}, dict(sols.numbers), sols.vars
         for bind in binds:
             columns[bind.var.name] = compile_expr(bind.expr, scope).term
@@ -584,7 +631,7 @@ class Evaluator:
             if isinstance(bind.expr, ast.Var) and bind.expr.name in numbers:
                 numbers[bind.var.name] = numbers[bind.expr.name]
             vars_ += (bind.var.name,)
-        hidden = list(joined.values()) if joined else []
+        hidden = (list(joined.values()) if joined else []) + list(execution.hidden)
 
         def apply(frame):
             return None if frame is None else r2r.extend(frame, columns).drop(*hidden)
@@ -601,8 +648,9 @@ class Evaluator:
     # ------------------------------------------------------------------ grouping
 
     def _group(self, node: P.Group) -> Solutions:
-        inner = self.evaluate(node.input, spanned=True)
-        scope = self._scope(inner)
+        exprs = [e for e, _ in node.keys] + [a.arg for a, _ in node.aggregates if a.arg is not None]
+        inner, execution = self._with_execution(self.evaluate(node.input, spanned=True), exprs)
+        scope = self._scope(inner, execution=execution)
         # The keys and each aggregate's argument become plain columns first, per solution
         # before windows, so that the aggregation and the rendering after it work on columns,
         # not on copies of the whole expression.
@@ -688,8 +736,10 @@ class Evaluator:
         name = next(self._names)
         arguments = {}
         if node.aggregate.arg is not None:
+            # (window rows: NOW() is their window's close)
+            scope = self._scope(inner, execution=Execution(now=lambda: F.col(WIN)))
             arguments = aggregates.arguments(
-                node.aggregate, compile_expr(node.aggregate.arg, self._scope(inner)), name
+                node.aggregate, compile_expr(node.aggregate.arg, scope), name
             )
             frame = frame.select("*", *[column.alias(c) for c, column in arguments.items()])
         columns, render, _ = aggregates.aggregate(
@@ -726,7 +776,8 @@ class Evaluator:
     def _orderby(self, node: P.OrderBy) -> Solutions:
         inner = self.evaluate(node.input)
         frame = self.to_dep(inner)
-        scope = self._scope(inner)
+        # (window rows: NOW() is their window's close)
+        scope = self._scope(inner, execution=Execution(now=lambda: F.col(WIN)))
         keys = []
         for cond in node.conditions:
             for part in ST.order_key(compile_expr(cond.expr, scope).term):

@@ -23,6 +23,8 @@ from rsp_jobs import terms as T
 from rsp_jobs.algebra import plan as P
 from rsp_jobs.errors import UnsupportedConstruct
 from rsp_jobs.language import ast
+from rsp_jobs.spark import builtins as B
+from rsp_jobs.spark import casts as C
 from rsp_jobs.spark import decimals as D
 from rsp_jobs.spark import terms as ST
 from rsp_jobs.times import US_PER_S, ms_to_us, parse_calendar_duration
@@ -93,7 +95,10 @@ class Value:
 class Scope:
     """Resolves variables to columns; ``timestamp`` resolves C-SPARQL timestamp() calls to the
     column the evaluator joined in for them; ``interval`` gives an EP-SPARQL solution's start
-    and end (µs columns) to getDURATION(), getSTARTTIME() and getENDTIME()."""
+    and end (µs columns) to getDURATION(), getSTARTTIME() and getENDTIME(); ``now`` gives NOW()
+    its instant (µs; the window's close, docs/semantics/functions.md) and ``solution`` a
+    column that names the solution, for BNODE(str) (``evaluate.Evaluator._with_execution``
+    adds them where an expression calls those)."""
 
     def __init__(
         self,
@@ -103,8 +108,12 @@ class Scope:
         interval: Callable[[], tuple[Column, Column]] | None = None,
         numbers: dict[str, tuple[Column, Column]] | None = None,
         exists: Callable[[P.Exists], Column] | None = None,
+        now: Callable[[], Column] | None = None,
+        solution: Callable[[], Column] | None = None,
     ):
         self.columns = columns
+        self.now = now
+        self.solution = solution
         self.timestamp = timestamp
         self.exists = exists  # an EXISTS pattern's boolean column, joined in by the evaluator
         self.source = source
@@ -263,7 +272,14 @@ def _compare(op: str, left: Value, right: Value, scope: Scope) -> Column:
         .when(ltime.isNotNull() & rtime.isNotNull(), ordered(ltime, rtime))
     )
     if op in ("=", "!="):
-        same = lt == rt
+        # RDF 1.1 §3.3: "Lexical representations of language tags MAY be converted to lower
+        # case"; two literals that differ in the case of their tag alone are the same term
+        tagged = ST.has_language(lt) & ST.has_language(rt)
+        same = F.when(
+            tagged,
+            (ST.lexical(lt) == ST.lexical(rt))
+            & (F.lower(ST.language(lt)) == F.lower(ST.language(rt))),
+        ).otherwise(lt == rt)
         result = result.otherwise(same if op == "=" else ~same)
     else:
         result = result.otherwise(F.lit(None).cast("boolean"))
@@ -281,10 +297,9 @@ def _rounding(value: Value, function: Callable[[Column], Column]) -> Value:
 
 
 def _string_arg(value: Value) -> Column:
-    """The lexical form of a string literal argument; NULL (error) for other terms."""
-    return F.when(
-        ST.is_literal(value.term) & (ST.numeric_rank(value.term).isNull()), ST.lexical(value.term)
-    )
+    """The lexical form of a string literal argument (§17.4.3.1.1: simple, xsd:string or with a
+    language tag); NULL (error) for other terms."""
+    return B.string_arg(value.term)
 
 
 def _concat(args: list[Value]) -> Column:
@@ -302,11 +317,6 @@ def _concat(args: list[Value]) -> Column:
 def _same_kind_string(source: Value, text: Column) -> Column:
     """String functions keep the language tag of their first argument (17.4.3)."""
     return ST.lang_literal(text, ST.language(source.term))
-
-
-def _regex_flags(flags: str | None) -> str:
-    mapping = {"i": "i", "s": "s", "m": "m", "x": "x"}
-    return "".join(mapping[f] for f in (flags or "") if f in mapping)
 
 
 def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
@@ -331,9 +341,11 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         if not expr.args:
             return Value(F.lit(None).cast("string"))
         return Value(F.coalesce(*[compile_expr(a, scope).term for a in expr.args]))
+    if name in ("iri", "uri") and isinstance(expr.args[0], ast.Literal):
+        return _constant_iri(expr.args[0], expr.base)
     args = [compile_expr(a, scope) for a in expr.args]
     first = args[0].term if args else F.lit(None).cast("string")  # unread by nullary functions
-    simple = {
+    simple: dict[str, Callable[[], Value]] = {
         "isiri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
         "isuri": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_iri(first))),
         "isblank": lambda: Value.of_boolean(F.when(first.isNotNull(), ST.is_blank(first))),
@@ -355,11 +367,35 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         "strlen": lambda: Value.of_number(F.length(_string_arg(args[0])).cast("double"), F.lit(0)),
         "ucase": lambda: Value(_same_kind_string(args[0], F.upper(_string_arg(args[0])))),
         "lcase": lambda: Value(_same_kind_string(args[0], F.lower(_string_arg(args[0])))),
-        "contains": lambda: Value.of_boolean(_string_arg(args[0]).contains(_string_arg(args[1]))),
-        "strstarts": lambda: Value.of_boolean(
-            _string_arg(args[0]).startswith(_string_arg(args[1]))
+        "contains": lambda: Value.of_boolean(B.contains(first, args[1].term)),
+        "strstarts": lambda: Value.of_boolean(B.strstarts(first, args[1].term)),
+        "strends": lambda: Value.of_boolean(B.strends(first, args[1].term)),
+        "strbefore": lambda: Value(B.strbefore(first, args[1].term)),
+        "strafter": lambda: Value(B.strafter(first, args[1].term)),
+        "substr": lambda: Value(
+            B.substr(first, args[1].number(), args[2].number() if len(args) > 2 else None)
         ),
-        "strends": lambda: Value.of_boolean(_string_arg(args[0]).endswith(_string_arg(args[1]))),
+        "encode_for_uri": lambda: Value(B.encode_for_uri(first)),
+        "strdt": lambda: Value(B.strdt(first, args[1].term)),
+        "strlang": lambda: Value(B.strlang(first, args[1].term)),
+        "iri": lambda: Value(B.iri(first, expr.base)),
+        "uri": lambda: Value(B.iri(first, expr.base)),
+        "tz": lambda: Value(B.tz(first)),
+        "timezone": lambda: Value(B.timezone(first)),
+        "seconds": lambda: _seconds(first),
+        **{h: functools.partial(_hash, h, first) for h in _HASHES},
+        # one call to Spark's rand() per row, read once: its term is the value as Spark (Java)
+        # writes a double, a valid xsd:double lexical form (§17.4.4.5: "a pseudo-random number
+        # between 0 (inclusive) and 1.0e0 (exclusive)")
+        "rand": lambda: Value(
+            F.concat(F.lit('"'), F.rand().cast("string"), F.lit(f'"^^<{T.XSD_DOUBLE}>'))
+        ),
+        # §17.4.5.2 UUID: "a fresh IRI from the UUID URN scheme"; §17.4.5.3 STRUUID: "a string
+        # that is the scheme specific part of UUID" (Spark's uuid(): a random, version 4 UUID)
+        "uuid": lambda: Value(F.concat(F.lit("<urn:uuid:"), F.expr("uuid()"), F.lit(">"))),
+        "struuid": lambda: Value(ST.string_literal(F.expr("uuid()"))),
+        "bnode": lambda: _bnode(args, scope),
+        "now": lambda: _now(scope),
         "concat": lambda: Value(_concat(args)),
         "langmatches": lambda: Value.of_boolean(
             _lang_matches(_string_arg(args[0]), _string_arg(args[1]))
@@ -376,17 +412,24 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
             raise UnsupportedConstruct(
                 scope.source, "regex() with a pattern or flags that are not constant strings"
             )
-        prefix = _regex_flags(flags.lexical if flags else None)
-        java = (f"(?{prefix})" if prefix else "") + pattern.lexical
+        # XPath fn:matches (§17.4.3.14): its flags as fn:replace's; one that is not XPath's is
+        # an error (FORX0001)
+        letters = flags.lexical if flags else ""
+        java = B.java_pattern(pattern.lexical, letters)
+        if java is None:
+            return Value.of_boolean(F.lit(None).cast("boolean"))
         try:
-            re.compile(pattern.lexical)
+            re.compile(re.escape(pattern.lexical) if "q" in letters else pattern.lexical)
         except re.error as exc:
             raise UnsupportedConstruct(
                 scope.source, f"regex pattern {pattern.lexical!r}: {exc}"
             ) from None
         return Value.of_boolean(_string_arg(args[0]).rlike(java))
+    if name == "replace":
+        return _replace(expr, args, scope)
     if name in _DATE_PARTS:
-        return Value.of_number(_DATE_PARTS[name](ST.datetime_value(first)).cast("double"), F.lit(0))
+        part = B.datetime_part(first, _DATE_PARTS[name]).cast(D.EXACT)
+        return Value.of_number(part.cast("double"), F.lit(0), part)
     if name in _CASTS:
         return _CASTS[name](args[0])
     raise UnsupportedConstruct(scope.source, f"function {name}()")
@@ -468,30 +511,115 @@ def _lang_matches(tag: Column, pattern: Column) -> Column:
     )
 
 
-_DATE_PARTS = {
-    "year": F.year,
-    "month": F.month,
-    "day": F.dayofmonth,
-    "hours": F.hour,
-    "minutes": F.minute,
-}
+# §17.4.5.2-6: YEAR, MONTH, DAY, HOURS, MINUTES as integers, read from the lexical form in the
+# time zone it is written in (the group of ``B.datetime_part``'s pattern)
+_DATE_PARTS = {"year": 1, "month": 2, "day": 3, "hours": 4, "minutes": 5}
+_HASHES = ("md5", "sha1", "sha256", "sha384", "sha512")
+
+
+def _constant_iri(literal: ast.Literal, base: str | None) -> Value:
+    """IRI("...") of a constant: resolved here, in full (RFC 3986 §5.2), against the query's
+    BASE; an error where the literal is not simple, or the result is not an absolute IRI."""
+    from rsp_jobs.language.parser import _resolve
+
+    error = Value(F.lit(None).cast("string"))
+    if literal.lang or literal.datatype not in (None, T.XSD_STRING):
+        return error
+    text = _resolve(base, literal.lexical) if base else literal.lexical
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", text) or re.search(
+        r'[<>"{}|^`\\\x00-\x20]', text
+    ):
+        return error
+    return Value(F.lit(f"<{text}>"), iri=True)
+
+
+def _hash(name: str, t: Column) -> Value:
+    return Value(B.hashed(name, t))
+
+
+def _seconds(t: Column) -> Value:
+    """§17.4.5.7 SECONDS: "Returns the seconds part of the lexical form of arg", an xsd:decimal."""
+    exact = D.parse(B.datetime_part(t, 6))
+    return Value.of_number(exact.cast("double"), F.lit(1), exact)
+
+
+def _now(scope: Scope) -> Value:
+    """§17.4.5.1 NOW: "Returns an XSD dateTime value for the current query execution. All
+    calls to this function in any one query execution must return the same value." One
+    execution of a continuous query is the evaluation of one window, and its instant is the
+    window's close (docs/semantics/functions.md): the same in every call over that window,
+    and the same when the window is evaluated again."""
+    if scope.now is None:
+        raise UnsupportedConstruct(scope.source, "NOW() outside the evaluation of a window")
+    return _interval_call("getendtime", scope.now(), scope.now())
+
+
+def _bnode(args: list[Value], scope: Scope) -> Value:
+    """§17.4.2.9 BNODE: "The BNODE function constructs a blank node that is distinct from all
+    blank nodes in the dataset being queried and distinct from all blank nodes created by calls
+    to this constructor for other query solutions. If the no argument form is used, every call
+    results in a distinct blank node. If the form with a simple literal is used, every call
+    results in distinct blank nodes for different simple literals, and the same blank node for
+    calls with the same simple literal within expressions for one solution mapping."
+    BNODE() is a random UUID per call; BNODE(str) is named by the solution's own name (a
+    random UUID the evaluator gives each solution) and the string. Data's blank nodes are
+    ``_:`` and other labels, never ``_:b`` and 40 hex digits."""
+    if not args:
+        return Value(B.bnode_label(F.expr("uuid()")))
+    if scope.solution is None:
+        raise UnsupportedConstruct(scope.source, "BNODE(str) outside a FILTER or BIND")
+    text = B.simple_arg(args[0].term)
+    return Value(
+        F.when(text.isNotNull(), B.bnode_label(F.concat(scope.solution(), F.lit(" "), text)))
+    )
+
+
+def _replace(expr: ast.FunctionCall, args: list[Value], scope: Scope) -> Value:
+    """§17.4.3.15 REPLACE(arg, pattern, replacement[, flags]), XPath fn:replace (F&O 3.1
+    §5.6.4) on the lexical form, keeping arg's kind (its language tag). Pattern, replacement
+    and flags must be constants (as regex()'s): they are checked and translated to Java's
+    here. Errors: a flag that is not XPath's (FORX0001), a pattern that "matches a zero-length
+    string" (FORX0003), an invalid replacement (FORX0004): each makes the call unbound."""
+    constants = expr.args[1:]
+    if not all(isinstance(c, ast.Literal) for c in constants):
+        raise UnsupportedConstruct(
+            scope.source, "replace() with a pattern, replacement or flags that are not constants"
+        )
+    pattern, replacement = constants[0].lexical, constants[1].lexical  # type: ignore[union-attr]
+    flags = constants[2].lexical if len(constants) > 2 else ""  # type: ignore[union-attr]
+    unbound = Value(F.lit(None).cast("string"))
+    java = B.java_pattern(pattern, flags)
+    if java is None:
+        return unbound
+    try:
+        compiled = re.compile(re.escape(pattern) if "q" in flags else pattern)
+    except re.error as exc:
+        raise UnsupportedConstruct(scope.source, f"replace pattern {pattern!r}: {exc}") from None
+    java_replacement = B.java_replacement(replacement, compiled.groups, "q" in flags)
+    if java_replacement is None or compiled.search("") is not None:
+        return unbound
+    text = _string_arg(args[0])
+    return Value(
+        _same_kind_string(args[0], F.regexp_replace(text, F.lit(java), F.lit(java_replacement)))
+    )
 
 
 def _cast_number(rank: int) -> Callable[[Value], Value]:
+    """xsd:integer, xsd:decimal, xsd:float and xsd:double as XPath casts (``rsp_jobs.spark.casts``),
+    written in the target type's canonical form."""
+
     def cast(value: Value) -> Value:
-        t = value.term
-        num = F.when(ST.is_literal(t), F.coalesce(value.number(), ST.lexical(t).cast("double")))
+        t, num, source = value.term, value.number(), value.number_rank()
         if rank >= 2:
-            return Value.of_number(num, F.lit(rank), F.lit(None).cast(D.EXACT))
-        # from an integer or decimal its exact value, from a float or double its shortest form,
-        # from a string its lexical form (F&O 19.1.2.2: to xsd:integer towards zero)
-        source = value.number_rank()
-        exact = (
-            F.when(source <= 1, value.exact_number())
-            .when(source.isNotNull(), D.from_double(num))
-            .when(ST.is_literal(t), D.parse(ST.lexical(t)))
-        )
-        return Value.of_number(num, F.lit(rank), D.truncate(exact) if rank == 0 else exact)
+            result = C.to_floating(t, num, source, single=rank == 2)
+            datatype = T.XSD_FLOAT if rank == 2 else T.XSD_DOUBLE
+            term = F.concat(
+                F.lit('"'), C.floating_lexical(result, rank == 2), F.lit(f'"^^<{datatype}>')
+            )
+            return Value(F.when(result.isNotNull(), term), result, F.lit(rank))
+        to = C.to_integer if rank == 0 else C.to_decimal
+        double, exact = to(t, num, source, value.exact_number())
+        return Value.of_number(double, F.lit(rank), exact)
 
     return cast
 
@@ -507,23 +635,45 @@ def _cast_string(value: Value) -> Value:
     )
 
 
+def _cast_bounded_integer(datatype: str, bits: int) -> Callable[[Value], Value]:
+    """xsd:int and xsd:long: xsd:integer's cast, then F&O 3.1 §19.3 ("Casting to derived
+    types"): "if the value ... is not in the value space of the target type, a dynamic error
+    [FORG0001]" (xsd:int holds 32 bits, xsd:long 64; a value past 18 digits is already an
+    error, ``rsp_jobs.spark.decimals``). The result has the target datatype."""
+    integer = _cast_number(0)
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def cast(value: Value) -> Value:
+        result = integer(value)
+        exact = result.exact_number()
+        exact = F.when((exact >= F.lit(low)) & (exact <= F.lit(high)), exact)
+        term = F.concat(F.lit('"'), D.integer_lexical(exact), F.lit(f'"^^<{datatype}>'))
+        return Value(term, exact.cast("double"), F.lit(0), exact)
+
+    return cast
+
+
 def _cast_boolean(value: Value) -> Value:
-    lex = ST.lexical(value.term)
-    num = value.number()
-    return Value.of_boolean(
-        F.when(num.isNotNull(), (num != 0) & ~F.isnan(num))
-        .when(lex.isin("true", "1"), True)
-        .when(lex.isin("false", "0"), False)
+    return Value.of_boolean(C.to_boolean(value.term, value.number(), value.number_rank()))
+
+
+def _cast_to_string(value: Value) -> Value:
+    """xsd:string(): the canonical form of the value (F&O §19.1, casting to xs:string), not
+    STR()'s lexical form."""
+    t = value.term
+    return Value(
+        ST.string_literal(C.to_string(t, value.number(), value.number_rank(), value.exact_number()))
     )
 
 
 _CASTS = {
     T.XSD_INTEGER: _cast_number(0),
-    T.XSD + "int": _cast_number(0),
-    T.XSD + "long": _cast_number(0),
+    T.XSD + "int": _cast_bounded_integer(T.XSD + "int", 32),
+    T.XSD + "long": _cast_bounded_integer(T.XSD + "long", 64),
     T.XSD_DECIMAL: _cast_number(1),
     T.XSD_FLOAT: _cast_number(2),
     T.XSD_DOUBLE: _cast_number(3),
-    T.XSD_STRING: _cast_string,
+    T.XSD_STRING: _cast_to_string,
     T.XSD_BOOLEAN: _cast_boolean,
+    T.XSD_DATETIME: lambda value: Value(C.to_datetime(value.term)),
 }

@@ -83,6 +83,11 @@ def datatype(t: Column) -> Column:
     )
 
 
+def has_language(t: Column) -> Column:
+    """Whether ``t`` is a literal with a language tag (rdf:langString)."""
+    return is_literal(t) & _suffix(t).startswith("@")
+
+
 def language(t: Column) -> Column:
     suffix = _suffix(t)
     return F.when(
