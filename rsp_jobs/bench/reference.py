@@ -152,9 +152,13 @@ def rdflib_answer(
     content: list,
     background: Sequence[Graph] = (),
     named_background: dict | None = None,
+    one_graph: bool = False,
 ):
     """rdflib's answer for one window: a list of {var: rdflib term} for SELECT, a set of
-    N-Triples lines for CONSTRUCT, a bool for ASK."""
+    N-Triples lines for CONSTRUCT, a bool for ASK. ``one_graph``: the window's and the
+    background's triples copied into one graph rather than read through a union of them: over
+    a union, rdflib's property paths give a term once per graph holding it, where SPARQL 1.1's
+    ALP (section 18.4) gives it once."""
     dataset = Dataset()
     window = Graph()
     stamps: dict = {}
@@ -173,6 +177,10 @@ def rdflib_answer(
         for graph in (window, *background):
             for triple in graph:
                 dataset.default_graph.add(triple)
+    elif one_graph:
+        target = window
+        for graph in background:
+            target += graph
     else:  # the default graph only: a read-only union, so the background is not copied per window
         target = ReadOnlyGraphAggregate([window, *background]) if background else window
     _local.stamps = stamps

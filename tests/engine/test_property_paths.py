@@ -14,7 +14,7 @@ from rdflib import RDF, RDFS, Graph, Literal, URIRef
 from rsp_jobs.bench.reference import Elem, WindowSpec, rdflib_answer, window_contents
 from rsp_jobs.errors import QueryError
 from rsp_jobs.spark import paths
-from rsp_jobs.terms import nt_to_rdflib, to_nt
+from rsp_jobs.terms import to_nt
 from tests.engine.test_differential import (BACKGROUND, EX, PREFIXES, S1, SETTINGS, assert_same,
                                             run_engine, streams, time_windows)
 from tests.support.stream_files import in_delivery_order, layouts
@@ -67,17 +67,9 @@ def _reference(head: str, body: str, reference: str | None) -> tuple[str, str]:
 
 
 def merged_answer(sparql: str, content: list, backgrounds) -> list[dict]:
-    """rdflib's SELECT answer over one graph holding the window's triples and the background's.
-    Not ``rdflib_answer``'s read-only union of the two: over a union rdflib's ``*`` gives a term
-    once per graph holding it, where ALP (section 18.4) gives it once."""
-    graph = Graph()
-    for _, e in content:
-        graph.add((nt_to_rdflib(e.s), nt_to_rdflib(e.p), nt_to_rdflib(e.o)))
-    for background in backgrounds:
-        graph += background
-    result = graph.query(sparql)
-    names = [str(v) for v in result.vars or ()]
-    return [{n: row[i] for i, n in enumerate(names) if row[i] is not None} for row in result]
+    """rdflib's SELECT answer over one graph holding the window's triples and the background's
+    (``rdflib_answer``'s ``one_graph``: over a union rdflib's ``*`` gives a term once per graph)."""
+    return rdflib_answer(sparql, content, list(backgrounds), one_graph=True)
 
 
 def check(tmp_path, head, body, elements, specs, window_clause, backgrounds=(), background_files=(),
