@@ -183,8 +183,10 @@ def _windows(table: pa.Table, query: ContinuousQuery, after_us: int | None) -> l
         ]
     lists = table.column("_rows").combine_chunks()
     flat = lists.flatten()  # a window without results (NULL) adds none
-    # flatten(): the fields as sliced
-    items = list(zip(*(field.to_pylist() for field in flat.flatten())))
+    # flatten(): the fields as sliced; a query that selects no variable (SELECT * over a
+    # pattern of constants) has solutions without fields, each one the empty solution
+    fields = flat.flatten()
+    items = list(zip(*(field.to_pylist() for field in fields))) if fields else [()] * len(flat)
     ends = list(itertools.accumulate(pc.list_value_length(lists).fill_null(0).to_pylist()))
     out = []
     for i in _reported(wins, after_us):
