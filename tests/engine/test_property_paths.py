@@ -188,7 +188,7 @@ def test_rooms_in_buildings_by_edges_split_between_stream_and_background(body, w
     head = "SELECT " + " ".join(sorted(set(w for w in body.replace("}", " ").split() if w.startswith("?"))))
     check(tmp_path, head, body, _room_reports(), [WindowSpec(ROOMS, range_ms, step_ms)],
           lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]", [SITE], [background],
-          reference=head.replace("SELECT", "SELECT DISTINCT"))  # a set (CASES)
+          reference=head.replace("SELECT", "SELECT DISTINCT"))  # a set: rdflib repeats a term a cycle reaches again
 
 
 def test_a_background_only_closure_is_computed_once_for_all_windows(tmp_path, spark, monkeypatch):
@@ -245,7 +245,7 @@ def test_closures_over_cycles_and_diamonds_match_rdflib(body, elements, window, 
     head = "SELECT " + " ".join(sorted(set(w for w in body.replace("}", " ").split() if w.startswith("?"))))
     check(tmp_path_factory.mktemp("case"), head, body, elements, [WindowSpec(ROOMS, range_ms, step_ms)],
           lambda s: f"[RANGE {range_ms}ms STEP {step_ms}ms]",
-          reference=head.replace("SELECT", "SELECT DISTINCT"))  # a set (CASES)
+          reference=head.replace("SELECT", "SELECT DISTINCT"))  # a set: rdflib repeats a term a cycle reaches again
 
 
 S2 = EX + "stream/two"
