@@ -102,19 +102,11 @@ class _Path:
             seed = ("o", ast.to_nt(node.object))
         pairs = self.pairs(node.path, seed)
         # the pattern's ends: a constant must be there, a variable twice the same term
-        conditions: list[Column] = []
         binds: dict[str, str] = {}
         ends = [(START, node.subject), (END, node.object)]
         if isinstance(node.graph, ast.Var):
             ends.append(("g", node.graph))
-        for column, term in ends:
-            name = P.var_name(term)
-            if name is None:
-                conditions.append(F.col(column) == ast.to_nt(term))
-            elif name in binds:
-                conditions.append(F.col(column) == F.col(binds[name]))
-            else:
-                binds[name] = column
+        conditions = r2r.bind_terms(ends, binds)
         columns = [F.col(c).alias(vcol(n)) for n, c in binds.items()]
 
         def bind(frame: DataFrame | None, windowed: bool) -> DataFrame | None:

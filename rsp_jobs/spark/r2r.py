@@ -295,16 +295,24 @@ def triple_match(triple: ast.TriplePattern, graph) -> tuple[Column, dict[str, st
     default graph; an IRI; a variable), and the column each variable binds (SPARQL 18.3: a
     solution is a substitution of the pattern's variables that makes it a triple of the graph)."""
     condition, binds = graph_match(graph)
-    conds = [condition]
-    for column, term in (("s", triple.subject), ("p", triple.predicate), ("o", triple.object)):
+    positions = (("s", triple.subject), ("p", triple.predicate), ("o", triple.object))
+    return _all([condition, *bind_terms(positions, binds)]), binds
+
+
+def bind_terms(positions, binds: dict[str, str]) -> list[Column]:
+    """The conditions a row meets for the terms at its ``positions`` (column, term): a
+    constant is its N-Triples text there, a variable named again holds the same term as where
+    it was first; ``binds`` gets the column each new variable binds."""
+    conditions = []
+    for column, term in positions:
         name = var_name(term)
         if name is None:
-            conds.append(F.col(column) == ast.to_nt(term))
+            conditions.append(F.col(column) == ast.to_nt(term))
         elif name in binds:
-            conds.append(F.col(column) == F.col(binds[name]))
+            conditions.append(F.col(column) == F.col(binds[name]))
         else:
             binds[name] = column
-    return _all(conds), binds
+    return conditions
 
 
 # ---------------------------------------------------------------------------- expressions
