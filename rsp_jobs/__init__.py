@@ -4,8 +4,19 @@ The project logs what its jobs do under the ``rsp`` logger (``rsp.run``, ``rsp.i
 ``rsp.alerts``, ``rsp.spark``) at INFO, whatever the root logger's level: a DAG task's log shows
 it; a program with no logging configured (``rsp`` on a terminal) prints only warnings. Great
 Expectations' per-call INFO lines are held back to warnings (``quality/validate.py``).
+
+Every RDF term is kept as it is written, from file to lake to store to results: RDF 1.1 §3.3
+makes two literals the same term only when their lexical forms and datatypes are the same, so
+``"01"^^xsd:integer`` is not ``"1"^^xsd:integer`` and ``"1.0E6"^^xsd:double`` stays
+``"1.0E6"``. rdflib would otherwise rewrite a literal it parses into its own canonical form (in
+the stream parsers, the background graphs and a query's constants alike); values still compare
+by value in FILTER, ORDER BY and aggregates, and computed values are written in XSD's
+canonical form (``spark/decimals.py``, ``spark/casts.py``).
 """
 
 import logging
 
+import rdflib
+
 logging.getLogger("rsp").setLevel(logging.INFO)
+rdflib.NORMALIZE_LITERALS = False

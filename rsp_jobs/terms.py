@@ -54,13 +54,16 @@ NUMERIC_RANK = {**{t: 0 for t in INTEGER_TYPES}, XSD_DECIMAL: 1, XSD_FLOAT: 2, X
 
 
 def to_nt(term: Node) -> str:
-    """An rdflib term as N-Triples text (no prefixes)."""
+    """An rdflib term as N-Triples text (no prefixes), its lexical form as written. A language
+    tag is written in lower case, the one change RDF 1.1 §3.3 allows ("Lexical representations
+    of language tags MAY be converted to lower case"): tags compare case-insensitively, so
+    ``"a"@EN`` and ``"a"@en`` are one term, and one text, which joins compare."""
     if isinstance(term, Literal):
         lexical = _special_float(term) or str(term)
         lexical = lexical.replace("\\", "\\\\").replace('"', '\\"')
         lexical = lexical.replace("\n", "\\n").replace("\r", "\\r")
         if term.language:
-            return f'"{lexical}"@{term.language}'
+            return f'"{lexical}"@{term.language.lower()}'
         if term.datatype is not None and str(term.datatype) != XSD_STRING:
             return f'"{lexical}"^^<{term.datatype}>'
         return f'"{lexical}"'

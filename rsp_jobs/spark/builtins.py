@@ -232,9 +232,10 @@ _LANGUAGE_TAG = r"^[a-zA-Z]{1,8}(-[a-zA-Z0-9]{1,8})*$"  # BCP 47's form, as Turt
 def strlang(lexical: Column, tag: Column) -> Column:
     """§17.4.2.10 STRLANG(simple literal lexicalForm, simple literal langTag): "Constructs a
     literal with lexical form and language tag as specified by the arguments"; an error where
-    either is not a simple literal or the tag is not a language tag."""
+    either is not a simple literal or the tag is not a language tag. The tag is written in
+    lower case, as every tag is (``terms.to_nt``)."""
     text, lang = simple_arg(lexical), simple_arg(tag)
-    return F.when(lang.rlike(_LANGUAGE_TAG), ST.lang_literal(text, lang))
+    return F.when(lang.rlike(_LANGUAGE_TAG), ST.lang_literal(text, F.lower(lang)))
 
 
 _IRI_TEXT = r'^[^<>"{}|^`\\\x00-\x20]*$'  # what an IRIREF may hold (N-Triples)

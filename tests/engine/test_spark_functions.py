@@ -174,7 +174,7 @@ BY_HAND = [
     # §17.4.2.11/10: "STRDT(simple literal lexicalForm, IRI datatypeIRI)"
     ("STRDT(?a, xsd:string)", '"abc"@en', None, None),
     ("STRDT(?a, ?b)", '"abc"', '"http://example.org/t"', None),
-    ("STRLANG(?a, ?b)", '"chat"', '"en-GB"', '"chat"@en-GB'),  # (rdflib lower-cases the tag)
+    ("STRLANG(?a, ?b)", '"chat"', '"en-GB"', '"chat"@en-gb'),  # a tag in lower case, as every tag (terms.to_nt)
     ("STRLANG(?a, ?b)", '"chat"@en', '"fr"', None),
     ("STRLANG(?a, ?b)", '"chat"', '""', None),
     ("STRLANG(?a, ?b)", '"chat"', "<http://example.org/fr>", None),

@@ -5,7 +5,6 @@ language tags with subtags, IRIs and blank nodes)."""
 from __future__ import annotations
 
 import pytest
-import rdflib
 from rdflib import Graph, Literal
 
 from rsp_jobs import terms as T
@@ -38,12 +37,9 @@ TERMS = [
 
 
 def _parse(text: str):
-    """``text`` as rdflib's N-Triples parser reads an object, lexical forms as written."""
-    normalize, rdflib.NORMALIZE_LITERALS = rdflib.NORMALIZE_LITERALS, False
-    try:
-        graph = Graph().parse(data=f"<http://example.org/s> <http://example.org/p> {text} .", format="nt")
-    finally:
-        rdflib.NORMALIZE_LITERALS = normalize
+    """``text`` as rdflib's N-Triples parser reads an object, lexical forms as written (as
+    everywhere rsp_jobs is imported)."""
+    graph = Graph().parse(data=f"<http://example.org/s> <http://example.org/p> {text} .", format="nt")
     return next(iter(graph.objects()))
 
 

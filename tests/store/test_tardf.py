@@ -25,7 +25,7 @@ from rsp_jobs.store.invariant import invariants_about
 from rsp_jobs.store.models import Frame, FrameTriple, QuarantinedInput, Stream
 from rsp_jobs.store.tardf import (DSV_BELONGS_TO, DSV_DATA_STREAM, DSV_FRAME, DSV_HAS_TIMESTAMP,
                                   ExportReport, export_stream, import_stream)
-from rsp_jobs.terms import XSD_DATETIME, XSD_DOUBLE, time_value, to_nt
+from rsp_jobs.terms import XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, time_value, to_nt
 
 PROV_AT = "http://www.w3.org/ns/prov#generatedAtTime"
 SUFFIX = {"trig": ".trig", "nquads": ".nq"}
@@ -366,3 +366,30 @@ def test_a_chunked_read_of_a_large_nquads_export_keeps_the_intervals(store, tmp_
     events = sorted(((e.frame, e.s, e.ts, e.start) for c in chunks for e in c.elements), key=str)
     assert events == sorted(((e.frame, e.s, e.ts, e.start) for e in whole.elements), key=str)
     assert sum(e.start is not None for e in whole.elements) == 3
+
+
+# lexical forms rdflib would rewrite ("01" to "1", "1.0E6" to "1000000.0", "0" to "false",
+# "Z" to "+00:00", "+5" to "5"): each a different RDF term from its canonical form (RDF 1.1 §3.3);
+# a language tag is written in lower case, which §3.3 allows (tags compare case-insensitively)
+AS_WRITTEN = [f'"01"^^<{XSD_INTEGER}>', f'"1.0E6"^^<{XSD_DOUBLE}>', f'"0"^^<{XSD_BOOLEAN}>',
+              f'"2010-06-21T11:28:01Z"^^<{XSD_DATETIME}>', f'"+5"^^<{XSD_INTEGER}>', '"xyz"@en-gb',
+              f'"3.0E4"^^<{XSD_DOUBLE}>', f'"0.50"^^<{XSD_DECIMAL}>']
+WRITTEN_WITH = {'"xyz"@en-gb': '"xyz"@en-GB'}  # how the file writes a term, where that differs
+
+
+@pytest.mark.parametrize("fmt", ["trig", "nquads"])
+def test_terms_keep_their_lexical_forms_from_file_to_store_to_export_and_back(store, fresh_store, tmp_path, fmt):
+    frame = f"{STREAM}/frame/0"
+    lines = [f'<{frame}> <{PROV_AT}> "{T0.isoformat()}"^^<{XSD_DATETIME}> .']
+    lines += [f"<http://ex.org/obs/{i}> <http://ex.org/value> {WRITTEN_WITH.get(term, term)} <{frame}> ."
+              for i, term in enumerate(AS_WRITTEN)]
+    path = tmp_path / "input.nq"
+    path.write_text("\n".join(lines) + "\n")
+    load_batch(store, read_stream_file(path, STREAM))
+    stored = {t[2] for f in stored_frames(store, STREAM) for t in f[4] if t[1] == "<http://ex.org/value>"}
+    assert stored == set(AS_WRITTEN)
+    out = tmp_path / f"export{SUFFIX[fmt]}"
+    export_stream(store, STREAM, out, fmt)
+    assert all(term.split("^^")[0] in out.read_text() for term in AS_WRITTEN)
+    import_stream(fresh_store, out)
+    assert stored_frames(fresh_store, STREAM) == stored_frames(store, STREAM)
