@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rsp_jobs import settings
 from rsp_jobs.algebra.regimes import REGIMES
+from rsp_jobs.algebra.schedule import REPORT_NON_EMPTY, REPORTS
 from rsp_jobs.errors import RspError
 from rsp_jobs.textfile import read_text
 from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
@@ -96,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="simple",
         help="entailment regime: the background closed with owlrl, stream triples entailed per "
         "frame (default: simple, no reasoning)",
+    )
+    ev.add_argument(
+        "--report",
+        choices=REPORTS,
+        default=REPORT_NON_EMPTY,
+        help="which window closes report: non-empty (C-SPARQL's: the windows that hold data) or "
+        "every-close (also windows without data, answered over an empty graph: COUNT(*) is 0)",
     )
     ev.add_argument(
         "--output", type=Path, default=None, help="write JSON lines here (default: stdout)"
@@ -473,6 +481,11 @@ def cmd_evaluate(args) -> int:
             f"{args.query_file}: a TA-SPARQL query is one-time, over the store: run it with rsp query"
         )
     pattern = is_pattern(query)
+    if pattern and args.report != REPORT_NON_EMPTY:
+        raise InputError(
+            f"{args.query_file}: --report applies to window queries; a pattern or a rule "
+            "reports its matches"
+        )
     declared = set(pattern_streams(query))
     given = {iri for iri, _ in args.stream}
     missing = declared - given
@@ -535,7 +548,13 @@ def cmd_evaluate(args) -> int:
                     used = [f for m in matches for f in m.events]
             elif isinstance(query, ContinuousQuery):  # a window query: the rest are patterns
                 for window in evaluate(
-                    query, lake, args.background, args.t0, interval, entailment=args.entailment
+                    query,
+                    lake,
+                    args.background,
+                    args.t0,
+                    interval,
+                    entailment=args.entailment,
+                    report=args.report,
                 ):
                     out.write(json.dumps(window.to_json(), ensure_ascii=False) + "\n")
                     progress.tick(window.window_close)
@@ -553,6 +572,8 @@ def cmd_evaluate(args) -> int:
 
             also = carried.record if pattern and carried is not None else None
             ran_with = dict(entailment=args.entailment, background=args.background)
+            if not pattern:
+                ran_with["report"] = args.report
             stored = store_evaluation(
                 store,
                 query,

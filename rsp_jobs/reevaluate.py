@@ -9,7 +9,8 @@ What is evaluated, and how:
 
 - the query text the evaluation recorded as its plan (what ran, even if the file changed since);
 - with the settings the evaluation recorded (store revision 0010 on: its ``t0``, entailment
-  regime and background files, each file with its SHA-256): a background file whose content
+  regime and background files, each file with its SHA-256; from revision 0012 its reporting
+  policy): a background file whose content
   changed since is reported as such (``Reevaluation.background_changed``), and the window is
   re-evaluated with the file as it is now, so that a different result is told apart from a
   tampered one;
@@ -45,7 +46,7 @@ from sqlalchemy import Engine, select
 from rsp_jobs import compiler, settings
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.algebra.schedule import schedule
+from rsp_jobs.algebra.schedule import REPORT_NON_EMPTY, schedule
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.errors import InputError
 from rsp_jobs.ingest.lake import Lake
@@ -138,6 +139,14 @@ def reevaluate(
         defaults = (registered.t0_us, registered.entailment, registered.background)
     else:
         defaults = (0, "simple", ())
+    # which closes report: recorded from revision 0012 on, non-empty before it (the only policy)
+    policy = (
+        report.report or REPORT_NON_EMPTY
+        if recorded
+        else registered.report
+        if registered is not None
+        else REPORT_NON_EMPTY
+    )
     t0_us = t0_us if t0_us is not None else defaults[0]
     entailment = check_regime(entailment or defaults[1])
     background = tuple(background) or defaults[2]
@@ -208,6 +217,7 @@ def reevaluate(
                 t0_us,
                 Interval(close_us - 1, close_us),
                 entailment=entailment,
+                report=policy,
             )
         )
     return Reevaluation(

@@ -5,10 +5,12 @@ match is refused, naming the query."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from rdflib import Literal, URIRef
 from sqlalchemy import select, update
 
 from rsp_jobs.cli import main
@@ -18,7 +20,7 @@ from rsp_jobs.orchestrate import registry, tasks
 from rsp_jobs.orchestrate.ingest import ingest_landing
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
-from rsp_jobs.store.lineage import audit
+from rsp_jobs.store.lineage import RSPNS, audit, prov_graph
 from rsp_jobs.store.models import Activity, ActivityUsed, Frame, StoredResult
 from rsp_jobs.store.results import store_evaluation
 from rsp_jobs.times import iso_ms
@@ -141,3 +143,46 @@ def test_a_pattern_match_is_not_reevaluated_and_the_refusal_names_the_query(tmp_
     assert main(["audit", frame, "--store", url, "--reevaluate"]) == 2
     captured = capsys.readouterr()
     assert "0 input frame(s) checked" in captured.out and rq.iri in captured.err
+
+
+COUNT_QUERY = """REGISTER QUERY audit_reading_counts AS
+PREFIX om-owl: <http://knoesis.wright.edu/ssw/ont/sensor-observation.owl#>
+SELECT (COUNT(?obs) AS ?n)
+FROM STREAM <http://ex.org/streams/test> [RANGE 10s STEP 10s]
+WHERE { ?obs om-owl:procedure ?sensor }
+"""
+
+
+def test_a_window_without_data_is_stored_under_every_close_and_reevaluated_alike(
+        home, data_dir, tmp_path, monkeypatch, spark):
+    """CSRBench's stream without its frames from 10 to 29 s: under ``report = "every-close"`` the
+    window [15 s, 25 s) is stored with COUNT 0, the policy is recorded, and the re-evaluation
+    reports it too."""
+    queries = tmp_path / "queries"
+    (queries / "audit").mkdir(parents=True)
+    (queries / "audit" / "reading_counts.rsp").write_text(COUNT_QUERY)
+    (queries / "audit" / "reading_counts.toml").write_text(f't0 = "{T0.isoformat()}"\nreport = "every-close"\n')
+    monkeypatch.setenv("RSP_QUERIES_DIR", str(queries))
+    counts = registry.load_query(queries / "audit" / "reading_counts.rsp")
+    landing = registry.stream_config(csrbench.STREAM).landing_dir
+    landing.mkdir(parents=True)
+    lines = csrbench.write_stream(tmp_path / "stream.nq").read_text().splitlines(keepends=True)
+    gap = re.compile(r"/frame/[12]\d> ")
+    (landing / "stream.nq").write_text("".join(line for line in lines if not gap.search(line)))
+    ingest_landing(csrbench.STREAM)
+    run = tasks.evaluate_run(str(counts.path), EPOCH, EPOCH + timedelta(seconds=35))
+    assert run.windows == 3  # closes at 15, 25 and 35 s; the one at 25 s holds no data
+    engine = db.engine()
+    empty = f"{counts.output_stream}/frame/{iso_ms(25_000_000)}"
+    report = audit(engine, empty)
+    assert report.report == "every-close"
+    exported = prov_graph(engine, empty)
+    assert (URIRef(run.activity), RSPNS.report, Literal("every-close")) in exported  # in the PROV-O record
+    again = reevaluate(engine, report)
+    assert again.same and again.recorded
+    assert again.stored["bindings"] == [{"n": {"type": "literal", "value": "0",
+                                               "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]
+    # the recorded policy decides: an evaluation recorded before it, C-SPARQL's, reports no window at 25 s
+    with engine.begin() as conn:
+        conn.execute(update(Activity).where(Activity.iri == run.activity).values(report=None))
+    assert not reevaluate(engine, audit(engine, empty)).same

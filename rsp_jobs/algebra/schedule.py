@@ -14,15 +14,32 @@ C-SPARQL tutorial (004), slide "Query and Stream Registration": "Registration â†
   ``t0 + k*d`` (k >= 1) of a clock started at registration (``t0``), from the first tick at which
   every window is full (``t0 + k*d >= t0 + RANGE``, the widest RANGE); each window holds
   ``[c - its RANGE, c)``.
+
+Which closes report is the reporting policy (RSP-QL's term, after SECRET's window close and
+non-empty content): ``non-empty``, the default, is C-SPARQL's as CSRBench fixes it ("report
+when the window closes; skip windows with no data"); ``every-close`` reports every close, a
+window without data answering as SPARQL does over an empty graph (``COUNT(*)`` 0, the rows of a
+VALUES, one group of an aggregate without GROUP BY), for a query whose silence matters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rsp_jobs.errors import UnsupportedConstruct
+from rsp_jobs.errors import InputError, UnsupportedConstruct
 from rsp_jobs.language import ast
 from rsp_jobs.times import ms_to_us
+
+REPORT_NON_EMPTY = "non-empty"
+REPORT_EVERY_CLOSE = "every-close"
+REPORTS = (REPORT_NON_EMPTY, REPORT_EVERY_CLOSE)
+
+
+def check_report(report: str, where: str) -> str:
+    """``report`` if it names a reporting policy, else an error naming ``where`` it was set."""
+    if report not in REPORTS:
+        raise InputError(f"{where}: report is one of {', '.join(REPORTS)}, not {report!r}")
+    return report
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from rsp_jobs.algebra.dotr import RulePlan
 from rsp_jobs.algebra.patterns import check_batchable, pattern_lookback_us, pattern_streams
 from rsp_jobs.algebra.plan import ContinuousQuery
 from rsp_jobs.algebra.regimes import check_regime
-from rsp_jobs.algebra.schedule import schedule
+from rsp_jobs.algebra.schedule import REPORT_NON_EMPTY, check_report, schedule
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.ingest.sources import check_format
@@ -95,6 +95,8 @@ class RegisteredQuery:
     # an unbounded EP-SPARQL pattern's ``retention = "1h"``: longer matches are not reported and
     # the pattern reads back that far; without it, its partial matches are kept in the store
     retention_us: int | None = None
+    # which closes report (``report = "every-close"`` in the query's .toml; ``algebra.schedule``)
+    report: str = REPORT_NON_EMPTY
 
     @property
     def dag_id(self) -> str:
@@ -270,6 +272,14 @@ def load_query(path: Path, root: Path | None = None) -> RegisteredQuery:
             raise InputError(
                 f"{path.with_suffix('.toml')}: retention must be positive, got {options['retention']!r}"
             )
+    report = check_report(
+        options.get("report", REPORT_NON_EMPTY), f"{path.with_suffix('.toml')}: report"
+    )
+    if report != REPORT_NON_EMPTY and (not isinstance(query, ContinuousQuery) or query.pattern):
+        raise InputError(
+            f"{path.with_suffix('.toml')}: report applies to window queries, whose windows close; "
+            "a pattern or a rule reports its matches"
+        )
     return RegisteredQuery(
         path,
         application,
@@ -280,6 +290,7 @@ def load_query(path: Path, root: Path | None = None) -> RegisteredQuery:
         entailment,
         alert,
         retention,
+        report,
     )
 
 

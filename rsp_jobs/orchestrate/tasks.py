@@ -131,6 +131,7 @@ def _evaluate_and_store(
                 registered.t0_us,
                 Interval(to_us(after), to_us(until)),
                 entailment=registered.entailment,
+                report=registered.report,
             )
         )
     log.info(
@@ -163,6 +164,7 @@ def _evaluate_and_store(
         t0_us=registered.t0_us,
         entailment=registered.entailment,
         background=registered.background,
+        report=registered.report,
     )
     log.info(
         "%s: stored %d windows (%d frames written) in %.1f s%s",

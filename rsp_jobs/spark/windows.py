@@ -32,12 +32,22 @@ from pyspark.sql import Window as W
 from pyspark.sql import functions as F
 
 from rsp_jobs.algebra.plan import ContinuousQuery
-from rsp_jobs.algebra.schedule import Schedule, schedule
+from rsp_jobs.algebra.schedule import REPORT_EVERY_CLOSE, Schedule, schedule
+from rsp_jobs.errors import QueryError
 from rsp_jobs.language import ast
 from rsp_jobs.spark.local import local_frame
 from rsp_jobs.times import US_PER_MS as MS
 
-__all__ = ["Schedule", "Spans", "assign", "schedule", "spans", "triples", "with_repeats"]
+__all__ = [
+    "Schedule",
+    "Spans",
+    "assign",
+    "every_close",
+    "schedule",
+    "spans",
+    "triples",
+    "with_repeats",
+]
 
 
 def triples(
@@ -309,6 +319,33 @@ class Spans:
             [(base + k * grid, base + k * grid - rng) for k in closes],
             "_win long, _open long",
         )
+
+
+def every_close(
+    spark, query: ContinuousQuery, sched: Schedule, after_us: int, until_us: int
+) -> DataFrame:
+    """Every close of the query's grid in ``(after_us, until_us]`` at which each of its time
+    windows is full, as ``_win, _open`` (``_open``: the close less the longest RANGE, as
+    ``assign`` gives a window that holds data): the windows the ``every-close`` reporting
+    policy evaluates whether or not they hold data. A query evaluated on each arrival has no
+    grid, so nothing closes where nothing arrives: that is an error of the caller's setting."""
+    if sched.step is None:
+        raise QueryError(
+            f"{query.source}: report = {REPORT_EVERY_CLOSE!r} needs a grid of closes (RANGE and "
+            "STEP, or COMPUTED EVERY); this query is evaluated on each arrival of its stream"
+        )
+    (base, grid), t0 = sched.grid, sched.t0
+    longest = max(
+        (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
+        default=0,
+    )
+    first = max(-((base - t0 - longest) // grid), (after_us - base) // grid + 1)
+    last = (until_us - base) // grid
+    return local_frame(
+        spark,
+        [(base + k * grid, base + k * grid - longest) for k in range(first, last + 1)],
+        "_win long, _open long",
+    )
 
 
 def spans(

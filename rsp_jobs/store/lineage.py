@@ -215,6 +215,8 @@ def prov_graph(engine: Engine, iri: str, depth: int | None = None) -> Graph:
             graph.add((node, RSPNS.revisionOf, URIRef(a.revision_of)))
         if a.entailment is not None:  # what the evaluation ran with (revision 0010 on)
             graph.add((node, RSPNS.entailment, Literal(a.entailment)))
+        if a.report is not None:  # its reporting policy (revision 0012 on)
+            graph.add((node, RSPNS.report, Literal(a.report)))
         for name in ("window_open", "window_close", "t0"):
             if getattr(a, name) is not None:
                 graph.add((node, RSPNS[name], Literal(getattr(a, name), datatype=XSD.dateTime)))
@@ -270,6 +272,7 @@ class AuditReport:
     t0_us: int | None = None
     entailment: str | None = None
     background: list[str] | None = None
+    report: str | None = None  # the reporting policy (None: before revision 0012, non-empty)
     # background files of the lineage whose content changed since (path, recorded, now; now is
     # None for a file that is gone)
     background_changed: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -319,6 +322,7 @@ def audit(engine: Engine, iri: str) -> AuditReport:
                 report.t0_us = to_us(as_utc(evaluation.t0)) if evaluation.t0 is not None else None
                 report.entailment = evaluation.entailment
                 report.background = list(evaluation.background or [])
+                report.report = evaluation.report
     checksums: dict[
         str, str | None
     ] = {}  # one read per background file, however many steps used it

@@ -258,6 +258,7 @@ class Activity(Base):
     t0: Mapped[datetime | None]
     entailment: Mapped[str | None] = mapped_column(String(16))
     background: Mapped[list | None] = mapped_column(JSON)
+    report: Mapped[str | None] = mapped_column(String(16))  # reporting policy (revision 0012)
 
 
 class _ActivityLink:

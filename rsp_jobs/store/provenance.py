@@ -54,6 +54,7 @@ class ActivityRecord:
     t0: datetime | None = None
     entailment: str | None = None
     background: list[str] | None = None
+    report: str | None = None  # the reporting policy: which closes report
     iri: str = field(default_factory=lambda: f"{ACTIVITY_BASE}{uuid.uuid4()}")
 
 
@@ -149,6 +150,7 @@ def write_activity(conn: Connection, record: ActivityRecord) -> int:
         t0=record.t0,
         entailment=record.entailment,
         background=record.background,
+        report=record.report,
         **airflow_context(),
     )
     activity_id = conn.execute(

@@ -183,6 +183,7 @@ def store_evaluation(
     t0_us: int | None = None,
     entailment: str | None = None,
     background: Sequence[str] = (),
+    report: str | None = None,
 ) -> StoredEvaluation:
     """Persist one evaluation run's windows with its provenance (one transaction).
 
@@ -192,9 +193,9 @@ def store_evaluation(
     Patterns (``kind="pattern_match"``) report matches as "windows" closing at their end time;
     they name the exact frames they used (``used_frames``) and may write state in the same
     transaction (``also(conn, activity_iri)``, e.g. the facts a rule consumed).
-    ``t0_us``, ``entailment`` and ``background`` (the files as given, ``[IRI=]PATH``) are what
-    the evaluation ran with: recorded, each background file with its checksum, for
-    ``rsp audit --reevaluate``."""
+    ``t0_us``, ``entailment``, ``background`` (the files as given, ``[IRI=]PATH``) and
+    ``report`` (the reporting policy) are what the evaluation ran with: recorded, each
+    background file with its checksum, for ``rsp audit --reevaluate``."""
     windows = list(windows)
     q_iri, stream = query_iri(query), output_stream_iri(query)
     batch, frame_of = result_batch(query, windows)
@@ -208,10 +209,11 @@ def store_evaluation(
         t0=None if t0_us is None else from_us(t0_us),
         entailment=entailment,
         background=specs,
+        report=report,
     )
     with write_transaction(engine) as conn:
         record.query_text_hash = register_query(conn, q_iri, query.text)
-        report = write_batch(conn, batch, kind="derived", query_iri=q_iri)
+        loaded = write_batch(conn, batch, kind="derived", query_iri=q_iri)
         if evaluated_until is not None:
             advance_watermark(conn, stream, evaluated_until, kind="derived", query_iri=q_iri)
         frames = _frames_by_iri(conn, stream, list(frame_of.values()))
@@ -242,7 +244,7 @@ def store_evaluation(
         if revision_of is None:  # a re-run: one evaluation activity per window, the latest
             supersede(conn, q_iri, list(frames))
         write_activity(conn, record)
-    return StoredEvaluation(record.iri, len(windows), report.frames_written)
+    return StoredEvaluation(record.iri, len(windows), loaded.frames_written)
 
 
 def _frames_by_iri(conn, stream: str, iris: list[str]) -> dict[str, tuple[int, str]]:
