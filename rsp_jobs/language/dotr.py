@@ -500,16 +500,6 @@ class _Builder:
             body_end - 1,
             self._qualify(body_start + 1, body_end - 1),
         )
-        # A path that section 18.2.2.4 makes triples is a BGP like any other; the others need
-        # the path operators, which instants (spark/dotr.py) do not evaluate.
-        path = next((n for n in walk(query.where) if isinstance(n, ast.PathPattern)), None)
-        if path is not None and path.position is not None:
-            raise UnsupportedConstruct(
-                self.source,
-                "a property path with |, *, +, ? or ! in a DOTR event",
-                path.position.line - 1,
-                path.position.column,
-            )
         if query.streams or query.graphs:
             clause = (query.streams + query.graphs)[0]
             raise self._error_at(

@@ -373,6 +373,32 @@ def test_rule_reasons_per_instant_over_a_background_ontology(lake, spark, tmp_pa
     assert results["simple"] == []  # without RDFS no event is a SmokeDetection
 
 
+PATH_RULE = (f"PREFIX ex: <{EX}>\nPREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nFROM STREAM <{{stream}}>\n"
+             f"FROM <{EX}onto.ttl>\ndefine Fire {{{{ [] a ex:Fire ; ex:room ?room }}}}\n"
+             "from S = [SELECT ?area ?room WHERE { ?e a/rdfs:subClassOf* ?kind ; ex:area ?area . "
+             "?area rdfs:label ?room FILTER(?kind = ex:SmokeDetection) }]\n"
+             f"and last T = {TEMP} within 1 min from S\n"
+             "with S.?area = T.?area, T.?v > 45, ?room = S.?room\n").replace("{{", "{").replace("}}", "}")
+
+
+def test_a_property_path_in_an_event_is_evaluated_per_instant_over_the_instant_and_the_background(
+        lake, spark, tmp_path):
+    """``a/rdfs:subClassOf*`` over each instant's types and the background's hierarchy finds
+    the smoke detections RDFS entailment finds, without entailment (DOTR §3: an event's query
+    runs over one instant's graph with the background)."""
+    path = tmp_path / "onto.ttl"
+    path.write_text(ONTOLOGY.replace("@prefix rdfs", "\n@prefix rdfs"))
+    rule = compile(PATH_RULE.replace("{stream}", ONTO), "onto.dotr")
+    background = Background.for_query(rule.graphs, [str(path)], rule.source)
+    by_path = run(lake, spark, PATH_RULE, background=background, stream=ONTO)[0]
+    text = ONTO_RULE.replace("{regime}", "rdfs").replace("PREFIX ex:", "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\nPREFIX ex:")
+    rule = compile(text.replace("{stream}", ONTO), "onto.dotr")
+    by_rdfs = run(lake, spark, text, background=Background.for_query(rule.graphs, [str(path)], rule.source),
+                  stream=ONTO)[0]
+    assert [(m["time_us"], m["events"]) for m in by_path] == [(m["time_us"], m["events"]) for m in by_rdfs]
+    assert [[l for l in m["triples"] if "room" in l][0].split(" ")[2] for m in by_path] == ['"kitchen"', '"hall"']
+
+
 # ------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("text, where, message", [
