@@ -31,7 +31,7 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     _check_windows(query, pattern)
     node = _aggregate_clauses(query, translate_group(query.where, None))
     if pattern:
-        _refuse_paths(node, query.source)
+        _refuse_in_patterns(node, query.source)
     node, variables = _modifiers(query, node)
     _check_binds(node, query.source)
     _check_exists(node, query.source)
@@ -58,16 +58,26 @@ def translate(query: ast.Query) -> P.ContinuousQuery:
     )
 
 
-def _refuse_paths(node: P.Node, source: str) -> None:
+def _refuse_in_patterns(node: P.Node, source: str) -> None:
     """EP-SPARQL patterns (``spark/events.py``) match events, each solution carrying the
     interval of the triples behind it; a path's solutions have no such triples, so a path that
-    is no triple pattern is refused there (``^p`` and ``p/q`` are triple patterns)."""
+    is no triple pattern is refused there (``^p`` and ``p/q`` are triple patterns). BNODE(str)
+    needs a name for its solution that a later batch finding the same match would give it too,
+    which a match has not (``expressions._bnode``)."""
     for n in walk(node):
         if isinstance(n, P.Path):
             where = n.position or ast.Position(1, 1)
             raise UnsupportedConstruct(
                 source,
                 "a property path with |, *, +, ? or ! in an EP-SPARQL pattern",
+                where.line,
+                where.column,
+            )
+        if isinstance(n, ast.FunctionCall) and n.name == "bnode" and n.args:
+            where = n.position or ast.Position(1, 1)
+            raise UnsupportedConstruct(
+                source,
+                "BNODE(str) outside a window query's FILTER or BIND (in an EP-SPARQL pattern)",
                 where.line,
                 where.column,
             )

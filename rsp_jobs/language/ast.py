@@ -120,6 +120,7 @@ class FunctionCall:
     args: tuple[Expr, ...]
     # IRI() and URI(): the query's BASE, which SPARQL 1.1 §17.4.2.8 resolves their argument against
     base: str | None = None
+    position: Position | None = field(default=None, compare=False)  # where it is written
 
 
 @dataclass(frozen=True)

@@ -712,6 +712,20 @@ class _Builder:
         """A constraint over the events it names: at most one NOT or aggregated event, and an
         aggregate's value never beside a NOT or aggregated event's variable."""
         pos = self._pos(start)
+        for call in walk(expr):
+            # a condition is tested on combinations of facts, no query execution of its own
+            # (NOW()) and no solution to name (BNODE(str)): spark/expressions.py
+            if isinstance(call, ast.FunctionCall) and (
+                call.name == "now" or (call.name == "bnode" and call.args)
+            ):
+                where = call.position or ast.Position(pos.line + 1, pos.column)
+                raise UnsupportedConstruct(
+                    self.source,
+                    f"{'NOW()' if call.name == 'now' else 'BNODE(str)'} in a DOTR condition "
+                    "(an event's SELECT may call it)",
+                    where.line - 1,  # parsed below the prologue's line (_sparql)
+                    where.column,
+                )
         labels = self._check_vars(expr, kinds, start, end, allow_aggregated=True)
         used = frozenset(v.name for v in expr_vars(expr) if v.name.startswith("__g"))
         kinds_used = {kinds[label] for label in labels}

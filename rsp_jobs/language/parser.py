@@ -875,9 +875,10 @@ class _AstBuilder(Transformer):
             raise self._error(name_token, "bound() takes a variable")
         if name == "timestamp":
             return self._timestamp(name_token, args)
+        where = _position(name_token)
         if name in ("iri", "uri") and self._base:
-            return ast.FunctionCall(name, args, base=self._base)
-        return ast.FunctionCall(name, args)
+            return ast.FunctionCall(name, args, base=self._base, position=where)
+        return ast.FunctionCall(name, args, position=where)
 
     @v_args(meta=True)
     def function_call(self, meta, children):

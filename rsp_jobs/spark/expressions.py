@@ -394,8 +394,8 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         # that is the scheme specific part of UUID" (Spark's uuid(): a random, version 4 UUID)
         "uuid": lambda: Value(F.concat(F.lit("<urn:uuid:"), F.expr("uuid()"), F.lit(">"))),
         "struuid": lambda: Value(ST.string_literal(F.expr("uuid()"))),
-        "bnode": lambda: _bnode(args, scope),
-        "now": lambda: _now(scope),
+        "bnode": lambda: _bnode(expr, args, scope),
+        "now": lambda: _now(expr, scope),
         "concat": lambda: Value(_concat(args)),
         "langmatches": lambda: Value.of_boolean(
             _lang_matches(_string_arg(args[0]), _string_arg(args[1]))
@@ -543,18 +543,31 @@ def _seconds(t: Column) -> Value:
     return Value.of_number(exact.cast("double"), F.lit(1), exact)
 
 
-def _now(scope: Scope) -> Value:
+def _now(expr: ast.FunctionCall, scope: Scope) -> Value:
     """§17.4.5.1 NOW: "Returns an XSD dateTime value for the current query execution. All
     calls to this function in any one query execution must return the same value." One
     execution of a continuous query is the evaluation of one window, and its instant is the
     window's close (docs/semantics/functions.md): the same in every call over that window,
-    and the same when the window is evaluated again."""
-    if scope.now is None:
-        raise UnsupportedConstruct(scope.source, "NOW() outside the evaluation of a window")
-    return _interval_call("getendtime", scope.now(), scope.now())
+    and the same when the window is evaluated again. An EP-SPARQL pattern is executed as its
+    events arrive (ETALIS, §4): a solution is found when its last event arrives, so NOW() is
+    its getENDTIME(). A DOTR condition is no query execution (the event SELECTs are, and
+    there NOW() is their instant): it refuses NOW() where it is written."""
+    if scope.now is not None:
+        return _interval_call("getendtime", scope.now(), scope.now())
+    if scope.interval is not None:
+        end = scope.interval()[1]
+        return _interval_call("getendtime", end, end)
+    raise _unsupported(expr, scope, "NOW() outside a window or an EP-SPARQL pattern")
 
 
-def _bnode(args: list[Value], scope: Scope) -> Value:
+def _unsupported(expr: ast.FunctionCall, scope: Scope, what: str) -> UnsupportedConstruct:
+    where = expr.position
+    return UnsupportedConstruct(
+        scope.source, what, where.line if where else None, where.column if where else None
+    )
+
+
+def _bnode(expr: ast.FunctionCall, args: list[Value], scope: Scope) -> Value:
     """§17.4.2.9 BNODE: "The BNODE function constructs a blank node that is distinct from all
     blank nodes in the dataset being queried and distinct from all blank nodes created by calls
     to this constructor for other query solutions. If the no argument form is used, every call
@@ -563,11 +576,14 @@ def _bnode(args: list[Value], scope: Scope) -> Value:
     calls with the same simple literal within expressions for one solution mapping."
     BNODE() is a random UUID per call; BNODE(str) is named by the solution's own name (a
     random UUID the evaluator gives each solution) and the string. Data's blank nodes are
-    ``_:`` and other labels, never ``_:b`` and 40 hex digits."""
+    ``_:`` and other labels, never ``_:b`` and 40 hex digits. An EP-SPARQL pattern's solution
+    and a DOTR condition's candidate have no such name (a match found again in a later batch
+    must construct the same result): BNODE(str) is refused there where it is written, and a
+    CONSTRUCT template's blank node is the fresh node per match."""
     if not args:
         return Value(B.bnode_label(F.expr("uuid()")))
     if scope.solution is None:
-        raise UnsupportedConstruct(scope.source, "BNODE(str) outside a FILTER or BIND")
+        raise _unsupported(expr, scope, "BNODE(str) outside a window query's FILTER or BIND")
     text = B.simple_arg(args[0].term)
     return Value(
         F.when(text.isNotNull(), B.bnode_label(F.concat(scope.solution(), F.lit(" "), text)))

@@ -130,3 +130,14 @@ def test_a_block_with_paths_joins_what_shares_variables_first():
     assert [t.predicate.value for t in join.right.triples] == ["urn:r"]
     assert isinstance(join.left.right, P.Path)
     assert [t.predicate.value for t in join.left.left.triples] == ["urn:p", "urn:t"]
+
+
+@pytest.mark.parametrize("call, name", [("NOW()", "NOW()"), ('BNODE("x")', "BNODE(str)")])
+def test_a_dotr_condition_refuses_now_and_bnode_of_a_string_where_they_are_written(call, name):
+    rule = ("FROM STREAM <urn:s>\ndefine r { ?s a <urn:R> }\n"
+            "from A = [SELECT ?s ?t WHERE { ?s <urn:p> ?t }]\n"
+            f"with ?s = A.?s, {call} != A.?t\n")
+    with pytest.raises(UnsupportedConstruct) as info:
+        compile(rule, "r.dotr")
+    assert str(info.value) == (f"r.dotr:4:17: unsupported construct: {name} in a DOTR condition "
+                               "(an event's SELECT may call it)")

@@ -399,6 +399,19 @@ def test_a_property_path_in_an_event_is_evaluated_per_instant_over_the_instant_a
     assert [[l for l in m["triples"] if "room" in l][0].split(" ")[2] for m in by_path] == ['"kitchen"', '"hall"']
 
 
+def test_now_in_an_event_select_is_the_instant_it_is_evaluated_at(lake, spark, tmp_path):
+    """An event's SELECT is executed once per instant (DOTR §3): NOW() there is the instant."""
+    text = (f"PREFIX ex: <{EX}>\nFROM STREAM <{{stream}}>\n"
+            "define Seen { [] a ex:Seen ; ex:at ?at ; ex:area ?area }\n"
+            "from S = [SELECT ?area (NOW() AS ?at) WHERE { ?e a ex:Photoelectric ; ex:area ?area }]\n"
+            f"and last T = {TEMP} within 1 min from S\n"
+            "with S.?area = T.?area, ?at = S.?at, ?area = S.?area\n")
+    matches = run(lake, spark, text, stream=ONTO)[0]
+    assert [m["time_us"] for m in matches] == [us(2010)]
+    stamped = [line.split(" ", 2)[2] for line in matches[0]["triples"] if f"<{EX}at>" in line]
+    assert stamped == ['"2024-01-01T00:33:30Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .']
+
+
 # ------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("text, where, message", [

@@ -314,3 +314,39 @@ def test_pattern_with_a_window_is_refused():
     text = PREFIXES + f"SELECT ?a\n  FROM STREAM <{STREAM}> [RANGE 10s STEP 5s]\nWHERE {{ ?a :p ?b }} SEQ {{ ?a :q ?c }}"
     with pytest.raises(QueryError, match=r"windowed.rsp:4:3: .*a pattern is bounded by getDURATION\(\), not a window"):
         compiler.compile(text, "windowed.rsp")
+
+
+# ------------------------------------------------------------------------ NOW() and BNODE(str)
+
+NOW_CASES = {
+    # NOW() is the end of the solution it is evaluated over: the whole match's, or a part's
+    "whole": "{{ ?company :hasStockPrice ?p1 }} SEQ {{ ?company :hasStockPrice ?p2 }} BIND({t} AS ?t)",
+    "part": "{{ {{ ?company :hasStockPrice ?p1 }} SEQ {{ ?company :downratedBy ?a }} BIND({t} AS ?t) }} "
+            "SEQ {{ ?company :hasStockPrice ?p2 }}",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOW_CASES))
+def test_now_in_a_pattern_is_the_end_of_the_solution_it_reads(case, spark):
+    """An EP-SPARQL pattern is executed as its events arrive (ETALIS, §4): a solution exists
+    from its last event on, so NOW() there is its getENDTIME(), which the brute force knows."""
+    from rsp_jobs.spark.events import evaluate_events
+
+    events = generated_events(SEEDS[0]) + generated_events(SEEDS[1])
+    body = NOW_CASES[case] + ' FILTER(getDURATION() < "P10D"^^xsd:duration)'
+    text = PREFIXES + f"SELECT ?company ?t FROM STREAM <{STREAM}> WHERE {{ {body} }}"
+    expected = check(spark, text.replace("{t}", "getENDTIME()"), events)
+    assert expected
+    query = compiler.compile(text.replace("{t}", "NOW()"), "q.rsp")
+    with as_a_batch(spark, len(events)):
+        assert ours(evaluate_events(query, frame_of(spark, events), Background())) == expected
+
+
+def test_bnode_of_a_string_in_a_pattern_is_refused_where_it_is_written(spark):
+    from rsp_jobs.errors import UnsupportedConstruct
+
+    text = PREFIXES + (f"SELECT ?company ?n FROM STREAM <{STREAM}> WHERE {{\n"
+                       "{ ?company :hasStockPrice ?p1 } SEQ { ?company :hasStockPrice ?p2 }\n"
+                       '  BIND(BNODE(STR(?company)) AS ?n) FILTER(getDURATION() < "P5D"^^xsd:duration) }')
+    with pytest.raises(UnsupportedConstruct, match=r"q\.rsp:5:8: unsupported construct: BNODE\(str\) outside a window query.s FILTER or BIND \(in an EP-SPARQL pattern\)"):
+        compiler.compile(text, "q.rsp")
