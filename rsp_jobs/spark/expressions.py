@@ -323,8 +323,8 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
     name = expr.name
     if name in _INTERVAL_CALLS:
         if scope.interval is None:
-            raise UnsupportedConstruct(
-                scope.source, f"{_INTERVAL_CALLS[name]}() outside an EP-SPARQL pattern"
+            raise _unsupported(
+                expr, scope, f"{_INTERVAL_CALLS[name]}() outside an EP-SPARQL pattern"
             )
         return _interval_call(name, *scope.interval())
     if name == "bound":
@@ -409,8 +409,8 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         if not isinstance(pattern, ast.Literal) or (
             flags is not None and not isinstance(flags, ast.Literal)
         ):
-            raise UnsupportedConstruct(
-                scope.source, "regex() with a pattern or flags that are not constant strings"
+            raise _unsupported(
+                expr, scope, "regex() with a pattern or flags that are not constant strings"
             )
         # XPath fn:matches (§17.4.3.14): its flags as fn:replace's; one that is not XPath's is
         # an error (FORX0001)
@@ -421,9 +421,7 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         try:
             re.compile(re.escape(pattern.lexical) if "q" in letters else pattern.lexical)
         except re.error as exc:
-            raise UnsupportedConstruct(
-                scope.source, f"regex pattern {pattern.lexical!r}: {exc}"
-            ) from None
+            raise _unsupported(expr, scope, f"regex pattern {pattern.lexical!r}: {exc}") from None
         return Value.of_boolean(_string_arg(args[0]).rlike(java))
     if name == "replace":
         return _replace(expr, args, scope)
@@ -432,7 +430,7 @@ def _call(expr: ast.FunctionCall, scope: Scope) -> Value:
         return Value.of_number(part.cast("double"), F.lit(0), part)
     if name in _CASTS:
         return _CASTS[name](args[0])
-    raise UnsupportedConstruct(scope.source, f"function {name}()")
+    raise _unsupported(expr, scope, f"function {name}()")
 
 
 _INTERVAL_CALLS = {
@@ -598,8 +596,8 @@ def _replace(expr: ast.FunctionCall, args: list[Value], scope: Scope) -> Value:
     string" (FORX0003), an invalid replacement (FORX0004): each makes the call unbound."""
     constants = expr.args[1:]
     if not all(isinstance(c, ast.Literal) for c in constants):
-        raise UnsupportedConstruct(
-            scope.source, "replace() with a pattern, replacement or flags that are not constants"
+        raise _unsupported(
+            expr, scope, "replace() with a pattern, replacement or flags that are not constants"
         )
     pattern, replacement = constants[0].lexical, constants[1].lexical  # type: ignore[union-attr]
     flags = constants[2].lexical if len(constants) > 2 else ""  # type: ignore[union-attr]
@@ -610,7 +608,7 @@ def _replace(expr: ast.FunctionCall, args: list[Value], scope: Scope) -> Value:
     try:
         compiled = re.compile(re.escape(pattern) if "q" in flags else pattern)
     except re.error as exc:
-        raise UnsupportedConstruct(scope.source, f"replace pattern {pattern!r}: {exc}") from None
+        raise _unsupported(expr, scope, f"replace pattern {pattern!r}: {exc}") from None
     java_replacement = B.java_replacement(replacement, compiled.groups, "q" in flags)
     if java_replacement is None or compiled.search("") is not None:
         return unbound

@@ -362,3 +362,21 @@ def test_rand_uuid_and_struuid_are_of_their_types_and_fresh(spark, tmp_path):
     assert all(b["u"]["type"] == "uri" and b["u"]["value"].startswith("urn:uuid:") for b in rows)
     assert all(b["v"]["type"] == "literal" and len(b["v"]["value"]) == 36 for b in rows)
     assert len({b["u"]["value"] for b in rows}) == len({b["v"]["value"] for b in rows}) == 3
+
+
+@pytest.mark.parametrize("call, what", [
+    ("REGEX(?o, ?o)", "regex() with a pattern or flags that are not constant strings"),
+    ('REPLACE(?o, ?o, "z")', "replace() with a pattern, replacement or flags that are not constants"),
+    ('REGEX(?o, "(")', "regex pattern '('"),
+])
+def test_a_call_the_engine_cannot_evaluate_is_refused_where_it_is_written(spark, tmp_path, call, what):
+    """A regular expression from the data would be translated from XPath's to Java's per row,
+    where a bad one would fail the job rather than the call: patterns are constants."""
+    from rsp_jobs.errors import UnsupportedConstruct
+
+    query = _select(f"?s <http://example.org/p> ?o FILTER({call})", "?s")
+    at = query.index(call)
+    line, column = query.count("\n", 0, at) + 1, at - query.rfind("\n", 0, at)
+    with pytest.raises(UnsupportedConstruct) as info:
+        _answers(tmp_path, query, FRAMES)
+    assert str(info.value).startswith(f"<test>:{line}:{column}: unsupported construct: {what}")
