@@ -66,21 +66,13 @@ def _refuse_in_patterns(node: P.Node, source: str) -> None:
     which a match has not (``expressions._bnode``)."""
     for n in walk(node):
         if isinstance(n, P.Path):
-            where = n.position or ast.Position(1, 1)
-            raise UnsupportedConstruct(
-                source,
-                "a property path with |, *, +, ? or ! in an EP-SPARQL pattern",
-                where.line,
-                where.column,
-            )
-        if isinstance(n, ast.FunctionCall) and n.name == "bnode" and n.args:
-            where = n.position or ast.Position(1, 1)
-            raise UnsupportedConstruct(
-                source,
-                "BNODE(str) outside a window query's FILTER or BIND (in an EP-SPARQL pattern)",
-                where.line,
-                where.column,
-            )
+            what = "a property path with |, *, +, ? or ! in an EP-SPARQL pattern"
+        elif isinstance(n, ast.FunctionCall) and n.name == "bnode" and n.args:
+            what = "BNODE(str) outside a window query's FILTER or BIND (in an EP-SPARQL pattern)"
+        else:
+            continue
+        where = n.position or ast.Position(1, 1)
+        raise UnsupportedConstruct(source, what, where.line, where.column)
 
 
 def _modifiers(query: ast.Query, node: P.Node) -> tuple[P.Node, tuple[ast.Var, ...]]:
