@@ -674,22 +674,24 @@ def cmd_store_upgrade(args) -> int:
 
 def cmd_provenance(args) -> int:
     from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import lineage, prov_graph, summary
+    from rsp_jobs.store.lineage import lineage, prov_graph, stored_iri, summary
 
+    engine = db.engine(args.store)
+    iri = stored_iri(engine, args.iri)
     if args.format == "summary":
-        print("\n".join(summary(lineage(db.engine(args.store), args.iri, args.depth))))
+        print("\n".join(summary(lineage(engine, iri, args.depth))))
         return 0
-    graph = prov_graph(db.engine(args.store), args.iri, args.depth)
+    graph = prov_graph(engine, iri, args.depth)
     sys.stdout.write(graph.serialize(format="json-ld" if args.format == "jsonld" else "turtle"))
     return 0
 
 
 def cmd_audit(args) -> int:
     from rsp_jobs.store import db
-    from rsp_jobs.store.lineage import audit
+    from rsp_jobs.store.lineage import audit, stored_iri
 
     engine = db.engine(args.store)
-    report = audit(engine, args.iri)
+    report = audit(engine, stored_iri(engine, args.iri))
     print(
         f"{report.iri}: {report.checked} input frame(s) checked; "
         + (

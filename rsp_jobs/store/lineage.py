@@ -24,9 +24,10 @@ from rsp_jobs.store.models import (
     Derivation,
     Frame,
     Query,
+    Stream,
 )
 from rsp_jobs.store.provenance import EVALUATION_KINDS, file_checksum
-from rsp_jobs.times import as_utc, datetime_lexical, to_us
+from rsp_jobs.times import as_utc, datetime_lexical, parse_datetime, to_us
 
 RSPNS = Namespace("urn:rsp:ns:")
 ENGINE_AGENT = URIRef("urn:rsp:agent:engine")
@@ -42,6 +43,27 @@ class Step:
     generated: list = field(default_factory=list)  # rows of activity_generated
     # generated entity -> the used frames it was derived from
     derived: dict = field(default_factory=dict)
+
+
+def stored_iri(engine: Engine, iri: str) -> str:
+    """``iri`` as the store names it. A frame IRI ``<stream>/frame/<time>`` is found by its
+    stream and instant whatever lexical form its time is written in (``07:30:00Z``,
+    ``07:30:00.000Z``, ``09:30:00+02:00``): a printed time, pasted, names the frame. Any other
+    IRI, or one the store has no frame for, is returned as given."""
+    stream, marker, written = iri.rpartition("/frame/")
+    if not marker:
+        return iri
+    try:
+        moment = parse_datetime(written)
+    except ValueError:
+        return iri
+    with engine.connect() as conn:
+        found = conn.scalar(
+            select(Frame.frame_iri)
+            .join(Stream, Stream.id == Frame.stream_id)
+            .where(Stream.iri == stream, Frame.ts == moment)
+        )
+    return found or iri
 
 
 def lineage(engine: Engine, iri: str, depth: int | None = None) -> list[Step]:

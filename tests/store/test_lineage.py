@@ -3,7 +3,7 @@ unchanged, a tampered input frame detected, and the window re-evaluated to the s
 (``rsp_jobs.reevaluate``; tests/test_reevaluate.py has a registered query's t0 and entailment)."""
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from rdflib import Graph, Literal, URIRef
@@ -14,7 +14,7 @@ from rsp_jobs.cli import main
 from rsp_jobs.ingest import csrbench
 from rsp_jobs.reevaluate import reevaluate
 from rsp_jobs.store import db
-from rsp_jobs.store.lineage import audit, lineage, prov_graph
+from rsp_jobs.store.lineage import audit, lineage, prov_graph, stored_iri
 from rsp_jobs.store.models import Frame, FrameTriple, StoredResult
 from rsp_jobs.ingest.rdf_stream import read_stream_file
 from rsp_jobs.times import as_utc
@@ -98,3 +98,27 @@ def test_audit_finds_unchanged_inputs_then_a_tampered_frame_and_reevaluates(eval
                                                FrameTriple.p == victim.p).values(o='"tampered"'))
     report = audit(engine, frame)
     assert not report.inputs_unchanged and len(report.changed) == 1
+
+
+def test_a_frame_is_named_by_any_lexical_form_of_its_instant(evaluated, capsys):
+    """What `rsp query` prints (``…:40Z``), an offset, or the frame IRI's own ``….000Z``: each
+    names the same stored frame for `rsp provenance` and `rsp audit`."""
+    engine, frame, _ = evaluated
+    url = str(engine.url.render_as_string(False))
+    stream, _, written = frame.rpartition("/frame/")
+    moment = datetime.fromisoformat(written.replace("Z", "+00:00"))
+    forms = [moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+             (moment.astimezone(timezone(timedelta(hours=2)))).isoformat(),
+             moment.strftime("%Y-%m-%dT%H:%M:%S.%f") + "+00:00"]
+    assert written not in forms
+    capsys.readouterr()
+    assert main(["provenance", frame, "--store", url]) == 0
+    expected = capsys.readouterr().out
+    for form in forms:
+        assert stored_iri(engine, f"{stream}/frame/{form}") == frame
+        assert main(["provenance", f"{stream}/frame/{form}", "--store", url]) == 0
+        assert capsys.readouterr().out == expected
+        assert main(["audit", f"{stream}/frame/{form}", "--store", url]) == 0
+        assert "all unchanged" in capsys.readouterr().out
+    assert stored_iri(engine, f"{stream}/frame/not-a-time") == f"{stream}/frame/not-a-time"
+    assert main(["provenance", f"{stream}/frame/1999-01-01T00:00:00Z", "--store", url]) == 2
