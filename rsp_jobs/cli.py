@@ -20,9 +20,9 @@ from pathlib import Path
 from rsp_jobs import settings
 from rsp_jobs.algebra.regimes import REGIMES
 from rsp_jobs.algebra.schedule import REPORT_NON_EMPTY, REPORTS
-from rsp_jobs.errors import RspError
+from rsp_jobs.errors import InputError, RspError
 from rsp_jobs.textfile import read_text
-from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us
+from rsp_jobs.times import from_us, iso_ms, ms_to_us, parse_us, to_us
 
 
 def parse_time(text: str) -> int:
@@ -317,6 +317,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     al.set_defaults(run=cmd_alerts)
 
+    qu = sub.add_parser(
+        "quarantine",
+        help="list the rejected input, or show one rejected part",
+        description="The input the store read but rejected (malformed lines, frames the input "
+        "checks refused), newest first: id, time, stream, file:line, triples and reason. With "
+        "an id, that part's reason and its text as it was read.",
+    )
+    qu.add_argument("part", nargs="?", type=int, default=None, help="a rejected part's id: show it")
+    qu.add_argument("--stream", default=None, metavar="IRI", help="only this stream's")
+    qu.add_argument(
+        "--since", type=parse_time, default=None, help="only parts quarantined at or after this"
+    )
+    qu.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    qu.add_argument("--json", action="store_true", help="one JSON object per part")
+    qu.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
+    qu.set_defaults(run=cmd_quarantine)
+
     pl = sub.add_parser(
         "plot",
         help="plot a DART station's detections or a day of traffic congestion",
@@ -447,6 +466,37 @@ def cmd_alerts(args) -> int:
             )
     if not args.json:
         print(f"rsp: {len(alerts)} alerts", file=sys.stderr)
+    return 0
+
+
+def cmd_quarantine(args) -> int:
+    from dataclasses import asdict
+
+    from rsp_jobs.store.quarantine import quarantined, quarantined_part
+
+    engine = _store_engine(args.store)
+    if args.part is not None:
+        part = quarantined_part(engine, args.part)
+        if args.json:
+            print(json.dumps(asdict(part), default=str, ensure_ascii=False))
+        else:
+            print(f"#{part.id} {iso_ms(to_us(part.at))}  <{part.stream}>  {part.where}")
+            print(f"{part.triples} triple(s) rejected: {part.reason}")
+            print(part.text)
+        return 0
+    if args.limit < 1:
+        raise InputError(f"--limit {args.limit}: give 1 or more")
+    parts, total = quarantined(engine, args.stream, _utc(args.since), args.limit)
+    for part in parts:
+        if args.json:
+            print(json.dumps({**asdict(part), "at": iso_ms(to_us(part.at))}, ensure_ascii=False))
+        else:
+            print(
+                f"#{part.id:<6} {iso_ms(to_us(part.at))}  <{part.stream}>  {part.where}  "
+                f"{part.triples} triple(s): {part.reason}"
+            )
+    shown = f"the latest {len(parts)} of " if len(parts) < total else ""
+    print(f"rsp: {shown}{total} rejected part(s) quarantined", file=sys.stderr)
     return 0
 
 

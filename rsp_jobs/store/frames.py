@@ -612,7 +612,8 @@ BULK_WRITERS = {"postgresql": _copy_rows, "sqlite": _executemany_rows}
 
 
 def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
-    """The batch's rejections replace those from an earlier load of the same source."""
+    """The batch's rejections replace those from an earlier load of the same source; they are
+    quarantined at one time, the load's (``rsp quarantine`` lists a load's parts by line)."""
     sources = {batch.source, *(r.file for r in batch.rejections)}
     conn.execute(
         delete(QuarantinedInput).where(
@@ -620,6 +621,7 @@ def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
         )
     )
     if batch.rejections:
+        now = datetime.now(UTC)
         conn.execute(
             insert(table_of(QuarantinedInput)),
             [
@@ -630,6 +632,7 @@ def _quarantine(conn: Connection, stream_id: int, batch: StreamBatch) -> int:
                     "reason": r.reason,
                     "triples": r.triples,
                     "text": r.text,
+                    "created_at": now,
                 }
                 for r in batch.rejections
             ],
