@@ -11,10 +11,6 @@ A run does not wait for inputs that cannot come (``RSP_INPUT_WAIT``, default 30 
   that has none), with no file waiting in its landing folder, fails the run at once: it is not
   live, as when a DAG is unpaused over recorded data and its first scheduled run is for today;
   a replay is a run triggered over the recorded interval;
-- so does one whose data ends inside an interval that ended more than that ago, with no file
-  waiting: a replay past the end of recorded data (the file ends at 07:55, ``until`` is 08:00)
-  cannot finish, and the run says where the data ends at once rather than holding its DAG's
-  one active run for the whole wait;
 - otherwise the wait ends that long after the later of the interval's end and the start of the
   wait; the run then fails, naming the streams that lag and how far they got.
 
@@ -130,40 +126,23 @@ class WatermarkTrigger(BaseTrigger):
             await asyncio.sleep(self.poll_seconds)
 
 
-def stranded(
-    lagging: dict[str, str | None],
-    after: datetime,
-    until: datetime,
-    wait: timedelta,
-    now: datetime,
-) -> dict[str, str]:
-    """Of the lagging streams, the catalog's input streams that cannot fill ``(after, until]``
-    soon, with no landing file waiting: data ending more than ``wait`` before ``after`` (or
-    none), or ending inside an interval that ended more than ``wait`` before ``now`` (recorded
-    data that stops short); each with why, in words."""
+def stranded(lagging: dict[str, str | None], after: datetime, wait: timedelta) -> dict[str, str]:
+    """Of the lagging streams, the catalog's input streams that cannot fill ``(after, ...]``
+    soon: data ending more than ``wait`` before ``after`` (or none) and no landing file waiting;
+    each with why, in words."""
     from rsp_jobs.orchestrate import registry
     from rsp_jobs.orchestrate.ingest import landing_files
 
     catalog = registry.streams()
-    waited = duration_text(wait // timedelta(milliseconds=1))
     found = {}
     for iri, mark in lagging.items():
-        if iri not in catalog or landing_files(catalog[iri]):
-            continue  # a derived stream (its producer's runs move it), or a file will come
-        config = catalog[iri]
-        if mark is None:
-            found[iri] = _held(mark)
-        elif parse_datetime(mark) < after - wait:
-            found[iri] = f"{_held(mark)}, more than {waited} before the interval"
-        elif until < now - wait:
-            due = until + timedelta(microseconds=config.allowed_lateness_us)
-            found[iri] = (
-                f"{_held(mark)}, short of the interval's end plus its allowed lateness "
-                f"({_when(due)}), and the interval ended more than {waited} ago"
-            )
-        else:
+        if iri not in catalog:
+            continue  # a derived stream: its producer's runs move it
+        if mark is not None and parse_datetime(mark) >= after - wait:
             continue
-        found[iri] += f"; nothing waits in {config.landing_dir}"
+        if landing_files(catalog[iri]):
+            continue
+        found[iri] = f"{_held(mark)} and nothing waits in {catalog[iri].landing_dir}"
     return found
 
 
@@ -211,15 +190,15 @@ class WatermarkSensor(BaseSensorOperator):
         if not lagging:
             return
         wait = settings.input_wait()
-        now = datetime.now(until.tzinfo)
-        if cannot := stranded(lagging, after, until, wait, now):
+        if cannot := stranded(lagging, after, wait):
             raise AirflowFailException(
                 f"the inputs of ({_when(after)}, {_when(until)}] cannot arrive: "
                 + "; ".join(f"<{iri}> {why}" for iri, why in cannot.items())
-                + " (RSP_INPUT_WAIT). To replay recorded data, trigger a run over its interval, up "
-                "to where the data ends "
+                + f" (more than {duration_text(wait // timedelta(milliseconds=1))} behind the interval: "
+                "RSP_INPUT_WAIT). To replay recorded data, trigger a run over its interval "
                 "(dags/README.md); to wait for a stream that is catching up, clear this task."
             )
+        now = datetime.now(until.tzinfo)
         deadline = max(until, now) + wait
         self.log.info(
             "waiting for %s to pass %s (until %s at most): %s",
