@@ -474,11 +474,14 @@ def cmd_quarantine(args) -> int:
 
     from rsp_jobs.store.quarantine import quarantined, quarantined_part
 
+    def as_json(part) -> str:
+        return json.dumps({**asdict(part), "at": iso_ms(to_us(part.at))}, ensure_ascii=False)
+
     engine = _store_engine(args.store)
     if args.part is not None:
         part = quarantined_part(engine, args.part)
         if args.json:
-            print(json.dumps(asdict(part), default=str, ensure_ascii=False))
+            print(as_json(part))
         else:
             print(f"#{part.id} {iso_ms(to_us(part.at))}  <{part.stream}>  {part.where}")
             print(f"{part.triples} triple(s) rejected: {part.reason}")
@@ -489,7 +492,7 @@ def cmd_quarantine(args) -> int:
     parts, total = quarantined(engine, args.stream, _utc(args.since), args.limit)
     for part in parts:
         if args.json:
-            print(json.dumps({**asdict(part), "at": iso_ms(to_us(part.at))}, ensure_ascii=False))
+            print(as_json(part))
         else:
             print(
                 f"#{part.id:<6} {iso_ms(to_us(part.at))}  <{part.stream}>  {part.where}  "

@@ -95,10 +95,7 @@ def assign(
     ``prune``: see ``triples``; ``tagged``: ``triples(elements, query, prune)`` if made already
     (``elements`` is then not read); ``repeats=False``: the slice holds no triple twice and no
     stream is read by two windows (``LakeStatistics.repeats``), so no window can hold one twice."""
-    max_range = max(
-        (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
-        default=0,  # read only by time windows, of which there is one then
-    )
+    max_range = _longest_range(query)  # read only by time windows, of which there is one then
     if tagged is None:
         if elements is None:
             raise ValueError("assign needs the slice's elements or their tagged triples")
@@ -168,6 +165,21 @@ def _prune(rows: DataFrame, used: frozenset[str]) -> DataFrame:
     return rows.where(keep).unionByName(placeholders)
 
 
+def _longest_range(query: ContinuousQuery) -> int:
+    """The widest RANGE of the query's time windows (µs; 0 without any)."""
+    return max(
+        (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
+        default=0,
+    )
+
+
+def _first_full(sched: Schedule, range_us: int) -> int:
+    """The first k of the grid ``first_close + k*step`` whose close ``c`` has ``c >= t0 +
+    range_us``: a window is evaluated once full."""
+    (base, grid), t0 = sched.grid, sched.t0
+    return max(0, -((base - t0 - range_us) // grid))
+
+
 def _floor_div(x, d: int):
     """Exact floor division of a long column by a positive constant (no doubles)."""
     return ((x - F.pmod(x, F.lit(d))) / F.lit(d)).cast("long")
@@ -195,10 +207,8 @@ def _time_window(
 
     Two plan steps: Spark analyses the whole plan again at each, so the closes are a NULL
     sequence (no row) where there are none rather than a filter before it."""
-    (base, grid), rng, t0 = sched.grid, window.range_ms * MS, sched.t0
-    k_lo = F.greatest(
-        _floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(max(0, -((base - t0 - rng) // grid)))
-    )
+    (base, grid), rng = sched.grid, window.range_ms * MS
+    k_lo = F.greatest(_floor_div(F.col(hi) - F.lit(base), grid) + 1, F.lit(_first_full(sched, rng)))
     k_hi = _floor_div(F.col(lo) + F.lit(rng - base), grid)
     if after_us is not None:  # closes c > after: k >= floor((after - base) / grid) + 1
         k_lo = F.greatest(k_lo, F.lit((after_us - base) // grid + 1))
@@ -300,8 +310,8 @@ class Spans:
         (``LakeStatistics.times``), as a local relation: no scan of the slice, no shuffle and no
         cached plan in the job (a day of CityBench has 288 times and 288 closes). The closes of a time are
         ``_time_window``'s for ``lo = hi = ts``, in integers."""
-        (base, grid), rng, t0 = self.sched.grid, self.range_us, self.sched.t0
-        first = max(0, -((base - t0 - rng) // grid))
+        (base, grid), rng = self.sched.grid, self.range_us
+        first = _first_full(self.sched, rng)
         if self.after_us is not None:
             first = max(first, (self.after_us - base) // grid + 1)
         last = None if self.until_us is None else (self.until_us - base) // grid
@@ -334,12 +344,9 @@ def every_close(
             f"{query.source}: report = {REPORT_EVERY_CLOSE!r} needs a grid of closes (RANGE and "
             "STEP, or COMPUTED EVERY); this query is evaluated on each arrival of its stream"
         )
-    (base, grid), t0 = sched.grid, sched.t0
-    longest = max(
-        (w.window.range_ms * MS for w in query.windows if isinstance(w.window, ast.TimeWindow)),
-        default=0,
-    )
-    first = max(-((base - t0 - longest) // grid), (after_us - base) // grid + 1)
+    base, grid = sched.grid
+    longest = _longest_range(query)
+    first = max(_first_full(sched, longest), (after_us - base) // grid + 1)
     last = (until_us - base) // grid
     return local_frame(
         spark,

@@ -144,3 +144,15 @@ def test_the_query_settings_file_names_the_policy_and_is_refused_where_it_cannot
     pattern.with_suffix(".toml").write_text('report = "every-close"\n')
     with pytest.raises(InputError, match=r"rising\.toml: report applies to window queries"):
         registry.load_query(pattern, queries)
+
+
+def test_every_close_starts_at_the_first_tick_at_which_every_window_is_full(lake_and_background, spark):
+    """COMPUTED EVERY 500ms over a 3 s window: the ticks before 3 s have no full window and
+    report nothing, data or not, whatever the interval asks for."""
+    lake, background = lake_and_background
+    text = _query(CASES["count_without_group_by"]).replace("[RANGE 1000ms STEP 500ms]", "[RANGE 3s STEP 1s]")
+    text = text.replace("REGISTER QUERY q AS", "REGISTER QUERY q COMPUTED EVERY 500ms AS")
+    closes = [close_ms(w.to_json()) for w in evaluate(compiler.compile(text), lake, [str(background)],
+                                                      interval=Interval(-10_000_000, 5_000_000),
+                                                      report="every-close")]
+    assert closes == list(range(3000, 5001, 500))
