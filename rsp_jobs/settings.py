@@ -55,6 +55,19 @@ def task_retries() -> tuple[int, timedelta]:
     return retries, delay
 
 
+def quarantine_policy() -> str:
+    """What an ingest run whose input had rejected parts ends as (``RSP_QUARANTINE_POLICY``):
+    ``warn`` (the default) loads what was accepted and marks the run's ``quarantined_input`` task
+    done with the parts in its log; ``fail`` loads the same but fails that task, and so the run.
+    Either way nothing rejected is lost: it is in the store's quarantine (``rsp quarantine``)."""
+    from rsp_jobs.errors import InputError
+
+    value = os.environ.get("RSP_QUARANTINE_POLICY", "warn").strip().lower()
+    if value not in ("warn", "fail"):
+        raise InputError(f"RSP_QUARANTINE_POLICY: warn or fail, got {value!r}")
+    return value
+
+
 def landing_after_load() -> str:
     """What becomes of a landing file once loaded (``RSP_LANDING_LOADED``): ``move`` it to
     ``landing/<stream>/loaded/`` (the default) or ``delete`` it."""

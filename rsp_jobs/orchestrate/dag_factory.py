@@ -255,7 +255,11 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
         doc_md=(
             f"Loads files dropped in `{config.landing_dir}` into stream `<{config.iri}>`. A scheduled run "
             "waits (deferred, in the triggerer) until a file is there, then loads it: each run is an "
-            "arrival. A run triggered by hand loads what is there now, and is skipped when nothing is."
+            "arrival. A run triggered by hand loads what is there now, and is skipped when nothing is.\n\n"
+            "Input the parser or the input checks rejected is quarantined, never lost: the task "
+            "`quarantined_input` is skipped when there was none; otherwise it lists the parts in its "
+            "log and, by `RSP_QUARANTINE_POLICY`, succeeds (`warn`, the default) or fails the run "
+            "(`fail`). `rsp quarantine` lists every rejected part."
         ),
         tags=["rsp", "ingest"],
     ) as dag:
@@ -271,12 +275,27 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
             extra = context["outlet_events"][asset].extra = {
                 "files": report["loaded"],
                 "triples": report["triples"],
+                "quarantined": report["quarantined"],
                 "watermark": report["watermark"],
             }
             log.info("asset event for <%s>: %s", config.iri, extra)
             return report
 
-        wait >> load()
+        @task(task_id="quarantined_input")
+        def quarantined_input(report: dict, **context) -> dict:
+            from rsp_jobs.orchestrate.ingest import quarantined_by_run
+
+            message = final(lambda: quarantined_by_run(report, context["run_id"]))
+            if message is None:
+                raise AirflowSkipException("nothing was quarantined")
+            if final(settings.quarantine_policy) == "fail":
+                raise AirflowFailException(f"{message}\n(RSP_QUARANTINE_POLICY is fail)")
+            log.warning("%s", message)
+            return {"stream": config.iri, "quarantined": report["quarantined"]}
+
+        loaded = load()
+        wait >> loaded
+        quarantined_input(loaded)  # type: ignore[arg-type]  # an XComArg resolves to the dict
     return dag
 
 

@@ -227,6 +227,29 @@ def ingest_landing(stream_iri: str, store_url: str | None = None) -> LandingRepo
     return LandingReport(stream_iri, reports)
 
 
+def quarantined_by_run(
+    report: dict, run_id: str | None, store_url: str | None = None, shown: int = 20
+) -> str | None:
+    """What an ingest run quarantined, for its ``quarantined_input`` task: None when its files
+    had nothing rejected; else a message naming the stream, the counts and the first ``shown``
+    parts with file, line and reason, and the command that lists them all."""
+    if not report.get("quarantined"):
+        return None
+    from rsp_jobs.store.quarantine import quarantined
+
+    stream = report["stream"]
+    parts, total = quarantined(db.engine(store_url), stream, run=run_id, limit=shown)
+    lines = [
+        f"<{stream}>: {report['quarantined']} input triple(s) quarantined by this run "
+        f"({total} rejected part(s)); the rest of the input was loaded"
+    ]
+    lines += [f"  #{p.id} {p.where}: {p.reason}" for p in parts]
+    if total > len(parts):
+        lines.append(f"  ... and {total - len(parts)} more")
+    lines.append(f"rsp quarantine --stream {stream} lists them; rsp quarantine ID shows one")
+    return "\n".join(lines)
+
+
 def _require_unchanged(
     path: Path, seen: Snapshot | None, checksum: str, parsed: str | None
 ) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import Connection, delete, exists, select
+from sqlalchemy import Connection, delete, exists, select, update
 
 from rsp_jobs import settings
 from rsp_jobs.rdf_files import background_spec
@@ -27,6 +27,7 @@ from rsp_jobs.store.models import (
     ActivityGenerated,
     ActivityUsed,
     Derivation,
+    QuarantinedInput,
     Query,
     table_of,
 )
@@ -256,10 +257,23 @@ def record_ingest(
         record.window_close = max(e.ts for e in batch.elements)
     report = write_batch(conn, batch)
     earlier = _same_ingest(conn, record)
-    if earlier is not None:
-        return report, earlier
-    write_activity(conn, record)
-    return report, record.iri
+    activity_id = (
+        write_activity(conn, record)
+        if earlier is None
+        else conn.scalar(select(Activity.id).where(Activity.iri == earlier))
+    )
+    if batch.rejections:  # the run that rejected them, for its quarantine task and the UI
+        conn.execute(
+            update(QuarantinedInput)
+            .where(
+                QuarantinedInput.activity_id.is_(None),
+                QuarantinedInput.source_file.in_(
+                    {batch.source, *(r.file for r in batch.rejections)}
+                ),
+            )
+            .values(activity_id=activity_id)
+        )
+    return report, earlier or record.iri
 
 
 def _same_ingest(conn: Connection, record: ActivityRecord) -> str | None:

@@ -36,21 +36,28 @@ class Quarantined:
 
 
 def quarantined(
-    engine: Engine, stream: str | None = None, since: datetime | None = None, limit: int = 100
+    engine: Engine,
+    stream: str | None = None,
+    since: datetime | None = None,
+    limit: int = 100,
+    run: str | None = None,
 ) -> tuple[list[Quarantined], int]:
     """The latest ``limit`` rejected parts of ``stream`` (default every stream) quarantined at
-    or after ``since``, the latest load first and a load's parts by file and line; and how
-    many there are in all."""
+    or after ``since`` (by the Airflow run ``run``, if given), the latest load first and a
+    load's parts by file and line; and how many there are in all."""
     where = []
     if stream is not None:
         where.append(Stream.iri == stream)
     if since is not None:
         where.append(QuarantinedInput.created_at >= since)
+    if run is not None:
+        where.append(Activity.run_id == run)
     with engine.connect() as conn:
         total = conn.scalar(
             select(func.count())
             .select_from(QuarantinedInput)
             .join(Stream, Stream.id == QuarantinedInput.stream_id)
+            .outerjoin(Activity, Activity.id == QuarantinedInput.activity_id)
             .where(*where)
         )
         rows = conn.execute(
