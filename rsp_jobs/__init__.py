@@ -12,11 +12,23 @@ makes two literals the same term only when their lexical forms and datatypes are
 the stream parsers, the background graphs and a query's constants alike); values still compare
 by value in FILTER, ORDER BY and aggregates, and computed values are written in XSD's
 canonical form (``spark/decimals.py``, ``spark/casts.py``).
+
+The project settings file is read here, once per process, before any setting is (``settings``);
+a broken one is reported where a component starts (``SETTINGS_ERROR``): ``rsp`` exits naming it,
+the DAG file's import error names it.
 """
 
 import logging
 
 import rdflib
 
+from rsp_jobs import errors, settings
+
 logging.getLogger("rsp").setLevel(logging.INFO)
 rdflib.NORMALIZE_LITERALS = False
+
+SETTINGS_ERROR: errors.InputError | None = None
+try:
+    settings.apply_settings_file()
+except errors.InputError as exc:
+    SETTINGS_ERROR = exc

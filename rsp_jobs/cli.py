@@ -375,7 +375,25 @@ def build_parser() -> argparse.ArgumentParser:
         "sample when it is missing), with a summary.",
     )
     demo.set_defaults(run=cmd_demo)
+
+    st = sub.add_parser(
+        "settings",
+        help="print the settings file and the settings in effect, with where each comes from",
+        description="The project settings file (rsp.toml, or RSP_SETTINGS) and every setting "
+        "set in this process: from the file, or from the environment, which overrides it.",
+    )
+    st.set_defaults(run=cmd_settings)
     return parser
+
+
+def cmd_settings(args) -> int:
+    print(settings.in_use())
+    names = sorted(n for n in os.environ if n in settings.FILE_SETTINGS | settings.SECRET_SETTINGS)
+    for name in names:
+        value = "(set)" if name in settings.SECRET_SETTINGS else os.environ[name]
+        source = "file" if name in settings.FROM_FILE else "environment"
+        print(f"{name}={value}  ({source})")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -387,6 +405,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _exit_on_signal) if in_main_thread else None
     try:
+        import rsp_jobs
+
+        if rsp_jobs.SETTINGS_ERROR is not None:
+            raise rsp_jobs.SETTINGS_ERROR
+        if sys.stderr.isatty() and args.command != "settings":  # a pipe gets only the output
+            print(f"rsp: {settings.in_use()}", file=sys.stderr)
         return args.run(args) or 0
     except RspError as exc:
         print(f"rsp: error: {exc}", file=sys.stderr)

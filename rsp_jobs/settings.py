@@ -1,14 +1,168 @@
-"""Settings read from the environment, each in one place, with the embedded defaults."""
+"""Settings read from the environment, each in one place, with the embedded defaults.
+
+The project settings file (``rsp.toml`` beside ``queries/``, or the file ``RSP_SETTINGS``
+names) gives every component the same settings: ``rsp``, each Airflow component and each task
+import this package, and importing it puts the file's settings into the process's environment
+under their ``RSP_`` names wherever the environment does not already set them. So the
+environment still overrides the file, and a child process (an Airflow component, a Spark
+worker) inherits what its parent read.
+"""
 
 from __future__ import annotations
 
 import os
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 
 from rsp_jobs.times import parse_timedelta
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_FILE = REPO_ROOT / "rsp.toml"
+
+# what the settings file may set (docs/operations/settings.md): every setting but the secrets,
+# which belong in the environment or in the owner-only files the deployment makes
+FILE_SETTINGS = frozenset(
+    f"RSP_{name}"
+    for name in [
+        "DATA_DIR",
+        "HOME",
+        "QUERIES_DIR",
+        "STORE_URL",
+        "SPARK_MASTER",
+        "EXECUTOR_MEMORY",
+        "SPARK_CORES_MAX",
+        "TASK_RETRIES",
+        "TASK_RETRY_DELAY",
+        "INGEST_EVERY",
+        "SCHEDULED_RUNS",
+        "AIRFLOW_USER",
+        "SHUFFLE_PARTITIONS",
+        "DRIVER_MEMORY",
+        "JVM_OPTIONS",
+        "CLASS_ARCHIVE",
+        "INTERPRETED_BELOW_ROWS",
+        "INPUT_WAIT",
+        "SPARK_CONNECT_HOST",
+        "SPARK_CONNECT_PORT",
+        "SPARK_CONNECT_TOKEN_FILE",
+        "NOTIFIERS",
+        "AIRFLOW_NOTIFIER_KWARGS",
+        "MAX_LITERAL_BYTES",
+        "FUTURE_HORIZON",
+        "QUARANTINE_POLICY",
+        "LANDING_LOADED",
+        "LOADED_RETENTION",
+        "OPTIMIZER_SKIP",
+        "QUALITY_RETENTION",
+        "MAX_WINDOWS",
+        "MAX_PATH_STEPS",
+        "MAX_WINDOW_ROWS",
+        "STREAM_CHUNK_BYTES",
+        "LANDING_QUIET",
+        "DOCS_ASSETS",
+        "SPARK_CONN_ID",
+        "STORE_CONN_ID",
+        "TEST_PG_URL",
+        "BENCH_PG_URL",
+    ]
+)
+SECRET_SETTINGS = frozenset({"RSP_AIRFLOW_PASSWORD", "RSP_SPARK_CONNECT_TOKEN"})
+# relative paths in the file are from its folder, whichever folder a component starts in
+PATH_SETTINGS = frozenset(
+    {
+        "RSP_DATA_DIR",
+        "RSP_HOME",
+        "RSP_QUERIES_DIR",
+        "RSP_SPARK_CONNECT_TOKEN_FILE",
+        "RSP_DOCS_ASSETS",
+    }
+)
+
+
+def settings_file() -> Path | None:
+    """The project settings file in use: ``RSP_SETTINGS`` (``none``: no file), else
+    ``rsp.toml`` in the repository if there is one."""
+    named = os.environ.get("RSP_SETTINGS")
+    if named is not None:
+        return None if named.strip().lower() in ("", "none") else Path(named).resolve()
+    return SETTINGS_FILE if SETTINGS_FILE.is_file() else None
+
+
+def read_settings_file(path: Path) -> dict[str, str]:
+    """The file's settings by their environment names, paths made absolute; a key that is no
+    setting, a secret, or a value that is not a string, number or boolean is refused, naming
+    the file and the key."""
+    from rsp_jobs.errors import InputError
+
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"RSP_SETTINGS: {path} does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a TOML settings file: {exc}") from None
+    found: dict[str, str] = {}
+    for key, value in table.items():
+        name = key.upper() if key.upper().startswith("RSP_") else f"RSP_{key.upper()}"
+        if name in SECRET_SETTINGS:
+            raise InputError(
+                f"{path}: {key}: a secret is not kept in the settings file; set {name} in the "
+                "environment (docs/operations/security.md)"
+            )
+        if name not in FILE_SETTINGS:
+            known = ", ".join(sorted(n[4:].lower() for n in FILE_SETTINGS))
+            raise InputError(f"{path}: {key} is no setting (the settings are: {known})")
+        if isinstance(value, bool):
+            text = str(value).lower()
+        elif isinstance(value, (str, int, float)):
+            text = str(value)
+        else:
+            raise InputError(f"{path}: {key}: a string, number or boolean, got {value!r}")
+        if name == "RSP_STORE_URL" and _has_password(text):
+            raise InputError(
+                f"{path}: {key}: the URL carries a password; give the store URL in the "
+                "environment (RSP_STORE_URL) or the rsp_store connection instead"
+            )
+        if name in PATH_SETTINGS:
+            text = str((path.parent / Path(text).expanduser()).resolve())
+        found[name] = text
+    return found
+
+
+def _has_password(url: str) -> bool:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).password is not None
+    except ArgumentError:
+        return False  # not a URL: the store says so when it is opened
+
+
+def apply_settings_file() -> Path | None:
+    """Put the settings file's settings into the environment where it has none; returns the
+    file, or None when there is none."""
+    path = settings_file()
+    if path is not None:
+        for name, value in read_settings_file(path).items():
+            if name not in os.environ:
+                os.environ[name] = value
+                FROM_FILE.add(name)
+    return path
+
+
+FROM_FILE: set[str] = set()  # the settings this process took from the file, not the environment
+
+
+def in_use() -> str:
+    """One line naming the settings file and the folders every component reads, printed when
+    a component starts, so that two shells or a shell and the scheduler can be compared."""
+    from rsp_jobs.orchestrate.registry import queries_dir
+
+    path = settings_file()
+    source = f"settings {path}" if path else "no settings file (environment and defaults)"
+    home = os.environ.get("RSP_HOME", REPO_ROOT / ".rsp")
+    return f"{source}; queries {queries_dir()}; home {home}; data {data_dir()}"
 
 
 def data_dir() -> Path:

@@ -20,6 +20,9 @@ os.environ.setdefault("RSP_HOME", tempfile.mkdtemp(prefix="rsp-test-home-"))
 # tests drop landing files whole and load them at once; those of a file still being written set
 # their own quiet period (tests/robustness/test_landing_in_pieces.py)
 os.environ.setdefault("RSP_LANDING_QUIET", "0")
+# the suite runs on its own settings, whatever a developer put in the project's rsp.toml
+# (tests/test_settings_file.py gives each of its processes a file of its own)
+os.environ.setdefault("RSP_SETTINGS", "none")
 
 from rsp_jobs import settings  # noqa: E402
 from rsp_jobs.orchestrate import airflow_env  # noqa: E402

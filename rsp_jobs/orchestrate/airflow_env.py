@@ -453,6 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     one = steps.add_parser("run", help="run one Airflow component in the foreground")
     one.add_argument("component", choices=COMPONENTS)
     args = parser.parse_args(argv)
+    import rsp_jobs
+
+    if rsp_jobs.SETTINGS_ERROR is not None:  # every component would read the same broken file
+        print(f"error: {rsp_jobs.SETTINGS_ERROR}", file=sys.stderr)
+        return 2
     port = int(os.environ.get("RSP_SPARK_CONNECT_PORT") or connect_server.DEFAULT_PORT)
     os.umask(UMASK)
     if args.step == "run":
@@ -482,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, lambda *_: sys.exit(0))
     logs = Path(env["AIRFLOW_HOME"]) / "logs"
     url = f"http://localhost:{env['AIRFLOW__API__PORT']}"
+    print(f"The platform's {settings.in_use()} (every component reads the same)", flush=True)
     print(
         f"Starting the Spark Connect server on port {port} (log {logs}/spark-connect.log)",
         flush=True,

@@ -53,6 +53,7 @@ def final(run):
     wins); an ``RspError`` (bad input, a failed quality check, a query error) fails the task at
     once, without retries: running it again would fail the same way."""
     try:
+        log.info("%s", settings.in_use())
         connections.use_store_connection()
         return run()
     except RspError as exc:
@@ -301,7 +302,13 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
 
 def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
     """The DAGs of every registered query and stream that can be scheduled, and the error of each
-    file that cannot (the DAGs depending on it are left out, the others kept)."""
+    file that cannot (the DAGs depending on it are left out, the others kept). A broken
+    settings file loses every DAG: which queries and streams there are depends on it."""
+    import rsp_jobs
+
+    if rsp_jobs.SETTINGS_ERROR is not None:
+        return {}, {settings.settings_file() or settings.SETTINGS_FILE: rsp_jobs.SETTINGS_ERROR}
+    log.info("%s", settings.in_use())
     queries, errors = registry.discover()
     derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags: dict[str, DAG] = {}
