@@ -93,9 +93,17 @@ def describe(rq: registry.RegisteredQuery) -> str:
         )
     if rq.kind != "window":
         what = "**EP-SPARQL pattern**" if rq.kind == "pattern" else "**DOTR rule**"
+    toml = rq.path.with_suffix(".toml")
+    run_settings = (
+        f"\n\nIts run settings, `{toml.name}`:\n\n```toml\n{toml.read_text().strip()}\n```\n"
+        if toml.is_file()
+        else ""
+    )
     return (
-        f"{what} `{rq.iri}` from `{rq.path.name}` ({rq.application}).\n\n{scope}; output stream "
-        f"`{rq.output_stream}`.\n\nStreams:\n{streams}\n\n```sparql\n{rq.query.text.strip()}\n```\n"
+        f"{what} `{rq.iri}` ({rq.application}), from the query file `{rq.path}`: edit it there, "
+        "and the DAG follows. (The Code tab shows `rsp_dags.py`, which makes every query's "
+        f"DAG.)\n\n{scope}; output stream `{rq.output_stream}`.\n\nStreams:\n{streams}\n\n"
+        f"```sparql\n{rq.query.text.strip()}\n```\n{run_settings}"
     )
 
 

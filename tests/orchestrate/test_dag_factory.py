@@ -36,6 +36,10 @@ def test_every_registered_query_is_a_dag_scheduled_on_its_step(queries):
     assert {"rsp", "query", "citybench"} <= set(dag.tags)
     assert "AVG(?level)" in dag.doc_md and "`[RANGE 1h STEP 5m]`" in dag.doc_md and "15m of window closes" in dag.doc_md
     assert "Window(" not in dag.doc_md  # no Python reprs
+    query_file = queries / "citybench" / "congestion_by_segment.rsp"
+    assert f"from the query file `{query_file}`" in dag.doc_md  # not the factory the Code tab shows
+    run_settings = query_file.with_suffix(".toml").read_text().strip()
+    assert f"`congestion_by_segment.toml`:\n\n```toml\n{run_settings}\n```" in dag.doc_md
     assert dag.description == "C-SPARQL SELECT over 1 stream(s) [RANGE 1h STEP 5m], every 15m"
     for task in dag.tasks:
         assert (task.owner, task.retries, task.retry_delay) == ("rsp", 2, timedelta(minutes=1))
