@@ -195,7 +195,13 @@ def parse_time(text: str, mapping: CsvMapping) -> datetime:
     without an offset is in the mapping's timezone; a wall-clock time that a change to summer
     time skips does not exist and is refused, and one that the change back repeats is the
     earlier of the two."""
-    text = text.strip()
+    try:
+        return _parse_time(text.strip(), mapping)
+    except OverflowError:  # years 1-9999 in UTC only
+        raise ValueError("out of the years 1-9999") from None
+
+
+def _parse_time(text: str, mapping: CsvMapping) -> datetime:
     if not text:
         raise ValueError("blank")
     fmt = mapping.time_format
