@@ -3,7 +3,7 @@ the stream's landing folder for a deployment's ingest DAG (``docs/ingest.md``).
 
 The file's kind is ``--format`` (``citybench``, ``dart``, ``csv``, ``trig``, ``nquads``), else
 the stream's declared ``format`` when the suffix is one of its, else what the suffix says
-(``.trig``, ``.nq``, ``.stream``). Mapping is done by the mappers of ``rsp_jobs.ingest.sources``
+(``.trig``, ``.nq``, ``.stream``; ``.csv`` with ``--mapping``). Mapping is done by the mappers of ``rsp_jobs.ingest.sources``
 and loading by ``ingest.ingest_file``, as the ingest DAG does, so the rows a mapping rejects
 are quarantined with the parser's rejections.
 
@@ -87,6 +87,8 @@ def _kind_of(path: Path, kind: str | None, config: StreamConfig, mapping: CsvMap
     if kind is None:
         declared = config.format if suffix in sources.raw_suffixes(config.format) else None
         kind = declared or sources.guess_format(path)
+        if kind is None and suffix == ".csv" and mapping is not None:  # --mapping says it
+            kind = "csv"
     if kind is None:
         raise InputError(
             f"{path}: cannot tell its format from its name; give --format ({', '.join(KINDS)})"
