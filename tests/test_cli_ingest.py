@@ -190,3 +190,17 @@ def test_a_dart_file_lands_raw_for_the_landing_folder_to_map(catalog, data_dir, 
     assert "(the ingest DAG quarantines them)" in capsys.readouterr().out
     assert ingest("--stream", "dart_21401", "--to", "landing", data_dir / "dart" / "21418.txt") == 2
     assert "a file of DART 21418 in the landing directory of <urn:rsp:stream:dart/21401>" in capsys.readouterr().err
+
+
+def test_the_readme_declares_the_stream_these_tests_and_the_mapping_file_declare():
+    import re
+    import tomllib
+
+    from rsp_jobs.ingest.csv_mapping import load_mapping, parse_mapping
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Add your own stream"):]
+    (block,) = re.findall(r"```toml\n(.*?)```", section[:section.index("\n## ", 5)], re.S)
+    declared = tomllib.loads(block)["streams"]["rooms"]
+    assert declared == tomllib.loads(CATALOG)["streams"]["rooms"]
+    assert parse_mapping(declared["mapping"], "README") == load_mapping(FIXTURES / "rooms.toml")
