@@ -59,6 +59,15 @@ def test_every_declared_stream_has_its_landing_folder_once_the_catalog_is_read(c
         "rooms": home / "landing" / "rooms", "plain": home / "landing" / "plain"}
 
 
+@pytest.mark.airflow  # imports Airflow to build the DAGs
+def test_the_dag_file_makes_the_landing_folders_of_the_streams_it_reads(catalog, home):
+    from rsp_jobs.orchestrate.dag_factory import build
+
+    dags, errors = build()
+    assert {"ingest_rooms", "ingest_plain"} <= set(dags) and not errors
+    assert sorted(p.name for p in (home / "landing").iterdir()) == ["plain", "rooms"]
+
+
 def test_an_undeclared_stream_is_refused_listing_the_declared_ones(catalog, home, capsys):
     assert ingest("--stream", "kitchen", FIXTURES / "rooms.csv") == 2
     err = capsys.readouterr().err
