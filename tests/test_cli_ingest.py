@@ -213,3 +213,22 @@ def test_the_readme_declares_the_stream_these_tests_and_the_mapping_file_declare
     declared = tomllib.loads(block)["streams"]["rooms"]
     assert declared == tomllib.loads(CATALOG)["streams"]["rooms"]
     assert parse_mapping(declared["mapping"], "README") == load_mapping(FIXTURES / "rooms.toml")
+
+
+NQ = """<http://example.org/f/1> <http://www.w3.org/ns/prov#generatedAtTime> "2024-03-01T10:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .
+<http://example.org/sensor/t1> <http://example.org/ns#temperature> "21.5" <http://example.org/f/1> .
+not a quad
+"""
+
+
+def test_a_stream_file_lands_as_it_is(catalog, home, tmp_path):
+    (tmp_path / "readings.nq").write_text(NQ)
+    assert ingest("--stream", "plain", "--to", "landing", tmp_path / "readings.nq") == 0
+    assert (home / "landing" / "plain" / "readings.nq").read_text() == NQ
+
+
+@pytest.mark.gx
+def test_a_stream_file_loads_as_it_is_with_its_malformed_line_quarantined(catalog, home, tmp_path, capsys):
+    (tmp_path / "readings.nq").write_text(NQ)
+    assert ingest("--stream", "plain", tmp_path / "readings.nq") == 0
+    assert f"{tmp_path / 'readings.nq'} (nquads): 1 frames, 1 triples accepted, 1 quarantined" in capsys.readouterr().out

@@ -38,7 +38,7 @@ RAW_FORMATS = {
     "dart": RawFormat((".txt",), "rsp_jobs.ingest.dart:write_station_trig"),
 }
 # what ``rsp ingest --format`` takes: the raw formats, and the stream files loaded as they are
-STREAM_FORMATS = {"trig": ".trig", "nquads": ".nq"}
+STREAM_FORMATS = {"trig": (".trig",), "nquads": (".nq", ".nquads")}
 MAPPED_DIR = "mapped"
 
 
@@ -58,7 +58,8 @@ def guess_format(path: Path) -> str | None:
     """The format a file's suffix names without doubt: ``trig``, ``nquads`` or ``citybench``
     (``.stream``); None when it could be several (``.csv``, ``.txt``)."""
     suffix = path.suffix.lower()
-    by_suffix = {s: name for name, s in STREAM_FORMATS.items()} | {".stream": "citybench"}
+    by_suffix = {s: name for name, ss in STREAM_FORMATS.items() for s in ss}
+    by_suffix[".stream"] = "citybench"
     return by_suffix.get(suffix)
 
 

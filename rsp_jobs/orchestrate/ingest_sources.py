@@ -96,9 +96,7 @@ def _kind_of(path: Path, kind: str | None, config: StreamConfig, mapping: CsvMap
     if kind not in KINDS:
         raise InputError(f"--format: one of {', '.join(KINDS)}, got {kind!r}")
     suffixes = (
-        sources.raw_suffixes(kind)
-        if kind in sources.RAW_FORMATS
-        else (sources.STREAM_FORMATS[kind],)
+        sources.raw_suffixes(kind) if kind in sources.RAW_FORMATS else sources.STREAM_FORMATS[kind]
     )
     if suffix not in suffixes:
         raise InputError(f"{path}: a {kind} file's name ends in {' or '.join(suffixes)}")
