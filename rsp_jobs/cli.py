@@ -284,6 +284,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.set_defaults(run=cmd_import)
 
+    ing = sub.add_parser(
+        "ingest",
+        help="load raw data of a declared stream (CityBench, DART, CSV, TriG, N-Quads)",
+        description="Map each FILE to frames of the stream (declared in queries/streams.toml) "
+        "and load it into the lake and the store as the ingest DAG does (--to lake, the "
+        "default), or put it in the stream's landing folder for a running deployment's ingest "
+        "DAG (--to landing). Rejected rows are reported with file:line and quarantined "
+        "(rsp quarantine). docs/ingest.md",
+    )
+    ing.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    ing.add_argument(
+        "--stream", required=True, metavar="KEY|IRI", help="the stream's key or IRI in streams.toml"
+    )
+    ing.add_argument(
+        "--format",
+        dest="kind",
+        default=None,
+        choices=["citybench", "csv", "dart", "trig", "nquads"],
+        help="what FILE is (default: the stream's declared format, else from the suffix: "
+        ".trig, .nq, .stream)",
+    )
+    ing.add_argument(
+        "--to",
+        dest="to",
+        choices=["lake", "landing"],
+        default="lake",
+        help="lake: load now into the lake and the store (default); landing: leave it in "
+        "<RSP_HOME>/landing/<key>/ for the deployment's ingest DAG",
+    )
+    ing.add_argument(
+        "--mapping",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a CSV mapping (TOML) instead of the stream's [streams.<key>.mapping]",
+    )
+    ing.add_argument(
+        "--store", default=None, metavar="URL", help="store URL (default: RSP_STORE_URL or SQLite)"
+    )
+    ing.set_defaults(run=cmd_ingest)
+
     tq = sub.add_parser(
         "query",
         help="answer a TA-SPARQL one-time query over the stored frames",
@@ -840,6 +881,45 @@ def cmd_import(args) -> int:
         f"statements, {report.quarantined} quarantined",
         file=sys.stderr,
     )
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from rsp_jobs.orchestrate.ingest_sources import ingest_sources
+
+    config, done = ingest_sources(
+        args.stream, args.files, args.kind, args.to, args.mapping, args.store
+    )
+    quarantined = 0
+    for item in done:
+        report = item.report
+        if report is not None and report.status == "skipped":
+            print(f"{item.source} ({item.kind}): skipped, loaded before (same content)")
+        elif report is not None:
+            quarantined += report.quarantined
+            late = f", {report.late_frames} late" if report.late_frames else ""
+            print(
+                f"{item.source} ({item.kind}): {report.frames} frames, {report.triples} triples "
+                f"accepted, {report.quarantined} quarantined{late}; watermark {report.watermark or '-'}"
+            )
+        else:
+            mapped = "" if item.frames is None else f"{item.frames} frames mapped, "
+            print(f"{item.source} ({item.kind}): {mapped}landed as {item.landed}")
+            if item.rejected:
+                where = (
+                    "the ingest DAG quarantines them"
+                    if item.quarantined_there
+                    else "not in the deployment's quarantine: fix them, or use --to lake"
+                )
+                print(f"  {len(item.rejected)} row(s) rejected ({where}):")
+                for rejection in item.rejected[:10]:
+                    print(f"    {rejection}")
+                if len(item.rejected) > 10:
+                    print(f"    ... and {len(item.rejected) - 10} more")
+    if quarantined:
+        print(
+            f"rsp: {quarantined} quarantined: see them with `rsp quarantine --stream {config.iri}`"
+        )
     return 0
 
 

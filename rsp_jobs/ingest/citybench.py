@@ -509,16 +509,38 @@ def export_streams(
 TRAFFIC = str(SES) + "AarhusTrafficData"
 
 
+def into_stream(stream_iri: str, frames: Iterable[Frame]) -> list[Frame]:
+    """Frames of one or more CityBench files as frames of ``stream_iri``: one per reading time,
+    ``<stream>/frame/<time>``, holding every sensor's observations of that time."""
+    by_time: dict[datetime, list] = {}
+    for frame in frames:
+        by_time.setdefault(frame.timestamp, []).extend(frame.triples)
+    return [
+        Frame(URIRef(f"{stream_iri}/frame/{datetime_lexical(t)}"), t, triples)
+        for t, triples in sorted(by_time.items())
+    ]
+
+
 def merged_traffic(start: datetime, end: datetime, out_path: str | Path) -> Path:
     """All 33 traffic streams between ``start`` and ``end`` as one stream ``ses:AarhusTrafficData``
     with one frame per reading time (holding every sensor's observations of that time)."""
-    by_time: dict[datetime, list] = {}
-    for path in _stream_files("AarhusTrafficData*"):
-        _, frames, _ = map_stream(path, start=start, end=end)
-        for frame in frames:
-            by_time.setdefault(frame.timestamp, []).extend(frame.triples)
     frames = [
-        Frame(URIRef(f"{TRAFFIC}/frame/{datetime_lexical(t)}"), t, triples)
-        for t, triples in sorted(by_time.items())
+        frame
+        for path in _stream_files("AarhusTrafficData*")
+        for frame in map_stream(path, start=start, end=end)[1]
     ]
-    return write_nquads(URIRef(TRAFFIC), frames, out_path)
+    return write_nquads(URIRef(TRAFFIC), into_stream(TRAFFIC, frames), out_path)
+
+
+def write_stream_trig(
+    path: str | Path, out_path: str | Path, *, stream: str | None = None
+) -> MappingReport:
+    """One CityBench file as a TriG stream file of ``stream`` (default: the file's own stream,
+    ``SampleEventService#<stem>``): what a landing directory of format ``citybench`` loads, so
+    that the files of several sensors land in one stream, as the benchmark's queries read it."""
+    own_iri, frames, report = map_stream(path)
+    stream = stream or str(own_iri)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    write_trig(URIRef(stream), into_stream(stream, frames), out_path)
+    return report

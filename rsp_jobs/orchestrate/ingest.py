@@ -273,11 +273,14 @@ def ingest_file(
     store_url: str | None = None,
     queries: list[registry.RegisteredQuery] | None = None,
     seen: Snapshot | None = None,
+    landed: bool = True,
 ) -> FileReport:
     """Load one stream file into an upgraded store (see the module doc); ``queries``: the
     registered queries (default: discovered now); ``seen``: the file before anything read it
-    (default: now). Returns what happened to the file; raises ChangedWhileRead, having written
-    nothing, when the file changed while it was read."""
+    (default: now); ``landed``: the file is in the landing folder, which a file failing its
+    quality checks leaves for ``rejected/`` (a file loaded from elsewhere stays where it is, and
+    its raw mapping goes to the landing folder's ``mapped/``). Returns what happened to the file;
+    raises ChangedWhileRead, having written nothing, when the file changed while it was read."""
     from rsp_jobs.quality import gate
 
     engine = db.engine(store_url)
@@ -287,7 +290,13 @@ def ingest_file(
         log.info("%s: skipped, loaded before (same SHA-256)", path.name)
         return FileReport(str(path), "skipped")
     started, clock = datetime.now(UTC), time.perf_counter()
-    stream_file, mapping_rejections = sources.to_stream_file(path, config.format, config.iri)
+    stream_file, mapping_rejections = sources.to_stream_file(
+        path,
+        config.format,
+        config.iri,
+        config.mapping,
+        None if landed else config.landing_dir / sources.MAPPED_DIR,
+    )
     batch = read_stream_file(stream_file, config.iri, order=_files_loaded(engine, config.iri))
     # a time the stream already has is one frame: this file's parts at it merge into that frame
     merge_known_frames(batch, known_frames(engine, config.iri, [p.ts for p in batch.parts]))
@@ -302,7 +311,7 @@ def ingest_file(
         batch_id=f"{config.key}/{checksum[:16]}",
         background=registry.background_paths(),
     )
-    if not outcome.success:
+    if not outcome.success and landed:
         target = reject(path, config, outcome.summary())
         log.warning(
             "%s: failed its quality checks, moved to %s: %s", path.name, target, outcome.summary()

@@ -15,9 +15,11 @@ also accepts (``rsp_jobs.ingest.sources``), and the files of background graphs.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +33,7 @@ from rsp_jobs.algebra.regimes import check_regime
 from rsp_jobs.algebra.schedule import REPORT_NON_EMPTY, check_report, schedule
 from rsp_jobs.compiler import compile_file
 from rsp_jobs.errors import InputError, RspError
+from rsp_jobs.ingest.csv_mapping import CsvMapping, parse_mapping
 from rsp_jobs.ingest.sources import check_format
 from rsp_jobs.language.ast import TimeWindow
 from rsp_jobs.textfile import read_text
@@ -45,6 +48,7 @@ from rsp_jobs.times import (
     to_us,
 )
 
+log = logging.getLogger("rsp.registry")
 MINUTE_US = 60_000_000
 # where a DAG's interval grid starts by default: live runs start now, history is a backfill
 DEFAULT_START = datetime(2000, 1, 1, tzinfo=UTC)
@@ -76,6 +80,7 @@ class StreamConfig:
     format: str | None = (
         None  # a raw format of rsp_jobs.ingest.sources ("dart"); None: TriG/N-Quads
     )
+    mapping: CsvMapping | None = None  # format "csv": its [streams.<key>.mapping] table
 
     @property
     def landing_dir(self) -> Path:
@@ -346,7 +351,9 @@ def catalog_path() -> Path:
 
 
 def streams() -> dict[str, StreamConfig]:
-    """The input streams of ``queries/streams.toml``, by IRI."""
+    """The input streams of ``queries/streams.toml``, by IRI. Each declared stream's landing
+    folder is made here (``ensure_landing_dirs``), so that a producer finds it as soon as the
+    stream is declared: the DAG file and the CLI both read the catalog through this."""
     path = catalog_path()
     found = {}
     for key, entry in _catalog(path).get("streams", {}).items():
@@ -360,8 +367,44 @@ def streams() -> dict[str, StreamConfig]:
             entry.get("allowed_lateness", "0ms"), path, f"streams.{key}.allowed_lateness"
         )
         fmt = check_format(entry.get("format"), f"{where}.format")
-        found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy, fmt)
+        mapping = None
+        if "mapping" in entry:
+            if fmt != "csv":
+                raise InputError(f'{where}: a mapping table is for format = "csv" streams')
+            mapping = parse_mapping(entry["mapping"], f"{where}.mapping")
+        elif fmt == "csv":
+            raise InputError(
+                f'{where}: format = "csv" needs a [streams.{key}.mapping] table (docs/ingest.md)'
+            )
+        found[entry["iri"]] = StreamConfig(key, entry["iri"], lateness, policy, fmt, mapping)
+    ensure_landing_dirs(found.values())
     return found
+
+
+def ensure_landing_dirs(configs: Iterable[StreamConfig]) -> None:
+    """``<RSP_HOME>/landing/<key>/`` for each stream, readable by its owner only like the home.
+    A home that cannot be written is left for the ingest to report: reading the catalog (the
+    DAG processor does it for every parse) must not fail on it."""
+    for config in configs:
+        try:
+            (settings.home_dir() / "landing").mkdir(mode=0o700, exist_ok=True)
+            config.landing_dir.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot make the landing folder %s: %s", config.landing_dir, exc)
+            return
+
+
+def declared(stream: str) -> StreamConfig:
+    """A stream of the catalog by its key or its IRI; an ``InputError`` lists the declared ones."""
+    catalog = streams()
+    for config in catalog.values():
+        if stream in (config.key, config.iri, f"<{config.iri}>"):
+            return config
+    known = "\n".join(f"  {c.key}  <{c.iri}>" for c in catalog.values()) or "  (none)"
+    raise InputError(
+        f"{stream}: not a stream declared in {catalog_path()}; declare it there as "
+        f"[streams.<key>] with its iri (docs/ingest.md). The declared streams:\n{known}"
+    )
 
 
 def stream_config(iri: str) -> StreamConfig:

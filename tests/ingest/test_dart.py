@@ -217,9 +217,9 @@ def test_stations_file_describes_every_station_of_the_data(data_dir):
 
 
 def test_an_unknown_stream_format_is_refused_naming_the_catalog(tmp_path, monkeypatch):
-    (tmp_path / "streams.toml").write_text('[streams.x]\niri = "urn:x"\nformat = "csv"\n', encoding="utf-8")
+    (tmp_path / "streams.toml").write_text('[streams.x]\niri = "urn:x"\nformat = "xml"\n', encoding="utf-8")
     monkeypatch.setenv("RSP_QUERIES_DIR", str(tmp_path))
-    with pytest.raises(InputError, match=r"streams.toml: \[streams.x\].format: format must be one of dart"):
+    with pytest.raises(InputError, match=r"streams.toml: \[streams.x\].format: format must be one of citybench, csv, dart"):
         registry.streams()
 
 
@@ -252,7 +252,7 @@ def test_a_raw_file_in_the_landing_directory_is_mapped_loaded_and_its_rejections
     # three hours around the earthquake (1-minute values, duplicates, missing values) and one bad row
     lines = (data_dir / "dart" / "21418.txt").read_text(encoding="utf-8").splitlines()
     rows = [t for t in lines[2:] if "2011 03 11 04" <= t[:13] < "2011 03 11 07"]
-    config.landing_dir.mkdir(parents=True)
+    assert config.landing_dir.is_dir()  # a declared stream's landing folder is there
     landed = config.landing_dir / "21418-quake.txt"
     landed.write_text("\n".join([*lines[:2], *rows, "2011 03 11 07 00 00 2 5662.x"]) + "\n", encoding="utf-8")
     ref = reference(landed)
@@ -290,7 +290,7 @@ def test_a_file_of_another_station_in_a_landing_directory_is_refused(data_dir, d
     from rsp_jobs.orchestrate.ingest import ingest_landing
 
     config = registry.stream_config(dart.stream_iri("21418"))
-    config.landing_dir.mkdir(parents=True)
+    assert config.landing_dir.is_dir()  # a declared stream's landing folder is there
     head = (data_dir / "dart" / "21401.txt").read_text(encoding="utf-8").splitlines()[:20]
     (config.landing_dir / "21401.txt").write_text("\n".join(head) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"a file of DART 21401 in the landing directory of <urn:rsp:stream:dart/21418>"):
