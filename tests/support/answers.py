@@ -34,7 +34,9 @@ STREAM_TEXT = (
                 "<urn:o2> <urn:ex:sensor> <urn:ex:s2> .", "<urn:o2> <urn:ex:value> 20 .",
                 '<urn:ex:s1> <urn:ex:label> "north" .', f'<urn:ex:s2> <urn:ex:label> "{LABEL}" .'])
     + _frame(40, ["<urn:o3> <urn:ex:sensor> <urn:ex:s1> .", "<urn:o3> <urn:ex:value> 14 .",
-                  '<urn:ex:s1> <urn:ex:label> "north" .', "<urn:o4> <urn:ex:value> this is not a term ."])
+                  '<urn:ex:s1> <urn:ex:label> "north" .'])
+    # quarantined whole, as a TriG block is: its frame is not stored
+    + _frame(50, ["<urn:o4> <urn:ex:sensor> <urn:ex:s1> .", "<urn:o4> <urn:ex:value> this is not a term ."])
     + _frame(80, ["<urn:o5> <urn:ex:sensor> <urn:ex:s1> .", "<urn:o5> <urn:ex:value> 30 .",
                   '<urn:ex:s1> <urn:ex:label> "north" .'])
 )
@@ -46,7 +48,7 @@ def _term(value: str, datatype: str | None = None) -> dict:
     return {"type": "literal", "value": value, **({"datatype": datatype} if datatype != XSD + "string" else {})}
 
 
-# the windows [06:00, 06:01) and [06:01, 06:02) over the frames above
+# the windows [06:00, 06:01) and [06:01, 06:02) over the frames above (10 s and 40 s; 80 s)
 WINDOWS = [
     {"window_open": "2026-01-05T06:00:00.000Z", "window_close": "2026-01-05T06:01:00.000Z", "bindings": [
         {"sensor": _term("urn:ex:s1"), "label": _term("north", XSD + "string"),

@@ -149,7 +149,9 @@ def test_the_lineage_page_says_what_rsp_provenance_says(client, answered, capsys
     lines = page.text.split('<pre class="lineage">')[1].split("</pre>")[0].splitlines()
     assert lines == printed
     assert "window_evaluation" in lines[0] and "ingest" in lines[0]
-    assert f"{STREAM}/g/10" in page.text and f"{STREAM}/g/80" not in page.text  # its window's frames only
+    derived = page.text.split("Derived from")[1]
+    assert f"{STREAM}/g/10" in derived and f"{STREAM}/g/40" in derived
+    assert f"{STREAM}/g/80" not in derived  # its own window's frames only
     assert client.get("/lineage", params={"frame": f"{STREAM}/g/10"}).status_code == 404  # not a result
 
 
