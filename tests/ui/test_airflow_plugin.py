@@ -3,8 +3,8 @@ deployment (API server, scheduler, DAG processor, triggerer, as ``make airflow``
 with no DAG to parse and no Spark: the store already holds a run) loads the plugin from the
 project's plugins folder; its pages refuse a caller without Airflow's login; and in headless
 Chromium with no network, an operator who logged in reaches them through the UI's nav entry,
-sees the query's windows with their answers, opens the run's Data Docs page over HTTP and a
-result's lineage. Screenshots of each step are left under the test's folder."""
+sees the query's windows with their answers, opens the run's Data Docs page over HTTP, a
+result's lineage and the quarantined part of its input. Screenshots of each step are left under the test's folder."""
 from __future__ import annotations
 
 import json
@@ -106,4 +106,11 @@ def test_an_operator_finds_answers_quality_and_lineage_through_the_nav_entry(air
         assert "window_evaluation" in lineage and "ingest" in lineage and answered.frames[0] in lineage
         assert "Derived from 2 frame(s)" in lineage
         ui.screenshot("4-lineage")
+
+        ui.driver.back()
+        ui.wait_for_text("Quarantined input of its streams")
+        ui.driver.find_element(By.PARTIAL_LINK_TEXT, "#").click()
+        part = ui.wait_for_text("Its text as it was read")
+        assert "this is not a term" in part and "malformed TriG" in part
+        ui.screenshot("5-quarantined-part")
     print(f"screenshots: {shots}")
