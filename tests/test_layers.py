@@ -44,7 +44,7 @@ MEMBERS = {
     "alerts": ("rsp_jobs.alerts",),
     "orchestrate": ("rsp_jobs.orchestrate",),
     "applications": ("rsp_jobs.cli", "rsp_jobs.demo", "rsp_jobs.demo_deployment", "rsp_jobs.plots",
-                     "rsp_jobs.reevaluate", "rsp_jobs.write_class_archive", "rsp_jobs.bench"),
+                     "rsp_jobs.reevaluate", "rsp_jobs.write_class_archive", "rsp_jobs.bench", "rsp_jobs.ui"),
 }
 # layer -> the other layers it may import (its own modules it always may)
 LAYERS = {

@@ -66,6 +66,8 @@ def environment(
         "RSP_AIRFLOW_USER": user,
         "AIRFLOW_HOME": str(airflow_home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(settings.REPO_ROOT / "dags"),
+        # the answers pages in the UI (plugins/rsp_answers.py)
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(settings.REPO_ROOT / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "rsp_jobs.orchestrate.executor.PreloadingLocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "2",

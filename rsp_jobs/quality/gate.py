@@ -34,8 +34,16 @@ from rsp_jobs.quality.ranges import load_ranges
 from rsp_jobs.quality.validate import Checked, run_suite
 from rsp_jobs.store.db import write_transaction
 from rsp_jobs.store.frames import register_stream
-from rsp_jobs.store.models import ActivityUsed, QualityResult, QuarantinedInput, Stream, table_of
+from rsp_jobs.store.models import (
+    Activity,
+    ActivityUsed,
+    QualityResult,
+    QuarantinedInput,
+    Stream,
+    table_of,
+)
 from rsp_jobs.store.provenance import ActivityRecord, file_checksum, write_activity
+from rsp_jobs.times import as_utc
 
 BATCH_BASE = "urn:rsp:batch:"
 Interval = tuple[datetime, datetime] | None
@@ -254,4 +262,60 @@ def _quarantine(
             }
             for (iri, ts), frame in terms.groupby(["frame", "ts"], sort=False, dropna=False)
         ],
+    )
+
+
+@dataclass(frozen=True)
+class RecordedCheck:
+    """A quality check as the store recorded it (one ``quality_check`` activity): its suite,
+    verdict, each expectation's label and outcome, the batch it checked and when it ran."""
+
+    activity: str
+    suite: str
+    success: bool
+    expectations: tuple[tuple[str, bool], ...]  # (label, passed), in the order recorded
+    batch: str  # the batch id, as the Data Docs name its run (``validate.docs_page``)
+    started_at: datetime
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        return tuple(label for label, passed in self.expectations if not passed)
+
+
+def recorded_output_check(engine: Engine, query_iri: str, close: datetime) -> RecordedCheck | None:
+    """The latest check of the query's output whose run interval ``(after, until]`` holds the
+    window close ``close``: the check of the run that reported that window (a run checks its
+    windows before it stores them, so the check's interval is the run's)."""
+    with engine.connect() as conn:
+        activity = conn.execute(
+            select(Activity.id, Activity.iri, Activity.status, Activity.started_at)
+            .where(
+                Activity.kind == "quality_check",
+                Activity.query_iri == query_iri,
+                Activity.window_open < close,
+                Activity.window_close >= close,
+            )
+            .order_by(Activity.started_at.desc(), Activity.id.desc())
+            .limit(1)
+        ).one_or_none()
+        if activity is None:
+            return None
+        results = conn.execute(
+            select(QualityResult.suite, QualityResult.expectation, QualityResult.success)
+            .where(QualityResult.activity_id == activity.id)
+            .order_by(QualityResult.id)
+        ).all()
+        batch = conn.scalar(
+            select(ActivityUsed.entity_iri).where(
+                ActivityUsed.activity_id == activity.id,
+                ActivityUsed.entity_iri.startswith(BATCH_BASE),
+            )
+        )
+    return RecordedCheck(
+        activity.iri,
+        results[0].suite if results else "",
+        activity.status == "success",
+        tuple((r.expectation, bool(r.success)) for r in results),
+        (batch or "").removeprefix(BATCH_BASE),
+        as_utc(activity.started_at),
     )

@@ -138,6 +138,28 @@ def prune_results(root: Path, keep, now: datetime | None = None) -> int:
     return removed
 
 
+def docs_site(home: Path | None = None) -> Path:
+    """The folder of the project's Data Docs site (its ``index.html`` and the pages it links)."""
+    return (home or settings.home_dir()) / "gx" / "uncommitted" / "data_docs" / SITE
+
+
+def docs_page(site: Path, suite: str, run_name: str, not_before: datetime) -> Path | None:
+    """The Data Docs page of the validation of ``suite`` that ``run_suite`` ran as ``run_name``,
+    the first at or after ``not_before`` (its check started then; the same batch checked again
+    has a page per run): GX writes ``validations/<suite>/<run name>/<run time>/<batch>.html``.
+    None when it was pruned (``RSP_QUALITY_RETENTION``) or never written."""
+    runs = site / "validations" / suite / _safe(run_name)
+    found: list[tuple[datetime, Path]] = []
+    for folder in runs.glob("*"):
+        try:
+            ran = datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        if ran >= not_before:
+            found.extend((ran, page) for page in sorted(folder.glob("*.html")))
+    return min(found)[1] if found else None
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock between processes (and threads: each open() is its own lock holder)."""

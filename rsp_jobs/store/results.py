@@ -28,8 +28,16 @@ from rsp_jobs.language import ast
 from rsp_jobs.results import WindowResult
 from rsp_jobs.store.db import chunks, write_transaction
 from rsp_jobs.store.frames import INSERT_ON_CONFLICT, advance_watermark, write_batch
-from rsp_jobs.store.models import Frame, StoredResult, Stream, table_of
+from rsp_jobs.store.models import (
+    Activity,
+    ActivityGenerated,
+    Frame,
+    StoredResult,
+    Stream,
+    table_of,
+)
 from rsp_jobs.store.provenance import (
+    EVALUATION_KINDS,
     ActivityRecord,
     background_entities,
     register_query,
@@ -342,3 +350,47 @@ def _window_scopes(
                         found.add(row.frame_iri)
                         held += row.triple_count
     return scopes
+
+
+@dataclass(frozen=True)
+class StoredWindow:
+    """A reported window as the store keeps it: its result (``rsp evaluate``'s JSON object, as
+    a ``WindowResult``), the frame of the output stream that holds it, and the evaluation
+    activity that generated that frame (None if a later re-run removed the record)."""
+
+    result: WindowResult
+    frame: str | None
+    activity: str | None
+
+
+def recent_results(engine: Engine, query: str, limit: int = 5) -> list[StoredWindow]:
+    """The ``limit`` latest reported windows of the query with IRI ``query``, the latest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(StoredResult.form, StoredResult.payload, Frame.frame_iri)
+            .outerjoin(Frame, Frame.id == StoredResult.frame_id)
+            .where(StoredResult.query_iri == query)
+            .order_by(StoredResult.window_close.desc())
+            .limit(limit)
+        ).all()
+        frames = [r.frame_iri for r in rows if r.frame_iri]
+        generated: dict[str, str] = {}
+        for chunk in chunks(frames):
+            for entity, activity in conn.execute(
+                select(ActivityGenerated.entity_iri, Activity.iri)
+                .join(Activity, Activity.id == ActivityGenerated.activity_id)
+                .where(
+                    ActivityGenerated.entity_iri.in_(chunk),
+                    Activity.kind.in_(EVALUATION_KINDS),
+                )
+                .order_by(Activity.started_at)
+            ):
+                generated[entity] = activity  # a revision, started later, is the latest word
+    return [
+        StoredWindow(
+            WindowResult.from_json(r.payload, r.form),
+            r.frame_iri,
+            generated.get(r.frame_iri) if r.frame_iri else None,
+        )
+        for r in rows
+    ]

@@ -95,7 +95,7 @@ def test_it_names_only_settings_and_entry_points_the_platform_has(compose):
         elif command:
             assert command[0] == "spark-class" and (Path(sys.executable).parent / "spark-class").exists()
     dockerfile = (settings.REPO_ROOT / "docker" / "Dockerfile").read_text()
-    for folder in ("rsp_jobs", "dags", "queries", "ontology"):
+    for folder in ("rsp_jobs", "dags", "plugins", "queries", "ontology"):
         assert re.search(rf"^COPY {folder} ", dockerfile, re.M), folder
 
 
