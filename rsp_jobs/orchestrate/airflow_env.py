@@ -82,6 +82,11 @@ def environment(
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "20",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "GX_ANALYTICS_ENABLED": "false",
+        # two lines per DAG at each parse (its next run), which buried a run's own lines in
+        # `airflow dags test` and the DAG processor's log; their warnings still show
+        "AIRFLOW__LOGGING__NAMESPACE_LEVELS": (
+            "airflow.models.dag=WARNING airflow.serialization.definitions.dag=WARNING"
+        ),
     }
     conn = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
     # wait for its lock: see airflow_sqlite

@@ -308,6 +308,9 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
     return dag
 
 
+_told: list[bool] = []
+
+
 def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
     """The DAGs of every registered query and stream that can be scheduled, and the error of each
     file that cannot (the DAGs depending on it are left out, the others kept). A broken
@@ -316,7 +319,9 @@ def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
 
     if rsp_jobs.SETTINGS_ERROR is not None:
         return {}, {settings.settings_file() or settings.SETTINGS_FILE: rsp_jobs.SETTINGS_ERROR}
-    log.info("%s", settings.in_use())
+    if not _told:  # once per process: the DAG processor and `airflow dags test` parse it twice
+        log.info("%s", settings.in_use())
+        _told.append(True)
     queries, errors = registry.discover()
     derived = {rq.output_stream for rq in queries if rq.derives_stream}
     dags: dict[str, DAG] = {}

@@ -63,7 +63,28 @@ def get_spark():
     from rsp_jobs.spark.session import get_spark as session
 
     target = spark_target()
+    if target.master.startswith("sc://"):
+        require_reachable(target.master)
     return session(target.master, conf=target.conf)
+
+
+def require_reachable(url: str, timeout: float = 5.0) -> None:
+    """Fail at once, naming the server, when nothing listens at a Spark Connect URL: the
+    client would otherwise retry for about ten minutes before it says so. The error is a
+    ``ConnectionError``, so a task is still retried (a server restarting is back in seconds)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host, port = parts.hostname or "localhost", parts.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"no Spark Connect server at {host}:{port} ({exc.strerror or exc}), which the Airflow "
+            f"connection {settings.spark_conn_id()!r} names: start it with `make airflow`, or "
+            "run the job's Spark in its own process with RSP_SPARK_MASTER=local[2]"
+        ) from None
 
 
 def target_of_connection(

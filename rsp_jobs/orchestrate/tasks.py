@@ -26,7 +26,7 @@ from rsp_jobs.orchestrate.registry import RegisteredQuery, load_query
 from rsp_jobs.results import WindowResult
 from rsp_jobs.store import db
 from rsp_jobs.store.results import result_batch, store_evaluation
-from rsp_jobs.times import datetime_lexical, iso_ms, to_us
+from rsp_jobs.times import as_utc, datetime_lexical, iso_ms, to_us
 
 log = logging.getLogger("rsp.run")
 
@@ -69,6 +69,8 @@ def evaluate_run(
     revised = _revise_late_windows(registered, engine, store_url)
     windows, stored = _evaluate_and_store(registered, engine, store_url, after, until)
     rows = sum(w.rows for w in windows)
+    if not windows:
+        log.warning("%s", _nothing_in(registered, engine, after, until))
     log.info(
         "%s: done in %.1f s: %d windows, %d rows, %d frames written, activity %s",
         registered.dag_id,
@@ -98,6 +100,35 @@ def evaluate_run(
         revised,
         round(time.perf_counter() - started, 3),
         tuple(intervals),
+    )
+
+
+def _nothing_in(registered: RegisteredQuery, engine, after: datetime, until: datetime) -> str:
+    """Why a run reported nothing, in the terms a user picks the next interval in: where each
+    input's frames are (a run's logical date is its interval's end, so a date alone often
+    names the 15 minutes before midnight)."""
+    from sqlalchemy import func, select
+
+    from rsp_jobs.store.models import Frame, Stream
+
+    spans = []
+    with engine.connect() as conn:
+        for stream in registered.streams:
+            first, last = conn.execute(
+                select(func.min(Frame.ts), func.max(Frame.ts))
+                .join(Stream, Stream.id == Frame.stream_id)
+                .where(Stream.iri == stream)
+            ).one()
+            held = (
+                f"frames from {datetime_lexical(as_utc(first))} to {datetime_lexical(as_utc(last))}"
+                if first is not None
+                else "no frames"
+            )
+            spans.append(f"<{stream}> has {held}")
+    return (
+        f"{registered.dag_id}: no window closing in ({datetime_lexical(after)}, "
+        f"{datetime_lexical(until)}] reported anything; {'; '.join(spans)}. To replay an "
+        "interval, give the params after and until (dags/README.md)"
     )
 
 

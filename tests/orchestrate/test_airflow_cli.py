@@ -92,3 +92,47 @@ def test_the_connect_token_is_made_once_and_kept_readable_by_its_owner_only(tmp_
     assert airflow_env.ensure_connect_token(env) == token  # kept
     monkeypatch.setenv("RSP_SPARK_CONNECT_TOKEN", "given-token")  # a deployment's own secret wins
     assert airflow_env.ensure_connect_token(env) == "given-token" == path.read_text().strip()
+
+
+@pytest.mark.spark  # the run's evaluation starts a local Spark in the `airflow dags test` process
+def test_airflow_dags_test_runs_the_interval_the_docs_say_and_its_lines_are_the_projects(tmp_path, traffic):
+    """dags/README.md: `airflow dags test DAG -c '{"after": ..., "until": ...}'` evaluates that
+    interval; a logical date alone is the end of a batch, and a run that finds nothing says where
+    the data is. Scheduler lines do not bury the project's."""
+    from datetime import datetime, timezone
+
+    from rsp_jobs.orchestrate import registry
+    from rsp_jobs.orchestrate.ingest import drop, ingest_landing
+    from tests.orchestrate.conftest import TRAFFIC
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RSP_"))}
+    home = tmp_path / "home"
+    env = airflow_env.environment(home, clean)
+    airflow_env.migrate(env)
+    airflow_env.write_config(env)
+    by_hand = {**clean, "AIRFLOW_HOME": env["AIRFLOW_HOME"], "RSP_HOME": str(home), "RSP_SETTINGS": "none",
+               "RSP_SPARK_MASTER": "local[2]", "RSP_DATA_DIR": str(settings.data_dir())}
+    previous = {k: os.environ.get(k) for k in ("RSP_HOME", "RSP_STORE_URL")}
+    os.environ["RSP_HOME"] = str(home)
+    os.environ.pop("RSP_STORE_URL", None)
+    try:
+        drop(traffic(60, 90), registry.stream_config(TRAFFIC))  # 07:00 to 07:30
+        ingest_landing(TRAFFIC)
+    finally:
+        for key, value in previous.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+    def dags_test(*args: str) -> list[str]:
+        done = subprocess.run(airflow_env.airflow_command("dags", "test", "congestion_by_segment", *args),
+                              env=by_hand, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        return (done.stdout + done.stderr).splitlines()
+
+    replay = dags_test("-c", json.dumps({"after": "2014-08-02T07:00:00Z", "until": "2014-08-02T07:15:00Z"}))
+    assert any("run over (2014-08-02T07:00:00Z, 2014-08-02T07:15:00Z]" in line for line in replay)
+    assert any("done in" in line and "3 windows" in line for line in replay)
+    assert len(replay) < 80, "\n".join(replay)  # the project's lines are a good part of it
+    by_date = dags_test(datetime(2014, 8, 2, tzinfo=timezone.utc).isoformat())
+    assert any("run over (2014-08-01T23:45:00Z, 2014-08-02T00:00:00Z]" in line for line in by_date)
+    assert any("reported anything" in line and "has frames from 2014-08-02T07:00:00Z to 2014-08-02T07:25:00Z"
+               in line for line in by_date), "\n".join(by_date)

@@ -72,3 +72,24 @@ def test_airflow_on_sqlite_waits_a_minute_for_its_database_lock_and_on_postgresq
     on_postgres = airflow_env.environment(tmp_path, {
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql+psycopg2://airflow@airflow-db/airflow"})
     assert not any("CONNECT_ARGS" in key for key in on_postgres)  # psycopg takes no `timeout`
+
+
+def test_a_connect_server_that_is_not_running_fails_the_job_at_once_naming_it(monkeypatch):
+    """pyspark's client would retry for about ten minutes (``airflow dags test`` with no
+    ``make airflow`` running); the job says at once which server it needs and how to do without."""
+    import socket
+    import time
+
+    from rsp_jobs.orchestrate.spark_connection import get_spark
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.delenv("RSP_SPARK_MASTER", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_RSP_SPARK", json.dumps(
+        {"conn_type": "spark_connect", "host": "127.0.0.1", "port": port}))
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match=rf"no Spark Connect server at 127\.0\.0\.1:{port} .*'rsp_spark'.*"
+                                              r"make airflow.*RSP_SPARK_MASTER=local\[2\]"):
+        get_spark()
+    assert time.monotonic() - started < 30
