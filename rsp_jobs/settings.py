@@ -43,6 +43,7 @@ FILE_SETTINGS = frozenset(
         "CLASS_ARCHIVE",
         "INTERPRETED_BELOW_ROWS",
         "INPUT_WAIT",
+        "REPLAY_WAIT",
         "SPARK_CONNECT_HOST",
         "SPARK_CONNECT_PORT",
         "SPARK_CONNECT_TOKEN_FILE",
@@ -293,6 +294,19 @@ def future_horizon():
         return parse_timedelta(text)
     except ValueError as exc:
         raise InputError(f"RSP_FUTURE_HORIZON: {exc}") from None
+
+
+def replay_wait():
+    """How long a replay whose recorded data stops short of its interval waits for more to land
+    (``RSP_REPLAY_WAIT``, a duration; default 0: it fails at once, naming where the data ends).
+    Set it where replays are triggered while their last file is still being dropped."""
+    from rsp_jobs.errors import InputError
+
+    text = os.environ.get("RSP_REPLAY_WAIT", "0s")
+    try:
+        return parse_timedelta(text)
+    except ValueError as exc:
+        raise InputError(f"RSP_REPLAY_WAIT: {exc}") from None
 
 
 def input_wait():

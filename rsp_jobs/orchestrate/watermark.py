@@ -11,6 +11,11 @@ A run does not wait for inputs that cannot come (``RSP_INPUT_WAIT``, default 30 
   that has none), with no file waiting in its landing folder, fails the run at once: it is not
   live, as when a DAG is unpaused over recorded data and its first scheduled run is for today;
   a replay is a run triggered over the recorded interval;
+- a replay whose recorded data stops short (the interval, plus its allowed lateness, ended more
+  than that ago; the stream's data ends inside it, as a file ending at 07:55 with ``until``
+  08:00; no file waits) fails at once, naming the stream and where its data ends, rather than
+  hold its DAG's one active run for the whole wait; ``RSP_REPLAY_WAIT`` (default 0) lets it
+  wait that long for a file still being dropped, then fail the same way;
 - otherwise the wait ends that long after the later of the interval's end and the start of the
   wait; the run then fails, naming the streams that lag and how far they got.
 
@@ -82,8 +87,10 @@ class WatermarkTrigger(BaseTrigger):
         store_url: str | None = None,
         poll_seconds: float = 10.0,
         deadline: str | None = None,
+        why: str | None = None,  # the failure at the deadline, when it is known beforehand
     ):
         super().__init__()
+        self.why = why
         self.streams, self.until, self.store_url, self.poll_seconds = (
             list(streams),
             until,
@@ -101,6 +108,7 @@ class WatermarkTrigger(BaseTrigger):
                 "store_url": self.store_url,
                 "poll_seconds": self.poll_seconds,
                 "deadline": self.deadline,
+                "why": self.why,
             },
         )
 
@@ -119,6 +127,7 @@ class WatermarkTrigger(BaseTrigger):
                         "status": "timeout",
                         "lagging": lagging,
                         "deadline": self.deadline,
+                        "why": self.why,
                     }
                 )
                 return
@@ -144,6 +153,39 @@ def stranded(lagging: dict[str, str | None], after: datetime, wait: timedelta) -
             continue
         found[iri] = f"{_held(mark)} and nothing waits in {catalog[iri].landing_dir}"
     return found
+
+
+def stops_short(
+    lagging: dict[str, str | None], until: datetime, wait: timedelta, now: datetime
+) -> dict[str, str]:
+    """Of the lagging streams, the catalog's input streams replayed past the end of their
+    recorded data: the interval's end plus the stream's allowed lateness is more than ``wait``
+    before ``now``, and no landing file waits; each with where its data ends, in words."""
+    from rsp_jobs.orchestrate import registry
+    from rsp_jobs.orchestrate.ingest import landing_files
+
+    catalog = registry.streams()
+    found = {}
+    for iri, mark in lagging.items():
+        config = catalog.get(iri)
+        if config is None or landing_files(config):
+            continue
+        due = until + timedelta(microseconds=config.allowed_lateness_us)
+        if due < now - wait:
+            found[iri] = (
+                f"{_held(mark)}, short of the interval's end plus its allowed lateness "
+                f"({_when(due)}); nothing waits in {config.landing_dir}"
+            )
+    return found
+
+
+def _short_message(after: datetime, until: datetime, short: dict[str, str]) -> str:
+    return (
+        f"the replay of ({_when(after)}, {_when(until)}] cannot finish: "
+        + "; ".join(f"<{iri}> {why}" for iri, why in short.items())
+        + ". Trigger it again up to where the data ends, or drop the rest in the landing folder "
+        "first (RSP_REPLAY_WAIT: how long a replay waits for it; dags/README.md)."
+    )
 
 
 class WatermarkSensor(BaseSensorOperator):
@@ -200,6 +242,14 @@ class WatermarkSensor(BaseSensorOperator):
             )
         now = datetime.now(until.tzinfo)
         deadline = max(until, now) + wait
+        why = None
+        if short := stops_short(lagging, until, wait, now):
+            why = _short_message(after, until, short)
+            replay_wait = settings.replay_wait()
+            if not replay_wait:
+                raise AirflowFailException(why)
+            deadline = now + replay_wait
+            self.log.warning("%s Waiting until %s for it.", why, _when(deadline))
         self.log.info(
             "waiting for %s to pass %s (until %s at most): %s",
             ", ".join(f"<{s}>" for s in lagging),
@@ -214,6 +264,7 @@ class WatermarkSensor(BaseSensorOperator):
                 self.store_url,
                 self.poll_seconds,
                 deadline.isoformat(),
+                why,
             ),
             method_name="execute_complete",
             timeout=deadline - now + timedelta(minutes=5),
@@ -221,6 +272,8 @@ class WatermarkSensor(BaseSensorOperator):
 
     def execute_complete(self, context, event: dict | None = None) -> None:
         if event and event.get("status") == "timeout":
+            if event.get("why"):
+                raise AirflowFailException(event["why"])
             lag = "; ".join(f"<{iri}> {_held(mark)}" for iri, mark in event["lagging"].items())
             raise AirflowFailException(
                 f"the inputs did not arrive by {_when(parse_datetime(event['deadline']))} "

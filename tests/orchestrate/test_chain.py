@@ -40,6 +40,8 @@ def airflow(tmp_path_factory, traffic, spark_cluster):
         env.setenv("RSP_HOME", str(home))
         env.delenv("RSP_STORE_URL", raising=False)
         overrides = {"RSP_SCHEDULED_RUNS": "false",  # no scheduled runs, only ours
+                     # a replay triggered before its last file lands waits for it (dags/README.md)
+                     "RSP_REPLAY_WAIT": "15m",
                      "AIRFLOW_CONN_RSP_STORE": json.dumps({"conn_type": "sqlite", "host": str(store)})}
         with airflow_deployment(home, overrides, spark_master=spark_cluster.master_url) as deployment:
             env.setenv("RSP_STORE_URL", f"sqlite:///{store}")  # this process's own reads and ingest

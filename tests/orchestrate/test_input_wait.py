@@ -114,3 +114,51 @@ def test_the_trigger_forms_interval_wins_over_the_data_interval_and_is_checked_f
     params = dag_bag().dags["congestion_by_segment"].params
     assert {name: params.get_param(name).schema["format"] for name in ("after", "until")} == \
         {"after": "date-time", "until": "date-time"}
+
+
+def replay(after: datetime, until: datetime) -> dict:
+    """The context of a run triggered by hand with the trigger form's interval."""
+    return {"params": {"after": after.isoformat(), "until": until.isoformat()}, "run_id": "manual__replay"}
+
+
+def test_a_replay_past_the_end_of_recorded_data_fails_at_once_naming_where_it_ends(sensor):
+    """The file ends at 07:55, the replay asks for (07:45, 08:00]: waiting RSP_INPUT_WAIT would
+    hold the DAG's one active run and end the same way."""
+    loaded_up_to(datetime(2014, 8, 2, 7, 55, tzinfo=timezone.utc))
+    context = replay(datetime(2014, 8, 2, 7, 45, tzinfo=timezone.utc), datetime(2014, 8, 2, 8, 0, tzinfo=timezone.utc))
+    with pytest.raises(AirflowFailException) as failed:
+        sensor.execute(context)
+    message = str(failed.value)
+    assert message.startswith("the replay of (2014-08-02T07:45:00.000Z, 2014-08-02T08:00:00.000Z] cannot finish: ")
+    assert f"<{TRAFFIC}> holds data up to 2014-08-02T07:55:00.000Z, short of the interval's end plus its " \
+           "allowed lateness (2014-08-02T08:05:00.000Z)" in message
+    assert "up to where the data ends" in message
+    # the same replay up to where the data ends needs nothing more
+    loaded_up_to(datetime(2014, 8, 2, 8, 5, tzinfo=timezone.utc))
+    assert sensor.execute(context) is None
+
+
+def test_a_replay_waits_for_a_file_in_its_landing_folder_or_for_rsp_replay_wait(sensor, monkeypatch):
+    loaded_up_to(datetime(2014, 8, 2, 7, 55, tzinfo=timezone.utc))
+    context = replay(datetime(2014, 8, 2, 7, 45, tzinfo=timezone.utc), datetime(2014, 8, 2, 8, 0, tzinfo=timezone.utc))
+    landing = registry.stream_config(TRAFFIC).landing_dir
+    (landing / "rest.nq").write_text("")  # the rest of the data, about to be loaded
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context)
+    assert deferred.value.trigger.why is None  # the usual wait: its deadline is RSP_INPUT_WAIT's
+    (landing / "rest.nq").unlink()
+    monkeypatch.setenv("RSP_REPLAY_WAIT", "2m")
+    started = datetime.now(timezone.utc)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context)
+    trigger = deferred.value.trigger
+    deadline = datetime.fromisoformat(trigger.deadline)
+    assert started + timedelta(minutes=2) <= deadline <= datetime.now(timezone.utc) + timedelta(minutes=2)
+    trigger.deadline, trigger.poll_seconds = datetime.now(timezone.utc).isoformat(), 0.1
+
+    async def first():
+        async for event in trigger.run():
+            return event.payload
+    event = asyncio.run(first())  # nothing came: at the deadline it fails as it would have at once
+    with pytest.raises(AirflowFailException, match=r"the replay of .* cannot finish: .*holds data up to 2014-08-02T07:55"):
+        sensor.execute_complete({}, event)
