@@ -7,12 +7,12 @@ A leaf: times only, so every layer may use it.
     >>> w = WindowResult(open_us=0, close_us=60_000_000, form="SELECT",
     ...                  bindings=({"x": {"type": "uri", "value": "urn:a"}},))
     >>> w.window_close, w.rows
-    ('1970-01-01T00:01:00.000Z', 1)
+    ('1970-01-01T00:01:00Z', 1)
     >>> WindowResult.from_json(w.to_json(), "SELECT") == w
     True
     >>> m = Match(start_us=0, end_us=1_000, events=("urn:f1",), triples=("<urn:a> <urn:p> <urn:b> .",))
     >>> [(r.window_open, r.window_close, r.derived) for r in WindowResult.of_matches([m])]
-    [('1970-01-01T00:00:00.000Z', '1970-01-01T00:00:00.001Z', (('1970-01-01T00:00:00.000Z', '<urn:a> <urn:p> <urn:b> .'),))]
+    [('1970-01-01T00:00:00Z', '1970-01-01T00:00:00.001Z', (('1970-01-01T00:00:00Z', '<urn:a> <urn:p> <urn:b> .'),))]
 """
 
 from __future__ import annotations

@@ -158,12 +158,16 @@ FROM_FILE: set[str] = set()  # the settings this process took from the file, not
 def in_use() -> str:
     """One line naming the settings file and the folders every component reads, printed when
     a component starts, so that two shells or a shell and the scheduler can be compared."""
-    from rsp_jobs.orchestrate.registry import queries_dir
-
     path = settings_file()
     source = f"settings {path}" if path else "no settings file (environment and defaults)"
     home = os.environ.get("RSP_HOME", REPO_ROOT / ".rsp")
     return f"{source}; queries {queries_dir()}; home {home}; data {data_dir()}"
+
+
+def queries_dir() -> Path:
+    """The registered queries and ``streams.toml``: ``RSP_QUERIES_DIR``, default the
+    repository's ``queries/``."""
+    return Path(os.environ.get("RSP_QUERIES_DIR", REPO_ROOT / "queries"))
 
 
 def data_dir() -> Path:

@@ -65,9 +65,11 @@ def _aware(text: str) -> datetime:
 
 
 def iso_ms(micros: int) -> str:
-    """µs since the epoch as ISO 8601 UTC with milliseconds, how results name their times."""
-    moment = from_us(micros // US_PER_MS * US_PER_MS)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{(micros // US_PER_MS) % 1000:03d}Z"
+    """µs since the epoch to the millisecond, in the one form every time is written in: frame
+    IRIs, results, messages (``datetime_lexical``: the shortest xsd:dateTime form, XSD's
+    canonical one, so ``07:30:00Z`` and ``07:30:00.25Z``). A time pasted from any output then
+    names the frame it came from."""
+    return datetime_lexical(from_us(micros // US_PER_MS * US_PER_MS))
 
 
 def datetime_lexical(value: datetime) -> str:

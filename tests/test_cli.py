@@ -36,7 +36,7 @@ WHERE { ?s ex:temp ?t OPTIONAL { ?s ex:label ?l } }""")
     result = rsp("evaluate", str(query), "--stream", f"http://ex/stream={stream}", "--from", "2024-01-01T00:00:00Z")
     assert result.returncode == 0, result.stderr
     windows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [w["window_close"] for w in windows] == ["2024-01-01T00:00:10.000Z", "2024-01-01T00:00:20.000Z"]
+    assert [w["window_close"] for w in windows] == ["2024-01-01T00:00:10Z", "2024-01-01T00:00:20Z"]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", w["window_open"]) for w in windows)
     assert windows[0]["bindings"] == [{
         "s": {"type": "uri", "value": "http://ex/a"},
@@ -109,12 +109,12 @@ def test_consecutive_intervals_of_a_consuming_rule_give_what_one_run_gives(tmp_p
         return [json.loads(line) for line in out.read_text().splitlines()]
 
     one = evaluate("one.sqlite")
-    assert [m["time"] for m in one] == ["2024-01-01T00:00:02.000Z"]
+    assert [m["time"] for m in one] == ["2024-01-01T00:00:02Z"]
     first = evaluate("batches.sqlite", "--from", "2024-01-01T00:00:00Z", "--to", "2024-01-01T00:00:03Z")
     second = evaluate("batches.sqlite", "--from", "2024-01-01T00:00:03Z", "--to", "2024-01-01T00:00:10Z")
     assert first + second == one
     alone = evaluate("fresh.sqlite", "--from", "2024-01-01T00:00:03Z", "--to", "2024-01-01T00:00:10Z")
-    assert [m["time"] for m in alone] == ["2024-01-01T00:00:05.000Z"]
+    assert [m["time"] for m in alone] == ["2024-01-01T00:00:05Z"]
 
 
 def dense_hour(path: Path, every_ms: int = 100) -> Path:

@@ -67,8 +67,7 @@ def scheduled_runs() -> bool:
 
 
 def queries_dir() -> Path:
-    """The registered queries: ``RSP_QUERIES_DIR``, default the repository's ``queries/``."""
-    return Path(os.environ.get("RSP_QUERIES_DIR", settings.REPO_ROOT / "queries"))
+    return settings.queries_dir()
 
 
 @dataclass(frozen=True)

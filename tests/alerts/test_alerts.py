@@ -166,7 +166,7 @@ def test_a_congestion_alert_carries_a_route_around_every_segment_in_alert(data_d
     def match(segment: str, node: str) -> list[str]:
         return [f"{node} <urn:rsp:ns:traffic/segment> <{ses}{segment}> .",
                 f'{node} <urn:rsp:ns:traffic/time3> "2014-08-02T09:30:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> .']
-    result = WindowResult.from_json({"window_open": "2014-08-02T09:20:00.000Z", "window_close": "2014-08-02T09:30:00.000Z",
+    result = WindowResult.from_json({"window_open": "2014-08-02T09:20:00Z", "window_close": "2014-08-02T09:30:00Z",
                                      "triples": match("158505", "_:a") + match("158415", "_:b")}, "CONSTRUCT")
     config = AlertConfig("congestion", subject="segment", time="time3")
     raised = enrich_alerts(raise_alerts("urn:rsp:query:rising", config, [result], {}), config, Context())

@@ -133,7 +133,7 @@ def test_late_frames_are_reevaluated_as_a_revision_under_the_reevaluate_policy(h
     with db.engine().connect() as conn:
         assert {s for (s,) in conn.execute(select(LateArrival.status))} == {"revised"}
         revision = conn.execute(select(Activity).where(Activity.revision_of.is_not(None))).one()
-    frame = f"{rq.output_stream}/frame/2014-08-02T07:00:00.000Z"
+    frame = f"{rq.output_stream}/frame/2014-08-02T07:00:00Z"
     graph = prov_graph(db.engine(), frame)
     assert (URIRef(revision.iri), PROV.wasInformedBy, URIRef(revision.revision_of)) in graph
     assert (URIRef(frame), PROV.wasGeneratedBy, URIRef(revision.iri)) in graph

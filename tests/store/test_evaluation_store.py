@@ -70,8 +70,8 @@ def test_an_empty_window_is_an_empty_frame_and_describe_results_are_stored(store
     engine = db.engine(store_url)
     query = compiler.compile("REGISTER STREAM described AS DESCRIBE ?x FROM STREAM <http://ex.org/s> [RANGE 1s STEP 1s] "
                           "WHERE { ?x <http://ex.org/p> ?y }")
-    windows = [{"window_open": "2014-08-01T07:50:00.000Z", "window_close": "2014-08-01T07:50:01.000Z", "triples": []},
-               {"window_open": "2014-08-01T07:50:01.000Z", "window_close": "2014-08-01T07:50:02.000Z",
+    windows = [{"window_open": "2014-08-01T07:50:00Z", "window_close": "2014-08-01T07:50:01Z", "triples": []},
+               {"window_open": "2014-08-01T07:50:01Z", "window_close": "2014-08-01T07:50:02Z",
                 "triples": ["<http://ex.org/a> <http://ex.org/p> <http://ex.org/b> ."]}]
     store_evaluation(engine, query, [WindowResult.from_json(w, "DESCRIBE") for w in windows], datetime.now(timezone.utc))
     empty, full = (f"urn:rsp:query:described/stream/frame/{w['window_close']}" for w in windows)

@@ -101,8 +101,9 @@ def test_audit_finds_unchanged_inputs_then_a_tampered_frame_and_reevaluates(eval
 
 
 def test_a_frame_is_named_by_any_lexical_form_of_its_instant(evaluated, capsys):
-    """What `rsp query` prints (``…:40Z``), an offset, or the frame IRI's own ``….000Z``: each
-    names the same stored frame for `rsp provenance` and `rsp audit`."""
+    """What every output prints (``…:40Z``), an offset, or milliseconds written out (``….000Z``,
+    as result frames were named before): each names the same stored frame for `rsp provenance`
+    and `rsp audit`."""
     engine, frame, _ = evaluated
     url = str(engine.url.render_as_string(False))
     stream, _, written = frame.rpartition("/frame/")

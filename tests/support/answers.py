@@ -50,12 +50,12 @@ def _term(value: str, datatype: str | None = None) -> dict:
 
 # the windows [06:00, 06:01) and [06:01, 06:02) over the frames above (10 s and 40 s; 80 s)
 WINDOWS = [
-    {"window_open": "2026-01-05T06:00:00.000Z", "window_close": "2026-01-05T06:01:00.000Z", "bindings": [
+    {"window_open": "2026-01-05T06:00:00Z", "window_close": "2026-01-05T06:01:00Z", "bindings": [
         {"sensor": _term("urn:ex:s1"), "label": _term("north", XSD + "string"),
          "avg": _term("12.0", XSD + "decimal"), "n": _term("2", XSD + "integer")},
         {"sensor": _term("urn:ex:s2"), "label": _term(LABEL, XSD + "string"),
          "avg": _term("20.0", XSD + "decimal"), "n": _term("1", XSD + "integer")}]},
-    {"window_open": "2026-01-05T06:01:00.000Z", "window_close": "2026-01-05T06:02:00.000Z", "bindings": [
+    {"window_open": "2026-01-05T06:01:00Z", "window_close": "2026-01-05T06:02:00Z", "bindings": [
         {"sensor": _term("urn:ex:s1"), "label": _term("north", XSD + "string"),
          "avg": _term("30.0", XSD + "decimal"), "n": _term("1", XSD + "integer")}]},
 ]
