@@ -62,7 +62,7 @@ def registered(home, tmp_path, monkeypatch) -> registry.RegisteredQuery:
 def test_reevaluation_takes_the_recorded_settings_and_tells_a_tampered_result_and_a_changed_background(
         registered, data_dir, tmp_path, spark, capsys):
     landing = registry.stream_config(csrbench.STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     shutil.copy(csrbench.write_stream(tmp_path / "stream.nq"), landing / "stream.nq")
     ingest_landing(csrbench.STREAM)
     run = tasks.evaluate_run(str(registered.path), EPOCH, EPOCH + timedelta(seconds=40))  # as the DAG runs it
@@ -165,7 +165,7 @@ def test_a_window_without_data_is_stored_under_every_close_and_reevaluated_alike
     monkeypatch.setenv("RSP_QUERIES_DIR", str(queries))
     counts = registry.load_query(queries / "audit" / "reading_counts.rsp")
     landing = registry.stream_config(csrbench.STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     lines = csrbench.write_stream(tmp_path / "stream.nq").read_text().splitlines(keepends=True)
     gap = re.compile(r"/frame/[12]\d> ")
     (landing / "stream.nq").write_text("".join(line for line in lines if not gap.search(line)))

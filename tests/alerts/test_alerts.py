@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from sqlalchemy import select
 
+from rsp_jobs.times import datetime_lexical
 from rsp_jobs.alerts import notify
 from rsp_jobs.alerts.enrich import gazetteer, places_within
 from rsp_jobs.cli import main
@@ -81,7 +82,7 @@ def test_matches_become_stored_alerts_with_provenance_notified_once(alerting, mo
         assert len(frames) == len({close for _, close in expected})
         activity = conn.execute(select(Activity.id).where(Activity.iri == first.activity)).scalar_one()
         used = set(conn.execute(select(ActivityUsed.entity_iri).where(ActivityUsed.activity_id == activity)).scalars())
-    assert used == {f"urn:rsp:query:rise/stream/frame/{close.isoformat(timespec='milliseconds').replace('+00:00', 'Z')}"
+    assert used == {f"urn:rsp:query:rise/stream/frame/{datetime_lexical(close)}"
                     for _, close in expected}
 
     again = alert_run(str(path), after, until)  # a re-run re-derives the same alerts, notifies none

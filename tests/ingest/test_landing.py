@@ -24,7 +24,7 @@ def stamp(second: int) -> str:
 
 def test_landing_files_that_share_a_time_merge_into_one_frame(home, spark, data_dir):
     landing = registry.stream_config(STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     (landing / "a-0001.nq").write_text(f"""<http://ex.org/f/a0> {AT} {stamp(0)} .
 <http://ex.org/s1> <http://ex.org/temp> "21" <http://ex.org/f/a0> .
 <http://ex.org/f/a5> {AT} {stamp(5)} .

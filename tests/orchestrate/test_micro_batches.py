@@ -145,7 +145,7 @@ def test_a_landing_file_that_fails_its_quality_checks_is_quarantined_whole_and_f
     bad = re.sub(r'(AvgSpeed> <http://purl.oclc.org/NET/sao/hasValue> ")', r"\g<1>-", good, count=1)
     assert bad != good
     path = registry.stream_config(TRAFFIC).landing_dir / "bad.nq"
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(bad)
     triples = len(read_stream_file(path, TRAFFIC).elements)
     with pytest.raises(QualityGateError, match=r"failed rsp_input_batch.*AvgSpeed|failed rsp_input_batch.*hasValue") \

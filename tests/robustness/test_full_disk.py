@@ -94,7 +94,7 @@ def test_ingest_onto_a_full_disk_keeps_the_landing_file_and_loads_it_once_there_
                                                                                        monkeypatch, data_dir):
     monkeypatch.setenv("RSP_HOME", str(small_disk))  # lake and landing on the small disk, the store beside
     landing = registry.stream_config(STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     dropped = landing / "a-0001.nq"
     dropped.write_text(stream_text(2000))
     filler = fill(small_disk, leave=100_000)

@@ -66,7 +66,7 @@ def assert_loaded_whole(report, landing: Path) -> None:
 def test_a_file_written_in_pieces_is_loaded_once_whole(home, data_dir, monkeypatch, caplog):
     monkeypatch.setenv("RSP_LANDING_QUIET", "1.5")
     landing = registry.stream_config(STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     writer = write_in_pieces(landing / "a.nq", pieces=6, pause=0.4)
     polls, reports = 0, []
     caplog.set_level(logging.INFO, logger="rsp.ingest")
@@ -88,7 +88,7 @@ def test_a_file_that_grows_while_it_is_read_is_not_marked_loaded(home, data_dir,
     from rsp_jobs.quality import gate
 
     landing = registry.stream_config(STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     path = landing / "a.nq"
     path.write_text(frames_text(0, FRAMES // 2))
     old = path.stat().st_mtime - 60
@@ -122,7 +122,7 @@ def test_the_landing_trigger_fires_only_once_the_file_is_whole(home, monkeypatch
     monkeypatch.setenv("RSP_LANDING_QUIET", "1")
     config = registry.stream_config(STREAM)
     landing = config.landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     (landing / ".b.nq").write_text(frames_text(0, 1))  # a temporary name: never taken
     suffixes = loadable_suffixes(config)
     trigger = LandingTrigger(str(landing), suffixes, poll_seconds=0.1, quiet_seconds=1.0)

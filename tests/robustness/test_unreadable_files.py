@@ -50,7 +50,7 @@ def test_query_and_rule_files_that_are_not_utf8_are_input_errors(tmp_path):
 @pytest.mark.gx  # the loaded files pass the input gate
 def test_a_junk_landing_file_is_rejected_with_its_reason_and_the_next_files_load(home, data_dir):
     landing = registry.stream_config(STREAM).landing_dir
-    landing.mkdir(parents=True)
+    landing.mkdir(parents=True, exist_ok=True)
     (landing / "a-0001.nq").write_text(frame("a", 0, 1))
     (landing / "a-0002.nq").write_bytes(JUNK)
     (landing / "a-0003.nq").write_text(frame("c", 10, 3))
