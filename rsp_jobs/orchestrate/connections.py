@@ -43,12 +43,13 @@ def get_connection(conn_id: str) -> Any | None:
         return None
 
 
-def store_url() -> str | None:
-    """The frame store's URL: ``RSP_STORE_URL``, else the ``rsp_store`` connection, else None
-    (the store's own default, ``store.db.store_url()``)."""
+def store_url(lookup=None) -> str | None:
+    """The frame store's URL: ``RSP_STORE_URL``, else the ``rsp_store`` connection (found by
+    ``lookup(conn_id)``, default ``get_connection``), else None (the store's own default,
+    ``store.db.store_url()``)."""
     if os.environ.get("RSP_STORE_URL"):
         return os.environ["RSP_STORE_URL"]
-    conn = get_connection(settings.store_conn_id())
+    conn = (lookup or get_connection)(settings.store_conn_id())
     if conn is None:
         return None
     return url_of_connection(

@@ -16,11 +16,8 @@ and the task processes too, where the API's modules are seconds of imports for n
 
 from __future__ import annotations
 
-import os
-
 from fastapi import FastAPI, Request
 
-from rsp_jobs import settings
 from rsp_jobs.ui.app import MayRead, create_app
 
 URL_PREFIX = "/rsp"
@@ -55,27 +52,18 @@ async def airflow_access(request: Request) -> MayRead:
 def store_url() -> str | None:
     """The frame store the tasks write: ``RSP_STORE_URL``, else the ``rsp_store`` connection
     (read from the metadata database, which the API server reaches), else the default store."""
-    if os.environ.get("RSP_STORE_URL"):
-        return os.environ["RSP_STORE_URL"]
     from airflow.exceptions import AirflowNotFoundException
     from airflow.models import Connection
 
-    from rsp_jobs.orchestrate.connections import url_of_connection
+    from rsp_jobs.orchestrate import connections
 
-    try:
-        conn = Connection.get_connection_from_secrets(settings.store_conn_id())
-    except AirflowNotFoundException:
-        return None
-    return url_of_connection(
-        settings.store_conn_id(),
-        conn.conn_type,
-        conn.host,
-        conn.login,
-        conn.password,
-        conn.port,
-        conn.schema,
-        conn.extra_dejson,
-    )
+    def from_metadata(conn_id: str):
+        try:
+            return Connection.get_connection_from_secrets(conn_id)
+        except AirflowNotFoundException:
+            return None
+
+    return connections.store_url(from_metadata)
 
 
 def answers_app() -> FastAPI:
