@@ -53,7 +53,6 @@ def final(run):
     wins); an ``RspError`` (bad input, a failed quality check, a query error) fails the task at
     once, without retries: running it again would fail the same way."""
     try:
-        log.info("%s", settings.in_use())
         connections.use_store_connection()
         return run()
     except RspError as exc:
@@ -319,7 +318,7 @@ def build() -> tuple[dict[str, DAG], dict[Path, RspError]]:
 
     if rsp_jobs.SETTINGS_ERROR is not None:
         return {}, {settings.settings_file() or settings.SETTINGS_FILE: rsp_jobs.SETTINGS_ERROR}
-    if not _told:  # once per process: the DAG processor and `airflow dags test` parse it twice
+    if not _told:  # once per process (a task's log shows it): the DAG processor parses it twice
         log.info("%s", settings.in_use())
         _told.append(True)
     queries, errors = registry.discover()
