@@ -3,6 +3,7 @@ micro-batches without losing or repeating a window, and the t0 origin of the win
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -66,8 +67,12 @@ def test_t0_moves_the_window_grid(tmp_path, spark):
     from rsp_jobs.ingest.lake import Lake
 
     shifted = [w.to_json() for w in evaluate(compiler.compile(text), Lake(lake_dir / "lake"), [], t0_us=500_000)]
-    assert [(w["window_open"][17:23], w["window_close"][17:23], sorted(int(b["v"]["value"]) for b in w["bindings"]))
-            for w in shifted] == [("00.500", "01.500", [900]), ("01.500", "02.500", [1700])]
+    def second(lexical: str) -> float:
+        instant = datetime.fromisoformat(lexical)
+        return instant.second + instant.microsecond / 1e6
+
+    assert [(second(w["window_open"]), second(w["window_close"]), sorted(int(b["v"]["value"]) for b in w["bindings"]))
+            for w in shifted] == [(0.5, 1.5, [900]), (1.5, 2.5, [1700])]
 
 
 @SETTINGS
