@@ -82,11 +82,24 @@ def environment(
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "20",
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "GX_ANALYTICS_ENABLED": "false",
-        # two lines per DAG at each parse (its next run), which buried a run's own lines in
-        # `airflow dags test` and the DAG processor's log; their warnings still show
+        # two lines per DAG at each parse (its next run), and two per task for its OpenLineage
+        # events, which buried a run's own lines in `airflow dags test` and the DAG processor's
+        # log; their warnings still show
         "AIRFLOW__LOGGING__NAMESPACE_LEVELS": (
             "airflow.models.dag=WARNING airflow.serialization.definitions.dag=WARNING"
+            " openlineage.client=WARNING airflow.providers.openlineage=WARNING"
         ),
+        # OpenLineage run events (rsp_jobs.orchestrate.lineage_events), one JSON line each, to a
+        # file of the home unless another transport is set; in a thread, not a forked child,
+        # since a task process holds Spark Connect's gRPC channel, which forking breaks
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(openlineage_file(home)), "append": True}
+        ),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "rsp",
+        "AIRFLOW__OPENLINEAGE__EXTRACTORS": "rsp_jobs.orchestrate.lineage_events.Extractor",
+        "AIRFLOW__OPENLINEAGE__EXECUTE_IN_THREAD": "True",
+        # the client sets its own logger's level: "will use `file` transport" at each event
+        "OPENLINEAGE_CLIENT_LOGGING": "WARNING",
     }
     conn = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
     # wait for its lock: see airflow_sqlite
@@ -96,6 +109,11 @@ def environment(
             f"{airflow_sqlite.__name__}.ASYNC"
         )
     return {key: current.get(key) or value for key, value in defaults.items()}
+
+
+def openlineage_file(home: Path) -> Path:
+    """Where the default transport appends the OpenLineage events."""
+    return home / "openlineage" / "events.jsonl"
 
 
 def configure(home: Path | None = None) -> dict[str, str]:
@@ -111,6 +129,7 @@ def make_private(env: dict[str, str]) -> None:
     database created so: the home holds the metadata DB, the store, the lake and the secrets."""
     airflow_home = Path(env["AIRFLOW_HOME"])
     airflow_home.mkdir(parents=True, exist_ok=True)
+    openlineage_file(Path(env["RSP_HOME"])).parent.mkdir(parents=True, exist_ok=True)
     for folder in {Path(env["RSP_HOME"]), airflow_home}:
         folder.chmod(0o700)
     url = env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")

@@ -180,6 +180,7 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
 
         @task(task_id="evaluate", outlets=[output])
         def evaluate(**context) -> dict:
+            from rsp_jobs.orchestrate import lineage_events
             from rsp_jobs.orchestrate.tasks import evaluate_run
 
             after, until = run_interval(context)
@@ -194,6 +195,7 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
                 "intervals": [list(span) for span in summary["intervals"]],
             }
             log.info("asset event for <%s>: %s", rq.output_stream, extra)
+            lineage_events.report(context, [summary["activity"]], query=summary["query"])
             return summary
 
         wait >> evaluate()
@@ -227,6 +229,7 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
 
         @task(task_id="raise_alerts", outlets=[alerts])
         def raise_alerts(**context) -> dict:
+            from rsp_jobs.orchestrate import lineage_events
             from rsp_jobs.orchestrate.alerting import alert_run
 
             after, until = run_interval(context)
@@ -240,6 +243,7 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
                 "activity": summary["activity"],
             }
             log.info("asset event for <%s/alerts>: %s", rq.iri, extra)
+            lineage_events.report(context, [summary["activity"]], query=rq.iri)
             return summary
 
         raise_alerts()
@@ -275,6 +279,7 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
 
         @task(task_id="load_landing_files", outlets=[asset])
         def load(**context) -> dict:
+            from rsp_jobs.orchestrate import lineage_events
             from rsp_jobs.orchestrate.ingest import ingest_landing
 
             report = final(lambda: ingest_landing(config.iri).as_dict())
@@ -287,6 +292,7 @@ def ingest_dag(config: registry.StreamConfig) -> DAG:
                 "watermark": report["watermark"],
             }
             log.info("asset event for <%s>: %s", config.iri, extra)
+            lineage_events.report(context, [f["activity"] for f in report["files"]])
             return report
 
         @task(task_id="quarantined_input")

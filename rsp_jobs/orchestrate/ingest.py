@@ -77,6 +77,7 @@ class FileReport:
     watermark: str | None = None
     mapped: str | None = None  # the TriG file a raw file was mapped to
     reason: str | None = None  # why a rejected file was rejected (also in rejected/<name>.reason)
+    activity: str | None = None  # the ingest activity of a loaded file
 
 
 @dataclass
@@ -364,6 +365,7 @@ def ingest_file(
         dropped,
         watermark.isoformat() if watermark else None,
         str(stream_file) if stream_file != path else None,
+        activity=activity,
     )
 
 

@@ -19,7 +19,7 @@ from rsp_jobs.alerts import notify
 from rsp_jobs.alerts.enrich import gazetteer, places_within
 from rsp_jobs.cli import main
 from rsp_jobs.errors import InputError
-from rsp_jobs.orchestrate import registry, tasks
+from rsp_jobs.orchestrate import lineage_events, registry, tasks
 from rsp_jobs.orchestrate.alerting import alert_run
 from rsp_jobs.orchestrate.ingest import ingest_file
 from rsp_jobs.store import db
@@ -84,6 +84,11 @@ def test_matches_become_stored_alerts_with_provenance_notified_once(alerting, mo
         used = set(conn.execute(select(ActivityUsed.entity_iri).where(ActivityUsed.activity_id == activity)).scalars())
     assert used == {f"urn:rsp:query:rise/stream/frame/{datetime_lexical(close)}"
                     for _, close in expected}
+    # its OpenLineage datasets (docs/openlineage.md): the result stream in, the alert stream out
+    with db.engine().connect() as conn:
+        inputs, outputs = lineage_events.datasets(conn, [first.activity], home / "lake")
+    assert [(d.namespace, d.name) for d in inputs] == [("rsp", "urn:rsp:query:rise/stream")]
+    assert [(d.namespace, d.name) for d in outputs] == [("rsp", "urn:rsp:query:rise/alerts")]
 
     again = alert_run(str(path), after, until)  # a re-run re-derives the same alerts, notifies none
     assert (again.alerts, again.notified) == (first.alerts, 0)

@@ -101,6 +101,7 @@ def test_airflow_dags_test_runs_the_interval_the_docs_say_and_its_lines_are_the_
     the data is. Scheduler lines do not bury the project's."""
     from datetime import datetime, timezone
 
+    from rsp_jobs.ingest.lake import stream_key
     from rsp_jobs.orchestrate import registry
     from rsp_jobs.orchestrate.ingest import drop, ingest_landing
     from tests.orchestrate.conftest import TRAFFIC
@@ -132,6 +133,17 @@ def test_airflow_dags_test_runs_the_interval_the_docs_say_and_its_lines_are_the_
     assert any("run over (2014-08-02T07:00:00Z, 2014-08-02T07:15:00Z]" in line for line in replay)
     assert any("done in" in line and "3 windows" in line for line in replay)
     assert len(replay) < 80, "\n".join(replay)  # the project's lines are a good part of it
+    # the evaluation's OpenLineage run event (docs/openlineage.md), through the provider's file
+    # transport: what the stored activity used and generated
+    events = [json.loads(line) for line in airflow_env.openlineage_file(home).read_text().splitlines()]
+    (done,) = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == "congestion_by_segment.evaluate"]
+    activity = next(line.split("'activity': '")[1].split("'")[0] for line in replay if "asset event for" in line)
+    assert done["run"]["facets"]["rspProvenance"]["activities"] == [activity]
+    inputs = {(d["namespace"], d["name"]) for d in done["inputs"]}
+    partition = home / "lake" / f"stream_key={stream_key(TRAFFIC)}" / "hour=2014-08-02T07"
+    assert inputs == {("rsp", TRAFFIC), ("file", str(partition)),
+                      ("file", str(settings.data_dir() / "citybench" / "background" / "SensorRepository.n3"))}
+    assert [(d["namespace"], d["name"]) for d in done["outputs"]] == [("rsp", "urn:rsp:query:congestion_by_segment/stream")]
     by_date = dags_test(datetime(2014, 8, 2, tzinfo=timezone.utc).isoformat())
     assert any("run over (2014-08-01T23:45:00Z, 2014-08-02T00:00:00Z]" in line for line in by_date)
     assert any("reported anything" in line and "has frames from 2014-08-02T07:00:00Z to 2014-08-02T07:25:00Z"
