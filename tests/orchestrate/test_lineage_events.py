@@ -24,12 +24,11 @@ from tests.orchestrate.test_quarantine_policy import _frame
 pytestmark = pytest.mark.airflow
 
 
-def _events(run_id: str) -> list[dict]:
+def _task_events(run_id: str) -> list[dict]:
+    """The events of the tasks of one DAG run, from the file the default transport appends to."""
     transport = json.loads(os.environ["AIRFLOW__OPENLINEAGE__TRANSPORT"])
-    lines = Path(transport["log_file_path"]).read_text().splitlines()
-    events = [json.loads(line) for line in lines]
-    return [e for e in events if e["run"]["facets"].get("airflow", {}).get("dagRun", {}).get("run_id") == run_id
-            or e["run"]["facets"].get("airflowDagRun", {}).get("dagRun", {}).get("run_id") == run_id]
+    events = [json.loads(line) for line in Path(transport["log_file_path"]).read_text().splitlines()]
+    return [e for e in events if e["run"]["facets"].get("airflow", {}).get("dagRun", {}).get("run_id") == run_id]
 
 
 def test_an_ingest_run_event_names_the_file_read_and_the_stream_and_partitions_written(
@@ -41,7 +40,7 @@ def test_an_ingest_run_event_names_the_file_read_and_the_stream_and_partitions_w
     run = dag_bag().dags["ingest_aarhus_traffic"].test()
     assert run.state == "success"
 
-    (done,) = [e for e in _events(run.run_id)
+    (done,) = [e for e in _task_events(run.run_id)
                if e["eventType"] == "COMPLETE" and e["job"]["name"] == "ingest_aarhus_traffic.load_landing_files"]
     (activity,) = done["run"]["facets"]["rspProvenance"]["activities"]
     with db.engine().connect() as conn:
