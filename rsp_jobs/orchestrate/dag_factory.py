@@ -195,7 +195,9 @@ def query_dag(rq: registry.RegisteredQuery, derived: set[str]) -> DAG:
                 "intervals": [list(span) for span in summary["intervals"]],
             }
             log.info("asset event for <%s>: %s", rq.output_stream, extra)
-            lineage_events.report(context, [summary["activity"]], query=summary["query"])
+            lineage_events.report(
+                context, [summary["activity"]], query=summary["query"], source=rq.path
+            )
             return summary
 
         wait >> evaluate()
@@ -243,7 +245,7 @@ def alert_dag(rq: registry.RegisteredQuery) -> DAG:
                 "activity": summary["activity"],
             }
             log.info("asset event for <%s/alerts>: %s", rq.iri, extra)
-            lineage_events.report(context, [summary["activity"]], query=rq.iri)
+            lineage_events.report(context, [summary["activity"]], query=rq.iri, source=rq.path)
             return summary
 
         raise_alerts()

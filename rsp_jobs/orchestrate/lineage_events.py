@@ -13,7 +13,10 @@ otherwise. The event is a summary of the PROV record, in the ecosystem's terms:
 - outputs: the streams the activities wrote (the derived stream, the alerts, the ingested
   stream) and the lake partitions an ingest wrote;
 - the run facet ``rspProvenance``: the activities' IRIs, whose PROV-O (``rsp provenance``) stays
-  the full record, frame by frame.
+  the full record, frame by frame;
+- the job facet ``sourceCode`` of an evaluation or an alert: its query's text as registered
+  (language ``sparql``: C-SPARQL, EP-SPARQL, DOTR or TA-SPARQL, as the text says), so that a
+  lineage UI shows what the job computes, not the DAG factory.
 
 The datasets are read in the task (where the store connection is), not in the listener: the
 provider extracts in a forked child or a thread, where a pooled connection must not be used."""
@@ -29,7 +32,7 @@ from urllib.parse import unquote, urlparse
 import attrs
 from airflow.providers.openlineage.extractors.base import BaseExtractor, OperatorLineage
 from openlineage.client.event_v2 import Dataset
-from openlineage.client.facet_v2 import RunFacet
+from openlineage.client.facet_v2 import RunFacet, source_code_job
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +61,15 @@ def enabled() -> bool:
     return not conf.is_disabled()
 
 
-def report(context: Mapping[str, Any], activities: Iterable[str | None], query: str | None = None):
-    """Keep the lineage of ``activities`` for the run event of the task of ``context``. Lineage
-    never fails a task: the PROV record is stored already; a failure here is logged."""
+def report(
+    context: Mapping[str, Any],
+    activities: Iterable[str | None],
+    query: str | None = None,
+    source: Path | None = None,
+):
+    """Keep the lineage of ``activities`` for the run event of the task of ``context``, with
+    the text of the query file ``source`` if given. Lineage never fails a task: the PROV record
+    is stored already; a failure here is logged."""
     iris = [a for a in activities if a]
     if not iris or not enabled():
         return
@@ -74,10 +83,20 @@ def report(context: Mapping[str, Any], activities: Iterable[str | None], query: 
     except Exception as exc:  # the event goes out without datasets, and says why in the log
         log.warning("OpenLineage: the datasets of %s could not be read: %s", ", ".join(iris), exc)
         inputs, outputs = [], []
+    job_facets = {}
+    if source is not None:
+        try:
+            text = Path(source).read_text(encoding="utf-8")
+            job_facets["sourceCode"] = source_code_job.SourceCodeJobFacet(
+                language="sparql", sourceCode=text
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("OpenLineage: the query text of %s could not be read: %s", source, exc)
     _reported[(ti.dag_id, ti.task_id, ti.run_id, ti.try_number)] = OperatorLineage(
         inputs=inputs,
         outputs=outputs,
         run_facets={"rspProvenance": ProvenanceRunFacet(activities=iris, query=query)},
+        job_facets=job_facets,
     )
 
 

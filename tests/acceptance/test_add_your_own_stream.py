@@ -184,5 +184,8 @@ def test_from_a_csv_file_to_its_answers_lineage_and_quarantined_lines_in_the_ui(
     evaluated = done["room_temperature.evaluate"]
     assert ("rsp", STREAM) in {(d["namespace"], d["name"]) for d in evaluated["inputs"]}
     assert [(d["namespace"], d["name"]) for d in evaluated["outputs"]] == [("rsp", OUTPUT)]
+    assert evaluated["job"]["facets"]["sourceCode"] == {  # what the job computes, in its own words
+        **evaluated["job"]["facets"]["sourceCode"], "language": "sparql",
+        "sourceCode": (project / "queries" / "rooms" / "room_temperature.rsp").read_text()}
     loaded = done["ingest_rooms.load_landing_files"]
     assert ("rsp", STREAM) in {(d["namespace"], d["name"]) for d in loaded["outputs"]}

@@ -144,6 +144,8 @@ def test_airflow_dags_test_runs_the_interval_the_docs_say_and_its_lines_are_the_
     assert inputs == {("rsp", TRAFFIC), ("file", str(partition)),
                       ("file", str(settings.data_dir() / "citybench" / "background" / "SensorRepository.n3"))}
     assert [(d["namespace"], d["name"]) for d in done["outputs"]] == [("rsp", "urn:rsp:query:congestion_by_segment/stream")]
+    query_file = settings.REPO_ROOT / "queries" / "citybench" / "congestion_by_segment.rsp"  # by_hand names no other
+    assert done["job"]["facets"]["sourceCode"]["sourceCode"] == query_file.read_text()
     by_date = dags_test(datetime(2014, 8, 2, tzinfo=timezone.utc).isoformat())
     assert any("run over (2014-08-01T23:45:00Z, 2014-08-02T00:00:00Z]" in line for line in by_date)
     assert any("reported anything" in line and "has frames from 2014-08-02T07:00:00Z to 2014-08-02T07:25:00Z"
