@@ -19,7 +19,7 @@ the epoch, the engine's grid for ``t0 = 0`` (``rsp_jobs.spark.windows``); each j
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -74,13 +74,16 @@ def rdf_anchor(
     return _windowed(readings, range_s, step_s, after, until, lambda sensor: sensor[1:-1])
 
 
-def write_typed(elements: Iterable[Element], properties: Iterable[str], path: Path) -> Path:
-    """The congestion readings as plain columns (ts, sensor, level) for ``typed_floor``."""
+def typed_readings(
+    elements: Iterable[Element], properties: Iterable[str]
+) -> list[tuple[datetime, str, float]]:
+    """The congestion readings of ``elements`` as (ts, sensor, level). An observation's
+    triples are in one frame, so a batch of whole frames gives each of its readings whole."""
     congestion = {f"<{p}>" for p in properties}
     by_obs: dict[str, dict] = {}
     for e in elements:
         by_obs.setdefault(e.s, {})[e.p] = e
-    rows = [
+    return [
         (fields[value].ts, fields[sensor].o[1:-1], fields[value].o_num)
         for fields in by_obs.values()
         for prop, sensor, value in [
@@ -88,7 +91,11 @@ def write_typed(elements: Iterable[Element], properties: Iterable[str], path: Pa
         ]
         if prop in fields and fields[prop].o in congestion and sensor in fields and value in fields
     ]
-    ts, sensors, levels = (list(column) for column in zip(*rows)) if rows else ([], [], [])
+
+
+def write_typed(readings: Sequence[tuple[datetime, str, float]], path: Path) -> Path:
+    """The readings as plain columns (ts, sensor, level) for ``typed_floor``."""
+    ts, sensors, levels = (list(c) for c in zip(*readings)) if readings else ([], [], [])
     pq.write_table(
         pa.table(
             {

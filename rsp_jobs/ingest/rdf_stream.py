@@ -209,7 +209,9 @@ def chunk_bytes() -> int:
     return int(text)
 
 
-def read_stream_chunks(path: str | Path, stream_iri: str, order: int = 0) -> Iterator[StreamBatch]:
+def read_stream_chunks(
+    path: str | Path, stream_iri: str, order: int = 0, limit: int | None = None
+) -> Iterator[StreamBatch]:
     """``read_stream_file`` in batches of whole frames, so that a large file is never held
     whole: each batch holds every part of the frames it holds (all graphs and timestamped
     triples of their times), and together they hold what ``read_stream_file`` returns (the same
@@ -219,11 +221,11 @@ def read_stream_chunks(path: str | Path, stream_iri: str, order: int = 0) -> Ite
     about ``chunk_bytes()`` of lines), and what stays in memory between batches is a few
     values per frame and the frames whose lines are still to come: one batch's worth for a file
     in time order. Anything else is read whole: a TriG file, as rdflib's parser names a blank
-    node label once per document."""
+    node label once per document. ``limit``: another size than ``chunk_bytes()``."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: stream file not found")
-    limit = chunk_bytes()
+    limit = limit or chunk_bytes()
     if stream_format(path) != "nquads" or path.stat().st_size <= limit:
         yield read_stream_file(path, stream_iri, order)
         return

@@ -34,7 +34,7 @@ def workload(data_dir, tmp_path_factory, spark):
     lake.write(batch)
     repository = citybench.sensor_repository_path()
     properties = anchors.congestion_properties(repository)
-    typed = anchors.write_typed(batch.elements, properties, work / "typed.parquet")
+    typed = anchors.write_typed(anchors.typed_readings(batch.elements, properties), work / "typed.parquet")
     return lake, str(repository), properties, typed
 
 
