@@ -109,8 +109,6 @@ def replay(airflow: Deployment, run_id: str, after: str, until: str) -> dict:
 @needs_chromium
 def test_from_a_csv_file_to_its_answers_lineage_and_quarantined_lines_in_the_ui(project, airflow, tmp_path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     home = project / "home"
     shown = rsp(project, "settings").stdout
@@ -153,13 +151,7 @@ def test_from_a_csv_file_to_its_answers_lineage_and_quarantined_lines_in_the_ui(
         listed_page = ui.open(f"{airflow.url}/dags", showing="room_temperature")
         assert "ingest_rooms" in listed_page
         ui.screenshot("1-the-two-dags")
-        ui.wait_for_text("Answers")
-        (entry,) = ui.driver.find_elements(By.XPATH, "//*[normalize-space(text())='Answers']")
-        entry.click()
-        WebDriverWait(ui.driver, 30).until(EC.frame_to_be_available_and_switch_to_it(
-            (By.CSS_SELECTOR, "iframe[title='Answers']")))
-        page = ui.wait_for_text("window [2024-03-01T10:00:00Z, 2024-03-01T10:01:00Z)")
-        ui.driver.switch_to.default_content()
+        page = ui.open_plugin_view("Answers", showing="window [2024-03-01T10:00:00Z, 2024-03-01T10:01:00Z)")
         ui.screenshot("2-answers")
         # the README's answers of the window closing at 10:01, its quality check, the rejected lines
         for expected in ("room_temperature", "kitchen", "21.75", "bedroom", "19.0", "passed",

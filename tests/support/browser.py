@@ -60,6 +60,24 @@ class Browser:
         self.driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         self.wait_for_text("Dags")
 
+    def open_plugin_view(self, entry: str, *, showing: str, timeout: float = 60) -> str:
+        """Through the nav entry ``entry`` of a plugin's view, as a person does: the page it
+        shows in the UI's frame, once that shows ``showing``; returns the frame's text and
+        leaves the driver on the UI's page."""
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as EC
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.wait_for_text(entry, timeout)  # once the UI has read the plugins
+        (link,) = self.driver.find_elements(By.XPATH, f"//*[normalize-space(text())='{entry}']")
+        link.click()
+        WebDriverWait(self.driver, timeout).until(EC.frame_to_be_available_and_switch_to_it(
+            (By.CSS_SELECTOR, f"iframe[title='{entry}']")))
+        try:
+            return self.wait_for_text(showing, timeout)
+        finally:
+            self.driver.switch_to.default_content()
+
     def screenshot(self, name: str) -> Path:
         self.screenshots.mkdir(parents=True, exist_ok=True)
         path = self.screenshots / f"{name}.png"

@@ -69,20 +69,13 @@ def test_the_plugin_is_loaded_and_its_pages_need_airflow_login(airflow):
 @pytest.mark.browser
 def test_an_operator_finds_answers_quality_and_lineage_through_the_nav_entry(airflow, answered, tmp_path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     shots = tmp_path / "screenshots"
     with browser(shots) as ui:
         ui.log_in(airflow.url, airflow.user, airflow.password)
         ui.wait_for_text("Answers")  # the nav entry, once the UI has read the plugins
         ui.screenshot("0-home-with-the-nav-entry")
-        (entry,) = ui.driver.find_elements(By.XPATH, "//*[normalize-space(text())='Answers']")
-        entry.click()
-        WebDriverWait(ui.driver, 30).until(EC.frame_to_be_available_and_switch_to_it(
-            (By.CSS_SELECTOR, "iframe[title='Answers']")))
-        text = ui.wait_for_text("window [2026-01-05T06:01:00Z, 2026-01-05T06:02:00Z)")
-        ui.driver.switch_to.default_content()
+        text = ui.open_plugin_view("Answers", showing="window [2026-01-05T06:01:00Z, 2026-01-05T06:02:00Z)")
         assert ui.driver.current_url.startswith(f"{airflow.url}/plugin/rsp-answers")
         ui.screenshot("1-answers-in-the-airflow-ui")
         for shown in ("avg_temp", "urn:ex:s1", "north", "12.0", "30.0", LABEL, "passed",
