@@ -73,6 +73,10 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# The JVM's unified logging writes warnings to stdout unless told otherwise
+JVM_WARNINGS_TO_STDERR = "-Xlog:disable -Xlog:all=warning:stderr"
+
+
 # Memory pages of 4 MB, not the 64 MB Spark derives from a 4 GB driver on two cores (``engine_conf``)
 PAGE_SIZE = "4m"
 
@@ -110,6 +114,9 @@ def engine_conf(home: Path) -> dict[str, str]:
                 [
                     jvm_options(),
                     class_archive.java_options(),  # the driver's classes
+                    # the JVM's own warnings (an archive it cannot use on another class path, as
+                    # a cluster's SPARK_CONF_DIR makes) on stderr: stdout is `rsp evaluate`'s results
+                    JVM_WARNINGS_TO_STDERR,
                     f"-Dderby.system.home={home / 'derby'}",
                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
                 ],

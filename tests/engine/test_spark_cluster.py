@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -134,12 +135,12 @@ def csrbench_stream(data_dir, tmp_path_factory) -> Path:
 class _Evaluation:
     """``rsp evaluate`` of the CSRBench query in a subprocess on ``master``."""
 
-    def __init__(self, master: str, stream: Path, home: Path):
+    def __init__(self, driver_env: dict[str, str], stream: Path, home: Path):
         from rsp_jobs.ingest import csrbench
 
-        self.master = master
+        self.master = driver_env["RSP_SPARK_MASTER"]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "RSP_SPARK_CONN"))}
-        env.update({"RSP_SPARK_MASTER": master, "RSP_HOME": str(home)})
+        env.update({**driver_env, "RSP_HOME": str(home)})
         self.process = subprocess.Popen(
             [RSP, "evaluate", str(csrbench.query_path(QUERY)), "--stream", f"{csrbench.STREAM}={stream}"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -166,7 +167,7 @@ def test_cluster_gives_the_published_answers(spark_cluster, csrbench_stream, tmp
     from rsp_jobs.results import WindowResult
 
     assert spark_cluster.status()["aliveworkers"] == 1
-    on_cluster = _Evaluation(spark_cluster.master_url, csrbench_stream, tmp_path / "home-cluster")
+    on_cluster = _Evaluation(spark_cluster.driver_env(), csrbench_stream, tmp_path / "home-cluster")
     try:
         cluster_windows = on_cluster.windows()
     finally:
@@ -182,3 +183,39 @@ def test_cluster_gives_the_published_answers(spark_cluster, csrbench_stream, tmp
     assert app["state"] == "FINISHED", app
     executors = list((spark_cluster.directory / "work" / app["id"]).glob("*/stderr"))
     assert executors, f"no executor ran for {app['id']} on the worker\n{spark_cluster.logs()}"
+
+
+@pytest.mark.skipif(java_missing() is not None, reason=java_missing() or "")
+def test_cluster_refuses_a_driver_without_its_secret(spark_cluster, tmp_path):  # noqa: F811
+    """The cluster asks for its shared secret: a driver that does not hold it registers no
+    application, and the master says why. The secret is in a file only this account reads, and
+    on no process's command line."""
+    defaults = spark_cluster.conf_dir / "spark-defaults.conf"
+    assert defaults.stat().st_mode & 0o777 == 0o600
+    secret = dict(line.split(maxsplit=1) for line in defaults.read_text().splitlines())["spark.authenticate.secret"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "RSP_SPARK"))}
+    code = ("from pyspark.sql import SparkSession; "
+            f"print(SparkSession.builder.master({spark_cluster.master_url!r}).getOrCreate().range(3).count())")
+    driver = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        master = spark_cluster.daemons[0]
+        deadline = time.monotonic() + 120
+        while "Expected SaslMessage" not in master.tail(400) and time.monotonic() < deadline:
+            assert driver.poll() is None or driver.returncode != 0, "a driver without the secret ran a job"
+            time.sleep(0.5)
+        assert "Expected SaslMessage" in master.tail(400), f"the master did not refuse the driver\n{spark_cluster.logs()}"
+        state = spark_cluster.status()
+        assert all(a["name"] != "pyspark-shell" for a in state["activeapps"] + state["completedapps"]), state
+        on_command_lines = [pid for pid in os.listdir("/proc") if pid.isdigit() and _holds(pid, secret)]
+        assert on_command_lines == [], "the cluster's secret is on a command line"
+    finally:
+        driver.kill()
+        driver.communicate()
+
+
+def _holds(pid: str, secret: str) -> bool:
+    try:
+        return secret.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # the process has ended
+        return False

@@ -42,7 +42,9 @@ def airflow(tmp_path_factory, traffic, spark_cluster):
         overrides = {"RSP_SCHEDULED_RUNS": "false",  # no scheduled runs, only ours
                      # a replay triggered before its last file lands waits for it (dags/README.md)
                      "RSP_REPLAY_WAIT": "15m",
-                     "AIRFLOW_CONN_RSP_STORE": json.dumps({"conn_type": "sqlite", "host": str(store)})}
+                     "AIRFLOW_CONN_RSP_STORE": json.dumps({"conn_type": "sqlite", "host": str(store)}),
+                     # the cluster's shared secret, which the Connect server's driver reads
+                     "SPARK_CONF_DIR": spark_cluster.driver_env()["SPARK_CONF_DIR"]}
         with airflow_deployment(home, overrides, spark_master=spark_cluster.master_url) as deployment:
             env.setenv("RSP_STORE_URL", f"sqlite:///{store}")  # this process's own reads and ingest
             from rsp_jobs.orchestrate.ingest import ingest_landing
