@@ -18,7 +18,6 @@ import argparse
 import itertools
 import json
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -31,26 +30,21 @@ from rsp_jobs import settings
 from rsp_jobs.bench import anchors, close_ms, cores, summary, time_window, window_query
 from rsp_jobs.bench.profile import profiled
 from rsp_jobs.bench.reference import (
-    Elem,
     WindowSpec,
     plain_sparql,
     rdflib_answer,
     same_bindings,
     window_contents,
 )
+from rsp_jobs.bench.workload import TRAFFIC, load_traffic
 from rsp_jobs.engine import Interval, evaluate
 from rsp_jobs.ingest import citybench
 from rsp_jobs.ingest.lake import Lake
-from rsp_jobs.ingest.rdf_stream import read_stream_chunks
 from rsp_jobs.spark.background import load_graph
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.terms import nt_to_json, to_nt
-from rsp_jobs.times import parse_datetime, to_us, us_to_ms
+from rsp_jobs.times import parse_datetime, to_us
 
-TRAFFIC = citybench.TRAFFIC
-# the bench's ingest reads its N-Quads in batches of whole frames of about this size: a day of
-# the 33 streams is some 60 MB, so a batch is a few days and most hours are one Parquet file
-INGEST_CHUNK_BYTES = 256 << 20
 # the registered CityBench queries, then the benchmark's own (SPARQL 1.1 constructs)
 QUERIES = {
     name: settings.REPO_ROOT / "queries" / "citybench" / f"{name}.rsp"
@@ -75,44 +69,17 @@ def backgrounds(name: str, repository: str) -> list[str]:
 def run(
     day: datetime, days: Sequence[int], ratios: Sequence[int], out_path: Path, with_rdflib: bool
 ) -> dict:
-    work = settings.home_dir() / "bench"
-    shutil.rmtree(work / "lake", ignore_errors=True)  # the bench's own lake: one load of its days
-    work.mkdir(parents=True, exist_ok=True)
     span = max([1, *days])
-    t = time.perf_counter()
-    stream_file = citybench.merged_traffic(
-        day, day + timedelta(days=span), work / f"traffic-{day:%Y-%m-%d}-{span}d.nq"
+    traffic = load_traffic(day, span, settings.home_dir() / "bench")
+    lake, typed, repository, properties = (
+        traffic.lake,
+        traffic.typed,
+        traffic.repository,
+        traffic.properties,
     )
-    mapping_s = time.perf_counter() - t
-
-    repository = str(citybench.sensor_repository_path())
-    properties = anchors.congestion_properties(Path(repository))
+    elements = traffic.first_day
     day_start, day_end = to_us(day), to_us(day + timedelta(days=1))
     first_day = Interval(day_start, day_end)
-    # in batches of whole frames, as a large landing file is, so that months of data are never
-    # held whole: what is kept is the first day (for rdflib) and the readings (the typed floor)
-    lake = Lake(work / "lake")
-    triples = frames = 0
-    elements: list[Elem] = []
-    readings: list = []
-    kept_s = 0.0  # keeping them is not the ingest's time
-    t = time.perf_counter()
-    chunks = read_stream_chunks(stream_file, TRAFFIC, limit=INGEST_CHUNK_BYTES)
-    for number, chunk in enumerate(chunks):
-        lake.write(chunk, batch_id=f"traffic-{day:%Y%m%d}-{number:04d}")
-        kept = time.perf_counter()
-        triples += len(chunk.elements)
-        frames += chunk.frames
-        elements += [
-            Elem(TRAFFIC, us_to_ms(to_us(e.ts)), e.s, e.p, e.o)
-            for e in chunk.elements
-            if to_us(e.ts) < day_end
-        ]
-        readings += anchors.typed_readings(chunk.elements, properties)
-        kept_s += time.perf_counter() - kept
-    ingest_s = time.perf_counter() - t - kept_s
-    typed = anchors.write_typed(readings, work / "typed.parquet")
-    del readings
 
     get_spark()
     # the session warm, as timed runs find it
@@ -130,12 +97,12 @@ def run(
             "day": f"{day:%Y-%m-%d}",
             "days": span,
             "streams": 33,
-            "triples": triples,
+            "triples": traffic.triples,
             "first_day_triples": len(elements),
-            "frames": frames,
-            "mapping_seconds": round(mapping_s, 2),
-            "ingest_seconds": round(ingest_s, 2),
-            "ingest_triples_per_second": round(triples / ingest_s),
+            "frames": traffic.frames,
+            "mapping_seconds": round(traffic.mapping_seconds, 2),
+            "ingest_seconds": round(traffic.ingest_seconds, 2),
+            "ingest_triples_per_second": round(traffic.triples / traffic.ingest_seconds),
         },
         "machine": {"cores": cores(), "python": platform.python_version()},
         "queries": {},
