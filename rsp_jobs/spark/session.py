@@ -112,11 +112,12 @@ def engine_conf(home: Path) -> dict[str, str]:
             filter(
                 None,
                 [
+                    # the JVM's own warnings (an archive it cannot use on another class path, as
+                    # a cluster's SPARK_CONF_DIR makes) on stderr: stdout is `rsp evaluate`'s
+                    # results. First: an -Xlog of RSP_JVM_OPTIONS still applies after it
+                    JVM_WARNINGS_TO_STDERR,
                     jvm_options(),
                     class_archive.java_options(),  # the driver's classes
-                    # the JVM's own warnings (an archive it cannot use on another class path, as
-                    # a cluster's SPARK_CONF_DIR makes) on stderr: stdout is `rsp evaluate`'s results
-                    JVM_WARNINGS_TO_STDERR,
                     f"-Dderby.system.home={home / 'derby'}",
                     f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
                 ],

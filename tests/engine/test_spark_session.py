@@ -30,11 +30,13 @@ def test_memory_pages_are_small_for_batches_of_thousands_of_rows(spark):
 def test_jvm_options_are_a_setting_for_driver_and_executors(monkeypatch):
     monkeypatch.setenv("RSP_JVM_OPTIONS", "-XX:+UseG1GC")
     driver = engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"]
-    assert driver.startswith("-XX:+UseG1GC ") and "TieredStopAtLevel" not in driver
+    assert "-XX:+UseG1GC" in driver.split() and "TieredStopAtLevel" not in driver
     assert cluster_conf()["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC"
     monkeypatch.setenv("RSP_JVM_OPTIONS", "")  # the JVM's own defaults
     monkeypatch.setenv("RSP_CLASS_ARCHIVE", "off")
-    assert engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].startswith("-Dderby")
+    driver = engine_conf(Path("/tmp/home"))["spark.driver.extraJavaOptions"].split()
+    assert [o for o in driver if o.startswith("-XX")] == []
+    assert driver[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]  # the JVM's warnings, on stderr
 
 
 def test_the_class_archive_is_named_for_the_driver_only_when_it_exists(monkeypatch, tmp_path):
