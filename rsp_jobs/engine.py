@@ -120,6 +120,12 @@ def evaluate(
     yield from execute(physical, lake, background_files, interval.after, entailment, report)
 
 
+def _repeats_by_hash(stats: LakeStatistics, streams, start, end) -> bool:
+    """Whether the slice may repeat a triple, from the files' triple hashes: yes where a file has
+    none (written before they existed), which costs a de-duplication only."""
+    return stats.repeats_by_hash(streams, start, end) is not False
+
+
 def execute(
     physical: planner.WindowPlan,
     lake: Lake,
@@ -164,7 +170,9 @@ def execute(
             rows = entail(window_rows, schema, WINDOW_KEY).cache()
         else:
             # a stream two windows read is in the slice twice (a window may hold both, as one triple)
-            repeats = not small or len(set(streams)) < len(streams) or _on_driver(facts).repeats
+            repeats = len(set(streams)) < len(streams) or (
+                _on_driver(facts).repeats if small else _repeats_by_hash(stats, streams, start, end)
+            )
             rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
         active = None
         try:
@@ -174,7 +182,13 @@ def execute(
                 spans = replace(spans, repeats=_on_driver(facts).repeats)
                 active = spans.active_of(spark, _on_driver(facts).times)
             elif spans is not None and triples is not None:
-                spans = windows.with_repeats(spans, triples)
+                # the files' triple hashes on the driver; a Spark job where a file has none
+                hashed = stats.repeats_by_hash(streams, start, end)
+                spans = (
+                    windows.with_repeats(spans, triples)
+                    if hashed is None
+                    else replace(spans, repeats=hashed)
+                )
                 # times only: no pruning
                 active = spans.active(windows.triples(elements, query, prune=False)).cache()
                 # the window rows are made only if the plan asks (evaluate.Evaluator.rows)

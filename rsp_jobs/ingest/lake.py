@@ -15,6 +15,11 @@ staging folder the next write on the same host removes.
 files (``StreamBatch.order``) times 2^32 plus the triple's position in the file. It orders the
 triples of one time (C-SPARQL §3.1's positional order) for ``[TRIPLES n]`` windows. Files
 written before ``seq`` existed read it as NULL (the schema is given when reading).
+
+``h`` is a 64-bit hash of a triple's terms as written (``triple_hashes``), so that whether
+months of a stream repeat a triple is told from one column of longs on the driver
+(``LakeStatistics.repeats``) rather than by a Spark job over the terms. Spark does not read it.
+Files written before it existed have none, and their slices are checked by Spark as before.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ SCHEMA = pa.schema(
         ("o_time", pa.timestamp("us", tz="UTC")),
         ("seq", pa.int64()),
         ("start", pa.timestamp("us", tz="UTC")),  # a derived event's interval start; NULL: ts
+        ("h", pa.int64()),  # triple_hashes(s, p, o)
         ("stream_key", pa.string()),
         ("hour", pa.string()),
     ]
@@ -218,6 +224,7 @@ class Lake:
             for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")
         }
         columns["seq"] = [(order << 32) + e.pos for e in elements]
+        hashes = triple_hashes(columns["s"], columns["p"], columns["o"]).view("int64")
         hours = {ts: hour_of(ts) for ts in set(columns["ts"])}
         columns["hour"] = list(map(hours.__getitem__, columns["ts"]))
         columns["stream_key"] = [stream_key(stream)] * len(elements)
@@ -227,6 +234,8 @@ class Lake:
                 f.name: _timestamps(columns[f.name], pool)
                 if pa.types.is_timestamp(f.type)
                 else pa.array(columns[f.name], f.type, memory_pool=pool)
+                if f.name != "h"
+                else pa.array(hashes, f.type)
                 for f in SCHEMA
             },
             schema=SCHEMA,
@@ -348,6 +357,28 @@ COLUMNS = (
     "seq",
     "start",
 )  # what a read returns
+
+
+# SipHash-2-4's key for the triples' hashes: fixed, so that every file of the lake, whoever
+# wrote it, hashes a triple alike (``tests/physical/test_statistics.py`` pins one)
+HASH_KEY = "rsp-lake-triples"
+# odd 64-bit multipliers that make (s, p, o) and (o, p, s) hash apart
+_P_FACTOR, _O_FACTOR = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F
+
+
+def triple_hashes(s: Sequence[str], p: Sequence[str], o: Sequence[str]):
+    """A 64-bit hash of each triple (numpy ``uint64``): SipHash-2-4 of each term's UTF-8 bytes
+    (pandas' ``hash_array``, in C), combined by position. Two triples with one hash are taken
+    for a repeat, which costs a de-duplication and is never wrong; a repeat is never missed."""
+    import numpy as np
+    from pandas.util import hash_array
+
+    hashed = [
+        hash_array(np.asarray(column, dtype=object), hash_key=HASH_KEY, categorize=True)
+        for column in (s, p, o)
+    ]
+    with np.errstate(over="ignore"):  # arithmetic modulo 2^64
+        return hashed[0] ^ (hashed[1] * np.uint64(_P_FACTOR)) ^ (hashed[2] * np.uint64(_O_FACTOR))
 
 
 def _timestamps(values: list[datetime | None], pool: pa.MemoryPool) -> pa.Array:

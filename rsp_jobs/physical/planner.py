@@ -138,9 +138,14 @@ class WindowPlan:
             steps.append(
                 Step(
                     "Facts",
-                    "vocabulary from the files' footers; repeats"
-                    + (" and times" if self.windowing == SOLUTIONS else "")
-                    + " by Spark jobs",
+                    "vocabulary from the files' footers; "
+                    + (
+                        "repeats from the files' triple hashes on the driver (a Spark job where "
+                        "a file has none), times by a Spark job"
+                        if self.windowing == SOLUTIONS
+                        else "repeats from the files' triple hashes on the driver (taken as "
+                        "repeated where a file has none)"
+                    ),
                 )
             )
         if self.windowing == SOLUTIONS:

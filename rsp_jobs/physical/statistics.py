@@ -120,6 +120,29 @@ class LakeStatistics:
         cheaper than grouping their strings."""
         return self.facts(streams, start, end).repeats
 
+    def repeats_by_hash(
+        self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
+    ) -> bool | None:
+        """``repeats`` told from the files' triple hashes (the lake's ``h`` column), which holds
+        8 bytes a triple whatever its terms: months of a stream fit the driver where their terms
+        would not. None when a file of the span has no hashes (written before they existed): the
+        caller asks Spark then. Two triples with one hash count as a repeat (``repeats``' yes
+        where there is none, which costs a de-duplication only)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        parts = self.lake.parts(streams, start, end)
+        if not parts:
+            return False
+        dataset = pads.dataset(
+            [str(part) for part in parts], schema=pa.schema([("h", pa.int64())]), format="parquet"
+        )
+        hashes = dataset.to_table(columns=["h"]).column("h")
+        if hashes.null_count:  # a file without the column reads it as NULL
+            return None
+        ordered = np.sort(pc.cast(hashes, pa.int64()).to_numpy())
+        return bool(len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any())
+
     def times(
         self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
     ) -> list[int]:

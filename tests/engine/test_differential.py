@@ -22,6 +22,7 @@ from rdflib import RDF, Graph, Literal, URIRef
 
 from rsp_jobs import compiler
 from rsp_jobs.physical import planner
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.algebra.optimize import QUERY_RULES
 from rsp_jobs.engine import evaluate
 from rsp_jobs.ingest.lake import Lake, load_files
@@ -253,17 +254,20 @@ def test_named_stream_graph_matches_rdflib(elements, window, layout, tmp_path_fa
 
 
 
-@pytest.mark.parametrize("repeats_by", ["pyarrow", "spark"])
+@pytest.mark.parametrize("repeats_by", ["pyarrow", "hashes", "spark"])
 @pytest.mark.parametrize("case", ["join", "aggregates"])
 def test_a_triple_at_several_times_is_one_solution_in_each_window_that_holds_them(case, repeats_by, tmp_path, spark,
                                                                                   monkeypatch):
     """Solutions go to sliding windows (``optimize.window_solutions``); a window holds a triple
     that arrives at 0, 600 and 1300 ms once, so it has each solution once (the slice repeats a
     triple, told by ``LakeStatistics.repeats`` or, from ``planner.FACTS_ON_DRIVER_BELOW_ROWS``
-    rows on, by ``windows.with_repeats``), and a join partner 1900 ms later shares only some
-    windows."""
-    if repeats_by == "spark":
+    rows on, by the files' triple hashes, or by ``windows.with_repeats`` where a file has none,
+    as files written before the hashes answer), and a join partner 1900 ms later shares only
+    some windows."""
+    if repeats_by != "pyarrow":
         monkeypatch.setattr(planner, "FACTS_ON_DRIVER_BELOW_ROWS", 0)
+    if repeats_by == "spark":
+        monkeypatch.setattr(LakeStatistics, "repeats_by_hash", lambda self, *slice: None)
     a0, a1, a2, p0, p1, val = (f"<{EX}{n}>" for n in ("a0", "a1", "a2", "p0", "p1", "val"))
     elements = in_delivery_order([
         Elem(S1, 0, a0, p0, a1), Elem(S1, 600, a0, p0, a1), Elem(S1, 1300, a0, p0, a1), Elem(S1, 1900, a1, p1, a2),

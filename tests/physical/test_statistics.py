@@ -9,13 +9,15 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pyarrow.parquet as pq
+import pytest
 
-from rsp_jobs.ingest.lake import RDF_TYPE, VOCABULARY_KEY, Lake, Vocabulary
+from rsp_jobs.ingest.lake import RDF_TYPE, VOCABULARY_KEY, Lake, Vocabulary, triple_hashes
 from rsp_jobs.ingest.rdf_stream import Element, StreamBatch
 from rsp_jobs.physical.statistics import LakeStatistics
 
 A, B = "http://ex.org/a", "http://ex.org/b"
 T0 = datetime(2024, 1, 1, 10, 0, tzinfo=timezone.utc)
+PINNED_HASH = 11816754589248570956  # triple_hashes of the first triple below, as written since 2026-12-03
 
 
 def _batch(stream: str, minutes: list[int]) -> StreamBatch:
@@ -66,12 +68,16 @@ def test_terms_are_the_distinct_subjects_or_objects_of_a_predicate_in_the_hours_
     assert stats.terms(["http://ex.org/none"], None, None, [("o", p)]) == {("o", p): []}
 
 
-def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_path):
-    """``LakeStatistics.repeats`` (a small batch's ``windows.with_repeats``, without Spark): never no where
+@pytest.mark.parametrize("told_by", ["terms", "hashes"])
+def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(told_by, tmp_path):
+    """``LakeStatistics.repeats`` (a small batch's ``windows.with_repeats``, without Spark), and
+    ``repeats_by_hash`` (a large one's, from the files' triple hashes), alike: never no where
     a triple repeats; yes for a repeat anywhere in the hours read, though the read's own span
     may hold it once (a de-duplication is all that costs)."""
     lake = Lake(tmp_path / "lake")
     stats = LakeStatistics(lake)
+    if told_by == "hashes":
+        stats.repeats = stats.repeats_by_hash  # type: ignore[method-assign]
     lake.write(_batch(A, [0, 10, 70]), batch_id="one")  # hours 10, 10, 11: all different
     lake.write(_batch(B, [0]), batch_id="one")
     assert not stats.repeats([A]) and not stats.repeats([A, B]) and not stats.repeats(["http://ex.org/none"])
@@ -82,6 +88,32 @@ def test_repeats_says_whether_the_hours_a_read_touches_hold_a_triple_twice(tmp_p
     assert not stats.repeats([A], T0 + timedelta(minutes=65))  # hour 11 alone holds it once
     assert not stats.repeats([A], None, T0 + timedelta(minutes=5))  # hour 10 alone
     assert stats.repeats([A], None, T0 + timedelta(minutes=65))  # hours 10 and 11 whole, though 11:15 is past the end
+
+
+def test_triple_hashes_tell_triples_apart_by_every_term_and_its_place():
+    """The lake's ``h``: the same triple, written by any process at any time, hashes alike (a
+    repeat across files is found whoever wrote them: the first value is pinned, so a change of
+    the hash function, which would split a lake's old files from its new ones, fails here);
+    a term changed in its form or moved to another place hashes apart."""
+    s, p, o = "<http://ex.org/s>", "<http://ex.org/p>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    triples = [(s, p, o), (s, p, o), (o, p, s), (s, o, p), (s, p, '"01"^^<http://www.w3.org/2001/XMLSchema#integer>'),
+               (s, p, '"a"'), (s, p, '"a"@en'), ("_:b1", p, o)]
+    hashes = [int(h) for h in triple_hashes(*map(list, zip(*triples)))]
+    assert hashes[0] == PINNED_HASH
+    assert hashes[0] == hashes[1] and len(set(hashes[1:])) == len(triples) - 1
+
+
+def test_repeats_by_hash_leaves_files_without_hashes_to_spark(tmp_path):
+    """A file written before the lake had ``h`` gives no answer (the engine asks Spark then);
+    the same files with their hashes do."""
+    lake = Lake(tmp_path / "lake")
+    stats = LakeStatistics(lake)
+    lake.write(_batch(A, [0, 10, 70]), batch_id="one")
+    assert stats.repeats_by_hash([A]) is False and stats.repeats_by_hash(["http://ex.org/none"]) is False
+    older = lake.parts([A])[-1]
+    pq.write_table(pq.read_table(older).drop_columns(["h"]), older)
+    assert stats.repeats_by_hash([A]) is None
+    assert stats.repeats_by_hash([A], None, T0 + timedelta(minutes=15)) is False  # hour 10 has them
 
 
 def test_times_are_the_distinct_times_a_read_returns(tmp_path):
