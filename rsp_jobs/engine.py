@@ -120,12 +120,6 @@ def evaluate(
     yield from execute(physical, lake, background_files, interval.after, entailment, report)
 
 
-def _repeats_by_hash(stats: LakeStatistics, streams, start, end) -> bool:
-    """Whether the slice may repeat a triple, from the files' triple hashes: yes where a file has
-    none (written before they existed), which costs a de-duplication only."""
-    return stats.repeats_by_hash(streams, start, end) is not False
-
-
 def execute(
     physical: planner.WindowPlan,
     lake: Lake,
@@ -169,9 +163,12 @@ def execute(
             window_rows = windows.assign(elements, query, sched, after, until, prune=False)
             rows = entail(window_rows, schema, WINDOW_KEY).cache()
         else:
-            # a stream two windows read is in the slice twice (a window may hold both, as one triple)
+            # a stream two windows read is in the slice twice (a window may hold both, as one
+            # triple); files without triple hashes (written before them) are taken to repeat
             repeats = len(set(streams)) < len(streams) or (
-                _on_driver(facts).repeats if small else _repeats_by_hash(stats, streams, start, end)
+                _on_driver(facts).repeats
+                if small
+                else stats.repeats_by_hash(streams, start, end) is not False
             )
             rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
         active = None

@@ -18,7 +18,7 @@ written before ``seq`` existed read it as NULL (the schema is given when reading
 
 ``h`` is a 64-bit hash of a triple's terms as written (``triple_hashes``), so that whether
 months of a stream repeat a triple is told from one column of longs on the driver
-(``LakeStatistics.repeats``) rather than by a Spark job over the terms. Spark does not read it.
+(``LakeStatistics.repeats_by_hash``) rather than by a Spark job over the terms. Spark does not read it.
 Files written before it existed have none, and their slices are checked by Spark as before.
 """
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -219,12 +219,12 @@ class Lake:
         """Elements as the lake's rows (Arrow), partition columns included; ``order``: the
         batch's place among the stream's files (see the module doc on ``seq``)."""
         elements = list(elements)
-        columns = {
+        columns: dict[str, Any] = {
             name: list(map(attrgetter(name), elements))
             for name in ("stream", "ts", "frame", "s", "p", "o", "o_num", "o_time", "start")
         }
         columns["seq"] = [(order << 32) + e.pos for e in elements]
-        hashes = triple_hashes(columns["s"], columns["p"], columns["o"]).view("int64")
+        columns["h"] = triple_hashes(columns["s"], columns["p"], columns["o"]).view("int64")
         hours = {ts: hour_of(ts) for ts in set(columns["ts"])}
         columns["hour"] = list(map(hours.__getitem__, columns["ts"]))
         columns["stream_key"] = [stream_key(stream)] * len(elements)
@@ -234,8 +234,6 @@ class Lake:
                 f.name: _timestamps(columns[f.name], pool)
                 if pa.types.is_timestamp(f.type)
                 else pa.array(columns[f.name], f.type, memory_pool=pool)
-                if f.name != "h"
-                else pa.array(hashes, f.type)
                 for f in SCHEMA
             },
             schema=SCHEMA,

@@ -129,7 +129,6 @@ class LakeStatistics:
         caller asks Spark then. Two triples with one hash count as a repeat (``repeats``' yes
         where there is none, which costs a de-duplication only)."""
         import numpy as np
-        import pyarrow.compute as pc
 
         parts = self.lake.parts(streams, start, end)
         if not parts:
@@ -140,7 +139,7 @@ class LakeStatistics:
         hashes = dataset.to_table(columns=["h"]).column("h")
         if hashes.null_count:  # a file without the column reads it as NULL
             return None
-        ordered = np.sort(pc.cast(hashes, pa.int64()).to_numpy())
+        ordered = np.sort(hashes.to_numpy())
         return bool(len(ordered) > 1 and (ordered[1:] == ordered[:-1]).any())
 
     def times(
