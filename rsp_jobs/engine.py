@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from rsp_jobs.spark import windows
 from rsp_jobs.spark.background import Background
 from rsp_jobs.spark.entailment import WINDOW_KEY, entail
 from rsp_jobs.spark.evaluate import WIN, Evaluator, rank_terms
-from rsp_jobs.spark.results import iter_windows, result_frame
+from rsp_jobs.spark.results import iter_windows, result_frame, windows_together
 from rsp_jobs.spark.session import (
     NO_SIZE_BROADCASTS,
     batch_settings,
@@ -130,9 +131,101 @@ def execute(
 ) -> list[WindowResult]:
     """Run ``physical`` on Spark: its windows' results, those closing after ``report_after``
     (``report``: see ``evaluate``)."""
+    spark = get_spark()
+    # The batch's settings hold while the evaluation makes any plan, not only for its last
+    # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
+    # moment (a small batch's cached window rows were compiled to Java all the same)
+    with (
+        settings_while(spark, batch_settings(physical.rows)),
+        _windows_frame(physical, lake, background_files, entailment, report) as frame,
+        # One job whatever the number of patterns: read from Parquet, a pattern's triples
+        # would be broadcast by size, each broadcast a job of its own (and at eight days the
+        # largest sides were broadcast). The background's explicit broadcasts stay.
+        settings_while(
+            spark, NO_SIZE_BROADCASTS if physical.windowing == planner.SOLUTIONS else {}
+        ),
+    ):
+        return list(iter_windows(frame, physical.query, report_after))
+
+
+def evaluate_together(
+    queries: Sequence[ContinuousQuery],
+    lake: Lake,
+    background_files: Sequence[Sequence[str]],
+    t0_us: int = 0,
+    interval: Interval = Interval(),
+    entailment: str = "simple",
+    report: str = REPORT_NON_EMPTY,
+) -> list[list[WindowResult]]:
+    """``evaluate`` for each of ``queries`` (``background_files[i]`` is query i's), the results
+    in their order: the queries that read one slice of the lake are evaluated together, in one
+    Spark job over one scan of it (multi-query execution), as their shared plan says
+    (``planner.plan_together``)."""
+    check_report(report, queries[0].source if queries else "")
+    results: list[list[WindowResult]] = [[] for _ in queries]
+    for shared in planner.plan_together(
+        queries, LakeStatistics(lake), interval.after, interval.until, t0_us, entailment
+    ):
+        found = execute_together(
+            shared,
+            lake,
+            [background_files[i] for i in shared.members],
+            interval.after,
+            entailment,
+            report,
+        )
+        for i, windows_of in zip(shared.members, found):
+            results[i] = windows_of
+    return results
+
+
+def execute_together(
+    shared: planner.SharedPlan,
+    lake: Lake,
+    background_files: Sequence[Sequence[str]],
+    report_after: int | None,
+    entailment: str,
+    report: str = REPORT_NON_EMPTY,
+) -> list[list[WindowResult]]:
+    """Run ``shared`` on Spark: the slice read once and cached, each query's plan over it, their
+    results in one job (``results.windows_together``), in the order of ``shared.plans``."""
+    if len(shared.plans) == 1:  # nothing to share: no cached scan
+        return [
+            execute(shared.plans[0], lake, background_files[0], report_after, entailment, report)
+        ]
+    spark = get_spark()
+    start, end = (None if t is None else from_us(t) for t in (shared.start, shared.until))
+    # one set of settings for the job of all: a broadcast by size would be a job of its own
+    with settings_while(spark, {**batch_settings(shared.rows), **NO_SIZE_BROADCASTS}):
+        scan = lake.read(spark, shared.streams, start, end).cache()
+        try:
+            with ExitStack() as frames:
+                made = [
+                    frames.enter_context(
+                        _windows_frame(physical, lake, files, entailment, report, scan)
+                    )
+                    for physical, files in zip(shared.plans, background_files)
+                ]
+                return windows_together(made, [p.query for p in shared.plans], report_after)
+        finally:
+            scan.unpersist()
+
+
+@contextmanager
+def _windows_frame(
+    physical: planner.WindowPlan,
+    lake: Lake,
+    background_files: Sequence[str],
+    entailment: str,
+    report: str,
+    scan: DataFrame | None = None,
+) -> Iterator[DataFrame]:
+    """The frame of ``physical``'s reported windows (``results.result_frame``), over the lake's
+    Parquet or, given, over ``scan`` (a cached read of a slice that holds this plan's); what it
+    caches is released when the block ends."""
     query, sched, after, until = physical.query, physical.sched, physical.after, physical.until
     start, end = (None if t is None else from_us(t) for t in (physical.start, physical.until))
-    streams, stream_rows, simple = physical.streams, physical.rows, physical.simple
+    streams, simple = physical.streams, physical.simple
     spark = get_spark()
     small = physical.facts_on_driver
     spans = (
@@ -147,79 +240,71 @@ def execute(
         if small
         else (None, None)
     )
-    # The batch's settings hold while the evaluation makes any plan, not only for its last
-    # action: Spark plans a DataFrame when ``cache()`` is called, under the settings of that
-    # moment (a small batch's cached window rows were compiled to Java all the same)
-    with settings_while(spark, batch_settings(stream_rows)):
-        elements = lake.read(spark, streams, start, end)
-        triples: DataFrame | None = None  # the slice's, where solutions go to windows
-        rows: DataFrame | None = None  # the window rows, where triples do
-        if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
-            # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
-            # hand-written job would; caching the slice costs more than those reads.
-            triples = windows.triples(elements, query, placeholders=False)
-        elif not simple:
-            background, schema = background.closed(entailment)
-            window_rows = windows.assign(elements, query, sched, after, until, prune=False)
-            rows = entail(window_rows, schema, WINDOW_KEY).cache()
-        else:
-            # a stream two windows read is in the slice twice (a window may hold both, as one
-            # triple); files without triple hashes (written before them) are taken to repeat
-            repeats = len(set(streams)) < len(streams) or (
-                _on_driver(facts).repeats
-                if small
-                else stats.repeats_by_hash(streams, start, end) is not False
-            )
-            rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
-        active = None
-        try:
-            from pyspark.sql import functions as F
+    elements = (
+        lake.read(spark, streams, start, end)
+        if scan is None
+        else Lake.within(scan, streams, start, end)
+    )
+    triples: DataFrame | None = None  # the slice's, where solutions go to windows
+    rows: DataFrame | None = None  # the window rows, where triples do
+    if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
+        # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
+        # hand-written job would; caching the slice costs more than those reads.
+        triples = windows.triples(elements, query, placeholders=False)
+    elif not simple:
+        background, schema = background.closed(entailment)
+        window_rows = windows.assign(elements, query, sched, after, until, prune=False)
+        rows = entail(window_rows, schema, WINDOW_KEY).cache()
+    else:
+        # a stream two windows read is in the slice twice (a window may hold both, as one
+        # triple); files without triple hashes (written before them) are taken to repeat
+        repeats = len(set(streams)) < len(streams) or (
+            _on_driver(facts).repeats
+            if small
+            else stats.repeats_by_hash(streams, start, end) is not False
+        )
+        rows = windows.assign(elements, query, sched, after, until, repeats=repeats).cache()
+    active = None
+    try:
+        from pyspark.sql import functions as F
 
-            if spans is not None and small:  # both read on the driver, as no Spark job can sooner
-                spans = replace(spans, repeats=_on_driver(facts).repeats)
-                active = spans.active_of(spark, _on_driver(facts).times)
-            elif spans is not None and triples is not None:
-                # the files' triple hashes on the driver; a Spark job where a file has none
-                hashed = stats.repeats_by_hash(streams, start, end)
-                spans = (
-                    windows.with_repeats(spans, triples)
-                    if hashed is None
-                    else replace(spans, repeats=hashed)
-                )
-                # times only: no pruning
-                active = spans.active(windows.triples(elements, query, prune=False)).cache()
-                # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
-            elif rows is not None:
-                active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
-            else:
-                raise ValueError("neither the slice's triples nor its window rows were made")
-            if report == REPORT_EVERY_CLOSE:
-                with_data, active = active, _with_every_close(query, sched, active, after, until)
-                with_data.unpersist()
-            # under entailment a window's graph may hold what its triples do not name
-            vocabulary = (
-                None
-                if not simple
-                else _on_driver(facts).vocabulary
-                if small
-                else stats.vocabulary(streams, start, end)
+        if spans is not None and small:  # both read on the driver, as no Spark job can sooner
+            spans = replace(spans, repeats=_on_driver(facts).repeats)
+            active = spans.active_of(spark, _on_driver(facts).times)
+        elif spans is not None and triples is not None:
+            # the files' triple hashes on the driver; a Spark job where a file has none
+            hashed = stats.repeats_by_hash(streams, start, end)
+            spans = (
+                windows.with_repeats(spans, triples)
+                if hashed is None
+                else replace(spans, repeats=hashed)
             )
-            evaluator = Evaluator(
-                query, rows, active, background, spans, triples, vocabulary, ranks
-            )
-            solutions = evaluator.evaluate(query.plan)
-            frame = result_frame(query, evaluator, solutions, sched)
-            # One job whatever the number of patterns: read from Parquet, a pattern's triples
-            # would be broadcast by size, each broadcast a job of its own (and at eight days the
-            # largest sides were broadcast). The background's explicit broadcasts stay.
-            with settings_while(spark, NO_SIZE_BROADCASTS if spans else {}):
-                results = list(iter_windows(frame, query, report_after))
-        finally:
-            if rows is not None:
-                rows.unpersist()
-            if active is not None:
-                active.unpersist()
-    return results
+            # times only: no pruning
+            active = spans.active(windows.triples(elements, query, prune=False)).cache()
+            # the window rows are made only if the plan asks (evaluate.Evaluator.rows)
+        elif rows is not None:
+            active = rows.groupBy(WIN).agg(F.min("_open").alias("_open")).cache()
+        else:
+            raise ValueError("neither the slice's triples nor its window rows were made")
+        if report == REPORT_EVERY_CLOSE:
+            with_data, active = active, _with_every_close(query, sched, active, after, until)
+            with_data.unpersist()
+        # under entailment a window's graph may hold what its triples do not name
+        vocabulary = (
+            None
+            if not simple
+            else _on_driver(facts).vocabulary
+            if small
+            else stats.vocabulary(streams, start, end)
+        )
+        evaluator = Evaluator(query, rows, active, background, spans, triples, vocabulary, ranks)
+        solutions = evaluator.evaluate(query.plan)
+        yield result_frame(query, evaluator, solutions, sched)
+    finally:
+        if rows is not None:
+            rows.unpersist()
+        if active is not None:
+            active.unpersist()
 
 
 def _with_every_close(

@@ -292,6 +292,19 @@ class Lake:
             frame = frame.where((F.col("hour") <= hour_of(end)) & (F.col("ts") < F.lit(end)))
         return frame.select(*COLUMNS)
 
+    @staticmethod
+    def within(frame, streams: Iterable[str], start: datetime | None, end: datetime | None):
+        """The elements of ``frame`` (a ``read`` of a wider slice) that a ``read`` of ``streams``
+        from ``start`` to ``end`` gives."""
+        from pyspark.sql import functions as F
+
+        frame = frame.where(F.col("stream").isin(list(dict.fromkeys(streams))))
+        if start is not None:
+            frame = frame.where(F.col("ts") >= F.lit(start))
+        if end is not None:
+            frame = frame.where(F.col("ts") < F.lit(end))
+        return frame
+
     def parts(
         self, streams: Iterable[str], start: datetime | None = None, end: datetime | None = None
     ) -> list[Path]:

@@ -25,7 +25,7 @@ runs anything:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -303,6 +303,85 @@ def plan_windows(
     return WindowPlan(
         query, sched, after, until, start, rows, windowing, on_driver, ranked, interpreted(rows)
     )
+
+
+@dataclass(frozen=True)
+class SharedPlan:
+    """Window queries that read one slice of the lake (the same streams, and a bounded or an
+    unbounded look-back alike), evaluated together: the slice read once, as wide as the widest
+    of theirs, and cached; each query's ``WindowPlan`` run over it; all their results in one job
+    (multi-query execution). A slice only one query reads runs as that query's plan alone.
+    ``members``: each plan's place in the list it was planned from."""
+
+    plans: tuple[WindowPlan, ...]
+    members: tuple[int, ...]
+    start: int | None
+    until: int | None
+    rows: int
+
+    @property
+    def streams(self) -> list[str]:
+        return list(dict.fromkeys(s for p in self.plans for s in p.streams))
+
+    def explain(self) -> str:
+        """The shared steps, then each query's plan, its read taken from the shared scan."""
+        if len(self.plans) == 1:
+            return self.plans[0].explain()
+        names = ", ".join(p.query.name for p in self.plans)
+        shared = explain_steps(
+            f"{len(self.plans)} queries together ({names})",
+            (
+                Step(
+                    "Scan",
+                    f"{' '.join(f'<{s}>' for s in self.streams)} "
+                    f"{span_text(self.start, self.until)}: the lake's Parquet by stream and "
+                    f"hour once, {self.rows:,} stream rows, cached",
+                ),
+                Step("Results", "every query's reported windows in one job, as Arrow"),
+            ),
+        )
+        return shared + "".join(
+            explain_steps(
+                p.query.name,
+                tuple(
+                    Step("Read", f"{span_text(p.start, p.until)} of the shared scan")
+                    if step.name == "Read"
+                    else step
+                    for step in p.steps()
+                    if step.name not in ("Broadcasts", "Expressions", "Results")
+                ),
+            )
+            for p in self.plans
+        )
+
+
+def plan_together(
+    queries: Sequence[ContinuousQuery],
+    stats: Statistics,
+    after: int | None = None,
+    until: int | None = None,
+    t0_us: int = 0,
+    entailment: str = "simple",
+) -> list[SharedPlan]:
+    """The plans of evaluating ``queries`` over the closes of ``(after, until]``: one
+    ``SharedPlan`` for the queries of each slice (their streams; a look-back or none), in the
+    order of each slice's first query. Each query is planned, and its size checked, as alone
+    (``plan_windows``); expressions run as the whole slice's size says, and broadcasts are the
+    explicit ones only, since a broadcast by size is a Spark job of its own."""
+    groups: dict[tuple, list[int]] = {}
+    plans = [plan_windows(q, stats, after, until, t0_us, entailment) for q in queries]
+    for i, physical in enumerate(plans):
+        key = (tuple(sorted(set(physical.streams))), physical.start is None)
+        groups.setdefault(key, []).append(i)
+    out = []
+    for (streams, unbounded), members in groups.items():
+        starts = [plans[i].start for i in members]
+        ends = [plans[i].until for i in members]
+        start = None if unbounded else min(t for t in starts if t is not None)
+        end = None if None in ends else max(t for t in ends if t is not None)
+        rows = stats.rows(streams, *(None if t is None else from_us(t) for t in (start, end)))
+        out.append(SharedPlan(tuple(plans[i] for i in members), tuple(members), start, end, rows))
+    return out
 
 
 def lookback_us(query: ContinuousQuery) -> int | None:

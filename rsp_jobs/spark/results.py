@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as W
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import ArrayType, StructType
 
 from rsp_jobs import terms
 from rsp_jobs.algebra.plan import ContinuousQuery
@@ -165,6 +168,82 @@ def iter_windows(
     the data with a job of its own first). As Arrow, not pickled Rows: eight days of CityBench
     (2,304 windows, 74 thousand results) reached Python in 0.2 s instead of 0.56 s."""
     return iter(_windows(frame.toArrow(), query, after_us))
+
+
+QUERY = "_q"  # a query's place in the list ``windows_together`` is given
+
+
+def windows_together(
+    frames: Sequence[DataFrame], queries: Sequence[ContinuousQuery], after_us: int | None = None
+) -> list[list[WindowResult]]:
+    """``iter_windows`` of each of ``frames`` (``result_frame``s, ``queries[i]``'s is
+    ``frames[i]``), in one action: the frames as one, each result row an array of strings
+    (the frames' rows differ in their fields), then each query's rows as its own table again."""
+    shapes: list[pa.DataType | None] = []
+    parts = []
+    for i, frame in enumerate(frames):
+        rows = frame.schema["_rows"].dataType if "_rows" in frame.columns else None
+        fields = rows.elementType if isinstance(rows, ArrayType) else None  # None: ASK
+        if not isinstance(fields, StructType | None):
+            raise TypeError(f"{queries[i].name}: result rows of {fields}, not structs")
+        shapes.append(None if fields is None else to_arrow_type(fields))
+        as_strings = (F.lit(None) if fields is None else _as_strings(fields.names)).cast(
+            "array<array<string>>"
+        )
+        parts.append(
+            frame.select(
+                F.lit(i).alias(QUERY),
+                WIN,
+                "_open",
+                as_strings.alias("_rows"),
+                (F.col("_bool") if fields is None else F.lit(None)).cast("boolean").alias("_bool"),
+            )
+        )
+    if not parts:
+        return []
+    table = _union(parts).toArrow()
+    return [
+        _windows(_rows_as(table.filter(pc.equal(table[QUERY], i)), shape), query, after_us)
+        for i, (shape, query) in enumerate(zip(shapes, queries))
+    ]
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    """The frames as one, unioned in halves: Spark checks the whole plan of every union it
+    makes, so a union onto the union of all before would check it anew for each frame."""
+    if len(frames) == 1:
+        return frames[0]
+    half = len(frames) // 2
+    return _union(frames[:half]).unionAll(_union(frames[half:]))
+
+
+def _as_strings(names: list[str]):
+    """``_rows`` with each result row as the array of its fields as strings."""
+    return F.transform("_rows", lambda row: F.array(*[row[n].cast("string") for n in names]))
+
+
+def _rows_as(table: pa.Table, shape: pa.DataType | None) -> pa.Table:
+    """``table`` with its ``_rows`` (lists of arrays of strings) as lists of ``shape``, the
+    structs ``result_frame`` made."""
+    if shape is None:
+        return table
+    lists = table.column("_rows").combine_chunks()
+    arrays = lists.flatten()  # a window without results (NULL) adds none
+    values = arrays.flatten()
+    width = shape.num_fields
+    fields = [
+        pc.cast(values.take(pa.array(range(k, len(values), width), pa.int64())), f.type)
+        for k, f in enumerate(shape)
+    ]
+    structs = (
+        pa.StructArray.from_arrays(fields, fields=list(shape))
+        if width
+        else pa.array([{}] * len(arrays), shape)
+    )
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy()
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+    rows = pa.ListArray.from_arrays(offsets, structs, mask=lists.is_null())
+    return table.set_column(table.schema.get_field_index("_rows"), "_rows", rows)
 
 
 @many_small_objects()

@@ -360,3 +360,27 @@ def test_streams_under_one_window_are_windowed_in_one_pass(tmp_path, spark):
         return rows._jdf.queryExecution().logical().treeString().count("\n")
 
     assert rows_plan_nodes(8) < 8 * rows_plan_nodes(2)
+
+
+def test_the_checked_queries_evaluated_together_answer_as_each_alone(data_dir, citybench_lake,
+                                                                     streams_repository, engine_runs, spark):
+    """Multi-query execution: every case in one ``evaluate_together``, the queries of each slice
+    over one scan of it in one job, answers what each evaluated alone does (ASK, SELECT with
+    aggregates, several streams and windows)."""
+    from rsp_jobs.engine import evaluate_together
+    from rsp_jobs.physical import planner
+    from rsp_jobs.physical.statistics import LakeStatistics
+
+    lake, _ = citybench_lake
+    texts = [query_text(data_dir, case) for case in CASES]
+    queries = [compiler.compile(t, str(query_path(data_dir, c.query))) for t, c in zip(texts, CASES)]
+    files = [[str(f) for f in background_files(case, streams_repository)] for case in CASES]
+    shared = planner.plan_together(queries, LakeStatistics(lake))
+    assert sorted(i for plan in shared for i in plan.members) == list(range(len(CASES)))
+    assert any(len(plan.members) > 1 for plan in shared), "no slice is shared: nothing is tested"
+    together = evaluate_together(queries, lake, files)
+    for case, query, text, mine, its_files in zip(CASES, queries, texts, together, files):
+        key = (text, tuple(Path(f) for f in its_files))
+        if key not in engine_runs:
+            engine_runs[key] = [w.to_json() for w in evaluate(query, lake, its_files)]
+        assert [w.to_json() for w in mine] == engine_runs[key], case.id

@@ -91,3 +91,24 @@ def test_a_plan_with_property_paths_names_them_and_their_bound(monkeypatch):
     steps = {s.name: s.detail for s in planner.plan_windows(query, planner.SliceOf(2_000, AFTER), AFTER, UNTIL).steps()}
     assert steps["Paths"].startswith("2 property path(s) over the window rows and the background's triples")
     assert "at most 40 (RSP_MAX_PATH_STEPS)" in steps["Paths"]
+
+
+def test_the_queries_of_one_slice_share_its_scan_in_the_golden_plan():
+    """Multi-query execution: every registered window query planned together for a 15-minute
+    batch. The queries that read the same streams (the traffic stream's, whatever their windows)
+    share one plan whose scan spans the widest look-back of theirs; a query over other streams
+    gets a plan of its own; the order is the queries'. Pinned in ``together.shared``."""
+    queries = [compile_file(p) for p in WINDOW_QUERIES]
+    after, until = UNTIL - 15 * 60_000_000, UNTIL
+    shared = planner.plan_together(queries, planner.SliceOf(2_000, AFTER), after, until)
+    assert sorted(i for plan in shared for i in plan.members) == list(range(len(queries)))
+    for plan in shared:
+        assert len({tuple(sorted(set(p.streams))) for p in plan.plans}) == 1
+        assert plan.start == min(p.start for p in plan.plans) and plan.until == until
+    assert any(len(plan.plans) > 1 for plan in shared)
+    text = "".join(f"-- {', '.join(p.query.name for p in plan.plans)}\n" + plan.explain()
+                   for plan in shared)
+    golden = FIXTURES / "together.shared"
+    if os.environ.get("RSP_REGOLD"):
+        golden.write_text(text)
+    assert text == golden.read_text()
