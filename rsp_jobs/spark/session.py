@@ -70,7 +70,12 @@ def get_spark(master: str | None = None, app_name: str = "rsp", conf: dict[str, 
 # single-threaded collector. On two cores C2's compiler threads and a parallel collector spent
 # more CPU than they saved on batches of thousands of rows: CSRBench's seven queries cost the
 # driver 84 s of CPU with the JVM's defaults and 45 s with these (docs/operations/spark.md).
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Without tiered compilation the JVM reserves 48 MB for compiled code, not 240 MB: a long-lived
+# JVM planning many queries (a Spark Connect server, a hundred queries a batch) fills it, and
+# then the JIT stops for good ("CodeCache is full. Compiler has been disabled") and every job
+# after runs interpreted, many times slower. So the tiered size is reserved (virtual memory:
+# only what is compiled is resident).
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 
 
 # The JVM's unified logging writes warnings to stdout unless told otherwise
