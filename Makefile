@@ -43,6 +43,7 @@ bench: setup
 	$(VENV)/bin/python -m rsp_jobs.bench.reasoning --output bench-results/reasoning.json
 	$(VENV)/bin/python -m rsp_jobs.bench.task_cost --output bench-results/task_cost.json
 	$(VENV)/bin/python -m rsp_jobs.bench.cluster --output bench-results/cluster.json
+	$(VENV)/bin/python -m rsp_jobs.bench.many --output bench-results/many.json
 
 airflow: setup
 	scripts/airflow.sh

@@ -19,8 +19,9 @@ SHORT_S = 0.01  # a round trip shorter than this is the plan being built, not a 
 
 @contextmanager
 def profiled(spark, group: str) -> Iterator[dict]:
-    """Fills the yielded dict, when the block ends, with ``seconds``, ``jobs``, ``stages``,
-    ``py4j_calls``, ``plan_calls_seconds`` and ``other_seconds``."""
+    """Fills the yielded dict, when the block ends, with ``seconds``, ``jobs``, ``stages`` (the
+    distinct stages of those jobs: a stage two jobs share, run once, is one), ``py4j_calls``,
+    ``bytes_read`` (``bytes_read``), ``plan_calls_seconds`` and ``other_seconds``."""
     from py4j.clientserver import ClientServerConnection
 
     from rsp_jobs.spark.session import is_remote
@@ -44,6 +45,7 @@ def profiled(spark, group: str) -> Iterator[dict]:
     context = spark.sparkContext
     context.setJobGroup(group, "make bench profile")
     ClientServerConnection.send_command = counted
+    read_before = bytes_read(spark)
     profile: dict = {}
     started = time.perf_counter()
     try:
@@ -54,13 +56,27 @@ def profiled(spark, group: str) -> Iterator[dict]:
         context.setLocalProperty("spark.jobGroup.id", None)
         tracker = context.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
+        stage_ids = {s for info in map(tracker.getJobInfo, jobs) if info for s in info.stageIds}
         profile.update(
             {
                 "seconds": round(seconds, 2),
                 "jobs": len(jobs),
-                "stages": sum(len(info.stageIds) for info in map(tracker.getJobInfo, jobs) if info),
+                "stages": len(stage_ids),
                 "py4j_calls": counts["calls"],
+                "bytes_read": bytes_read(spark) - read_before,
                 "plan_calls_seconds": round(counts["short"], 2),
                 "other_seconds": round(seconds - counts["short"], 2),
             }
         )
+
+
+def bytes_read(spark) -> int:
+    """The bytes the session's JVM has read from local files so far (Hadoop's file-system
+    statistics of the ``file`` scheme): the lake's Parquet as Spark reads it. A cached
+    relation's reads are not counted (Spark's stage "Input" counts them too)."""
+    statistics = spark.sparkContext._jvm.org.apache.hadoop.fs.FileSystem.getAllStatistics()
+    return sum(
+        statistics.get(i).getBytesRead()
+        for i in range(statistics.size())
+        if statistics.get(i).getScheme() == "file"
+    )
