@@ -248,8 +248,9 @@ def _windows_frame(
     triples: DataFrame | None = None  # the slice's, where solutions go to windows
     rows: DataFrame | None = None  # the window rows, where triples do
     if spans is not None:  # solutions, not triples, go to windows: see windows.Spans
-        # Not cached: each triple pattern reads the lake's Parquet for its predicate, as a
-        # hand-written job would; caching the slice costs more than those reads.
+        # Alone, not cached: each triple pattern reads the lake's Parquet for its predicate, as
+        # a hand-written job would; caching the slice costs more than those reads. Together,
+        # the queries' patterns read the shared scan, cached since it is read by all of them.
         triples = windows.triples(elements, query, placeholders=False)
     elif not simple:
         background, schema = background.closed(entailment)

@@ -20,10 +20,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rsp_jobs import settings
+from rsp_jobs.algebra.plan import TermsAt
 from rsp_jobs.bench import cores, variants, window_query
 from rsp_jobs.bench.profile import profiled
-from rsp_jobs.bench.workload import load_traffic
+from rsp_jobs.bench.workload import TRAFFIC, load_traffic
 from rsp_jobs.engine import Interval, evaluate, evaluate_together
+from rsp_jobs.physical.statistics import LakeStatistics
 from rsp_jobs.spark.session import get_spark
 from rsp_jobs.times import to_us
 
@@ -54,9 +56,10 @@ def _per_batch(profiles: list[dict]) -> dict:
 def run(count: int, hours: int, alone_batches: int, steps: list[int], work: Path) -> dict:
     traffic = load_traffic(DAY, 1, work)
     lake, files = traffic.lake, [traffic.repository]
-    sensors = sorted(
-        {o[1:-1] for o in _objects(lake, "<http://purl.oclc.org/NET/ssnx/ssn#observedBy>")}
-    )
+    observed_by = TermsAt("o", "<http://purl.oclc.org/NET/ssnx/ssn#observedBy>")
+    sensors = [
+        o[1:-1] for o in LakeStatistics(lake).terms([TRAFFIC], places=[observed_by])[observed_by]
+    ]
     texts = variants.variants(count, sensors)
     queries = [window_query(t, f"variant {i}") for i, t in enumerate(texts)]
     one = window_query(ONE.read_text(), str(ONE))
@@ -125,16 +128,6 @@ def run(count: int, hours: int, alone_batches: int, steps: list[int], work: Path
         "scaling": scaling,
     }
     return report
-
-
-def _objects(lake, predicate: str) -> set[str]:
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
-    table = ds.dataset(str(lake.root), format="parquet", partitioning="hive").to_table(
-        columns=["o"], filter=pc.field("p") == predicate
-    )
-    return set(table.column("o").to_pylist())
 
 
 def _plot(report: dict, path: Path) -> None:
